@@ -1,0 +1,70 @@
+"""Helpers shared by the agents: fitting a chat prompt into the context window, request stats."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Sequence
+
+from engine.events import Done
+
+MIN_PROMPT_TOKENS = 32
+
+
+class AgentError(Exception):
+    """A user-facing one-line problem with a request (nothing to regenerate, empty document...)."""
+
+
+def stats_of(done: Done) -> dict[str, Any]:
+    """The figures of a finished request, JSON-ready, for the message footer and memory."""
+    stats = asdict(done)
+    for key in ("text", "token_ids", "t"):
+        stats.pop(key, None)
+    return stats
+
+
+def prompt_budget(engine: Any, max_new_tokens: int) -> tuple[int, int]:
+    """(prompt token budget, max new tokens) so that both fit in the engine's context window."""
+    window = int(engine.context_window)
+    max_new = max(1, min(max_new_tokens, window - MIN_PROMPT_TOKENS))
+    return window - max_new, max_new
+
+
+def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, budget: int,
+             context: str = "") -> tuple[list[int], list[str]]:
+    """Chat-template ids for system (+context) + turns + the new user message, within ``budget``.
+
+    Older turns are dropped first (a whole user/assistant exchange at a time), then the retrieved
+    context, then the user message is cut. Returns the ids and one notice per kind of cut made.
+    """
+    notices: list[str] = []
+    turns = list(turns)
+
+    def build(ctx: str, text: str) -> list[int]:
+        sys_text = f"{system}\n\n{ctx}" if ctx else system
+        msgs = ([{"role": "system", "content": sys_text}] if sys_text else []) + turns
+        return engine.chat_ids(msgs + [{"role": "user", "content": text}])
+
+    ids = build(context, user_text)
+    dropped = 0
+    while len(ids) > budget and turns:
+        turns.pop(0)
+        dropped += 1
+        if turns and turns[0].get("role") == "assistant":   # keep exchanges whole
+            turns.pop(0)
+            dropped += 1
+        ids = build(context, user_text)
+    if dropped:
+        notices.append(f"Context window full: {dropped} older message(s) left out of the prompt.")
+    if len(ids) > budget and context:
+        context = ""
+        ids = build(context, user_text)
+        notices.append("Context window full: retrieved context left out of the prompt.")
+    if len(ids) > budget:
+        text_ids = engine.encode(user_text)
+        overhead = len(ids) - len(text_ids)
+        keep = max(1, budget - overhead - 2)
+        ids = build(context, engine.decode(text_ids[:keep]))
+        while len(ids) > budget and keep > 1:        # decode/encode may not round-trip exactly
+            keep = max(1, keep - max(1, (len(ids) - budget)))
+            ids = build(context, engine.decode(text_ids[:keep]))
+        notices.append(f"Message too long for the context window: cut to its first {keep} tokens.")
+    return ids, notices

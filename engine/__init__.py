@@ -1,0 +1,1 @@
+"""hexa engine package."""

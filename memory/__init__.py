@@ -1,0 +1,1 @@
+"""hexa memory package."""

