@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from engine.events import Done, Notice
 
 from . import prompts
-from .common import AgentError, fit_chat, prompt_budget, stats_of
+from .common import AgentError, method_for, fit_chat, prompt_budget, stats_of
 from .events import Saved
 
 MODE = "assistant"
@@ -90,7 +90,7 @@ class Assistant:
         done: Done | None = None
         for event in self.engine.generate(
                 ids, max_new_tokens=max_new, temperature=self.settings.temperature,
-                top_p=self.settings.top_p, method=self.settings.method,
+                top_p=self.settings.top_p, method=method_for(self.engine, self.settings.method),
                 sources=self._sources(user_text), cancel=cancel):
             if isinstance(event, Done):
                 done = event

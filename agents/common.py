@@ -68,3 +68,22 @@ def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, bu
             ids = build(context, engine.decode(text_ids[:keep]))
         notices.append(f"Message too long for the context window: cut to its first {keep} tokens.")
     return ids, notices
+
+
+def available_methods(engine: Any) -> tuple[str, ...]:
+    """Decoding methods of the real engine (empty for anything else, e.g. a test double)."""
+    try:
+        import engine as engine_pkg
+    except ImportError:
+        return ()
+    if not isinstance(engine, getattr(engine_pkg, "Engine", ())):
+        return ()
+    return tuple(getattr(engine_pkg, "METHODS", ()))
+
+
+def method_for(engine: Any, wanted: str) -> str:
+    """``wanted`` if the engine has it, else vanilla (the engine grows methods over time)."""
+    methods = available_methods(engine)
+    if not methods or wanted in methods:
+        return wanted
+    return "vanilla" if "vanilla" in methods else methods[0]

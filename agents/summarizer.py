@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 from engine.events import Done, Notice, Prefill, Step
 
 from . import prompts
-from .common import AgentError, prompt_budget, stats_of
+from .common import AgentError, method_for, prompt_budget, stats_of
 from .events import Part, Saved
 
 MODE = "summarizer"
@@ -116,7 +116,7 @@ class Summarizer:
 
     def _run(self, ids, max_new: int, sources, cancel) -> Iterator:
         return self.engine.generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
-                                    top_p=self.settings.top_p, method=self.settings.method,
+                                    top_p=self.settings.top_p, method=method_for(self.engine, self.settings.method),
                                     sources=sources, cancel=cancel)
 
 

@@ -1,1 +1,11 @@
-"""hexa memory package."""
+"""hexa memory: local history, documents, retrieval and drafting sources (SQLite + chromadb).
+
+    from memory import Memory
+    mem = Memory.open(data_dir, tokenizer=None)
+"""
+from .errors import DocumentError, MemoryError
+from .memory import Memory
+from .models import ContextItem, Document, Message, Session
+
+__all__ = ["Memory", "MemoryError", "DocumentError", "Session", "Message", "Document",
+           "ContextItem"]

@@ -75,10 +75,18 @@ def _load(path: Path):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as e:
         raise MemoryError(f"sentence-transformers is not installed ({e})") from None
+    try:  # no progress bars or chatter on the terminal (the TUI owns it)
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
+        transformers.utils.logging.set_verbosity_error()
+    except Exception:
+        pass
     try:
         return SentenceTransformer(str(path), device="cpu", local_files_only=True)
     except TypeError:  # older sentence-transformers without local_files_only

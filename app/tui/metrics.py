@@ -1,0 +1,137 @@
+"""Live figures of the current request, computed only from engine events (never the wall clock),
+so a deterministic event source gives deterministic panels."""
+from __future__ import annotations
+
+import os
+import resource
+from collections import Counter
+from dataclasses import dataclass, field
+
+from engine.events import SOURCES, Done, Prefill, Step, Text
+
+MAX_STEPS = 120
+
+
+def process_rss_mb() -> float:
+    """Resident memory of this process in MB (peak RSS where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@dataclass
+class Metrics:
+    model: str = "-"
+    backend: str = "-"
+    method: str = "-"
+    rss_mb: float = 0.0
+    # acceptance
+    last_accepted: int = 0
+    steps: list[int] = field(default_factory=list)
+    histogram: Counter = field(default_factory=Counter)
+    sources: Counter = field(default_factory=Counter)
+    # latency
+    start_t: float | None = None
+    first_token_t: float | None = None
+    last_t: float | None = None
+    ttft_ms: float | None = None
+    prefill_done: int = 0
+    prefill_total: int = 0
+    prefill_ms: float = 0.0
+    tokens: int = 0
+    draft_ms: float = 0.0
+    verify_ms: float = 0.0
+    switched: int = 0
+    total_blocks: int = 0
+    exposed_load_ms: float = 0.0
+    done: Done | None = None
+
+    def begin(self, method: str, t: float | None = None) -> None:
+        """Reset the per-request figures (device figures stay)."""
+        keep = dict(model=self.model, backend=self.backend, rss_mb=self.rss_mb)
+        self.__init__(**keep, method=method)  # type: ignore[misc]
+        self.start_t = t
+
+    @property
+    def mean_accepted(self) -> float:
+        return sum(self.steps) / len(self.steps) if self.steps else 0.0
+
+    @property
+    def prefill_tok_s(self) -> float:
+        if self.done:
+            return self.done.prefill_tok_s
+        return self.prefill_done / (self.prefill_ms / 1000) if self.prefill_ms else 0.0
+
+    @property
+    def decode_tok_s(self) -> float:
+        if self.done:
+            return self.done.decode_tok_s
+        if self.first_token_t is None or self.last_t is None or self.last_t <= self.first_token_t:
+            return 0.0
+        return (self.tokens - 1) / (self.last_t - self.first_token_t) if self.tokens > 1 else 0.0
+
+    @property
+    def ms_per_token(self) -> float:
+        if self.done:
+            return self.done.ms_per_token
+        rate = self.decode_tok_s
+        return 1000 / rate if rate else 0.0
+
+    def feed(self, event) -> None:
+        if isinstance(event, Prefill):
+            if self.start_t is None:
+                self.start_t = event.t - event.ms / 1000
+            self.prefill_done, self.prefill_total = event.done, event.total
+            self.prefill_ms += event.ms
+            self.switched, self.total_blocks = event.switched_blocks, event.total_blocks
+            self.exposed_load_ms = event.exposed_load_ms
+        elif isinstance(event, Step):
+            self.last_accepted = event.accepted
+            self.steps = (self.steps + [event.accepted])[-MAX_STEPS:]
+            self.histogram[event.accepted] += 1
+            self.sources.update(event.sources)
+            self.draft_ms, self.verify_ms = event.draft_ms, event.verify_ms
+            self.tokens += event.accepted
+            self._stamp(event.t)
+        elif isinstance(event, Text):
+            self._stamp(event.t)
+        elif isinstance(event, Done):
+            self.done = event
+            self.ttft_ms = event.ttft_ms
+            if not self.steps and event.new_tokens:
+                self.tokens = event.new_tokens
+            if event.accepted_by_source and not self.sources:
+                self.sources.update(event.accepted_by_source)
+
+    def _stamp(self, t: float) -> None:
+        if self.first_token_t is None:
+            self.first_token_t = t
+            if self.start_t is not None and self.ttft_ms is None:
+                self.ttft_ms = (t - self.start_t) * 1000
+        self.last_t = t
+
+    def source_shares(self) -> list[tuple[str, int, float]]:
+        total = sum(self.sources.values()) or 1
+        return [(s, self.sources.get(s, 0), self.sources.get(s, 0) / total) for s in SOURCES]
+
+
+def footer_text(stats: dict) -> str:
+    """One line of final figures kept under a response."""
+    if not stats:
+        return ""
+    parts = [f"{stats.get('new_tokens', 0)} tok"]
+    if stats.get("mean_accepted"):
+        parts.append(f"{stats['mean_accepted']:.2f} acc/step")
+    if stats.get("ttft_ms") is not None:
+        parts.append(f"TTFT {stats['ttft_ms']:.0f} ms")
+    if stats.get("decode_tok_s"):
+        parts.append(f"{stats['decode_tok_s']:.1f} tok/s")
+    if stats.get("ms_per_token"):
+        parts.append(f"{stats['ms_per_token']:.1f} ms/tok")
+    parts.append(str(stats.get("method", "")))
+    reason = stats.get("stop_reason")
+    if reason and reason != "eos":
+        parts.append(reason)
+    return " · ".join(p for p in parts if p)

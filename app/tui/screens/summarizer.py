@@ -1,0 +1,183 @@
+"""Summarizer mode: drop documents in, watch ingestion and part progress, stream the summary."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Callable
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, Input, Label, ProgressBar, Select
+
+from agents.common import AgentError
+from agents.events import Ingest, Part, Saved
+from agents.prompts import STYLES
+from engine.events import Done, Text
+
+from ..keys import bind
+from ..widgets.transcript import Transcript
+from .base import ModeScreen, one_line
+from .dialogs import FilePicker
+
+
+def parse_paths(text: str) -> list[Path]:
+    """Paths from a paste or a drag-and-drop (quoted, backslash-escaped or file:// URLs)."""
+    text = text.strip()
+    if not text:
+        return []
+    try:
+        parts = shlex.split(text)
+    except ValueError:
+        parts = text.splitlines()
+    paths = []
+    for part in parts:
+        if part.startswith("file://"):
+            from urllib.parse import unquote, urlparse
+            part = unquote(urlparse(part).path)
+        paths.append(Path(part).expanduser())
+    return paths
+
+
+class FileRow(Horizontal):
+    def __init__(self, path: str):
+        super().__init__(classes="file-row")
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        yield Label(Path(self.path).name, classes="file-name")
+        yield ProgressBar(total=None, show_eta=False, classes="file-progress")
+        yield Label("", classes="file-state")
+
+    def progress(self, done: int, total: int, error: str | None = None) -> None:
+        bar = self.query_one(ProgressBar)
+        if error:
+            self.query_one(".file-state", Label).update(f"[red]{error}[/red]")
+            bar.update(total=1, progress=0)
+        elif total:
+            bar.update(total=total, progress=done)
+            if done >= total:
+                self.query_one(".file-state", Label).update("ingested")
+
+
+class SummarizerScreen(ModeScreen):
+    MODE = "summarizer"
+    BINDINGS = [bind("summary.open", "open_file"), bind("summary.style", "cycle_style")]
+
+    def compose_input(self) -> ComposeResult:
+        with Vertical(id="files"):
+            yield Label("", id="parts")
+        with Horizontal(id="doc-bar"):
+            yield Input(placeholder="Drop or paste a file path, Enter",
+                        id="path")
+            yield Select([(s, s) for s in STYLES], value="short", allow_blank=False, id="style")
+            yield Button("Browse…", id="browse")
+
+    def focus_input(self) -> None:
+        self.query_one("#path", Input).focus()
+
+    def on_mount(self) -> None:
+        self.focus_input()
+
+    @property
+    def style(self) -> str:
+        return str(self.query_one("#style", Select).value)
+
+    def action_cycle_style(self) -> None:
+        select = self.query_one("#style", Select)
+        select.value = STYLES[(STYLES.index(self.style) + 1) % len(STYLES)]
+
+    def action_open_file(self) -> None:
+        def picked(path: Path | None) -> None:
+            if path is not None:
+                self.summarize([path])
+        self.app.push_screen(FilePicker(), picked)
+
+    @on(Button.Pressed, "#browse")
+    def _browse(self) -> None:
+        self.action_open_file()
+
+    @on(Input.Submitted, "#path")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if self.summarize(parse_paths(event.value)):
+            event.input.clear()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A drop or paste while the path box is not focused starts right away."""
+        paths = parse_paths(event.text)
+        if paths and all(p.is_file() for p in paths):
+            event.stop()
+            self.summarize(paths)
+
+    def summarize(self, paths: list[Path]) -> bool:
+        if not paths or not self.ready():
+            return False
+        if self.active is not None:
+            self.notify("Still working: Esc cancels.", severity="warning")
+            return False
+        missing = [str(p) for p in paths if not p.is_file()]
+        if missing:
+            self.notify(f"No such file: {missing[0]}", severity="error")
+            return False
+        sid, agent, style = self.ensure_session(), self.agent, self.style
+        files = self.query_one("#files", Vertical)
+        for row in files.query(FileRow):
+            row.remove()
+        for p in paths:
+            files.mount(FileRow(str(p)))
+        self.query_one("#parts", Label).update(f"summary: {style}")
+
+        def job(cancel):
+            docs = []
+            for path in paths:
+                yield Ingest(str(path), 0, 0)
+                report = lambda d, t, p=str(path): self.post_message(_ingest(self, p, d, t))  # noqa: E731
+                try:
+                    doc = agent.ingest(path, progress=report, session_id=sid)
+                except Exception as exc:
+                    yield Ingest(str(path), 0, 0, error=one_line(exc))
+                    continue
+                yield Ingest(str(path), 1, 1, doc_id=doc.id)
+                docs.append(doc.id)
+                if cancel.is_set():
+                    return
+            if not docs:
+                raise AgentError("No document could be read.")
+            yield from agent.summarize(sid, docs, style, cancel)
+        self.start(job, None)
+        return True
+
+    async def prepare_event(self, rid: int, event) -> None:
+        """The summary's view appears with its first text (the map stage streams none)."""
+        if rid == self.active and rid not in self.views and isinstance(event, (Text, Done)):
+            self.views[rid] = await self.query_one(Transcript).add("assistant")
+
+    async def on_other_event(self, rid: int, event) -> None:
+        if isinstance(event, Ingest):
+            for row in self.query(FileRow):
+                if row.path == event.path:
+                    row.progress(event.done, event.total, event.error)
+            if event.error:
+                self.notify(f"{Path(event.path).name}: {event.error}", severity="error")
+        elif isinstance(event, Part):
+            label = (f"summarizing part {event.index}/{event.total}" if event.stage == "map"
+                     else "combining the part summaries")
+            self.query_one("#parts", Label).update(label)
+
+    async def on_saved(self, rid: int, event: Saved) -> None:
+        if event.role == "user":
+            await self.query_one(Transcript).add("user", event.text, event.message_id)
+            await self.refresh_sessions()
+        else:
+            await super().on_saved(rid, event)
+
+    def palette_commands(self) -> list[tuple[str, str, Callable]]:
+        return super().palette_commands() + [
+            ("Open a document to summarize", "File picker", self.action_open_file),
+            ("Cycle summary style", "short → detailed → bullets", self.action_cycle_style),
+        ]
+
+
+def _ingest(screen: SummarizerScreen, path: str, done: int, total: int):
+    from ..messages import AgentEvent
+    return AgentEvent(screen.request, Ingest(path, done, total))

@@ -1,0 +1,30 @@
+"""Message composer: Enter sends, Ctrl+J inserts a new line (both remappable)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+from textual.widgets import TextArea
+
+from ..keys import bind
+
+
+class Composer(TextArea):
+    BINDINGS = [bind("chat.send", "submit", priority=True),
+                bind("chat.newline", "newline", priority=True, show=False)]
+
+    @dataclass
+    class Submitted(Message):
+        composer: "Composer"
+        text: str
+
+    def __init__(self, **kwargs):
+        super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
+
+    def action_submit(self) -> None:
+        text = self.text.strip()
+        if text:
+            self.post_message(self.Submitted(self, text))
+
+    def action_newline(self) -> None:
+        self.insert("\n")

@@ -1,0 +1,1 @@
+"""``hexa bench``: methods compared on the same prompts, interleaved, in one run."""

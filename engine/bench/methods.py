@@ -1,0 +1,87 @@
+"""The decoding methods a benchmark can compare, each run on the same prompt ids.
+
+Engine methods go through ``Engine.generate``; ``hf`` (plain greedy) and ``pld``/``pld3``/``pld10``
+(prompt lookup decoding) are transformers' own ``generate`` on the same cached weights, as peers.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from ..events import Done
+
+
+@dataclass
+class RunResult:
+    tokens: list[int]
+    seconds: float
+    steps: int                   # decoding forward passes after the one that produced token 1
+    accepted_per_step: float
+    extra: dict = field(default_factory=dict)
+
+
+class EngineMethod:
+    def __init__(self, engine, method: str):
+        self.engine, self.method = engine, method
+
+    def run(self, ids: list[int], max_new: int, history: list[list[int]]) -> RunResult:
+        t0 = time.perf_counter()
+        done = None
+        for ev in self.engine.generate(ids, max_new_tokens=max_new, method=self.method, sources=history):
+            if isinstance(ev, Done):
+                done = ev
+        seconds = time.perf_counter() - t0
+        return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted,
+                         {"ttft_ms": done.ttft_ms, "draft_ms": done.draft_ms, "verify_ms": done.verify_ms,
+                          "calibration_ms": done.calibration_ms, "by_source": done.accepted_by_source})
+
+
+class TransformersMethod:
+    """transformers ``generate`` on the engine's cached weights (greedy; optional prompt lookup)."""
+    _models: dict[str, tuple] = {}   # one model per weights folder, shared by hf/pld methods
+
+    def __init__(self, engine, lookup_tokens: int = 0):
+        key = str(engine.folder)
+        if key not in self._models:
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(engine.folder, dtype=torch.float32).eval()
+            calls = [0]   # forward passes, counted to report tokens per pass
+            model.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+            self._models[key] = (model, calls)
+        self.model, self._calls = self._models[key]
+        self.lookup = lookup_tokens
+        self.eos = sorted(engine.eos_ids)
+
+    def run(self, ids: list[int], max_new: int, history: list[list[int]]) -> RunResult:
+        kwargs = {"prompt_lookup_num_tokens": self.lookup} if self.lookup else {}
+        before = self._calls[0]
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = self.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                      max_new_tokens=max_new, do_sample=False, eos_token_id=self.eos,
+                                      pad_token_id=self.eos[0], **kwargs)
+        seconds = time.perf_counter() - t0
+        tokens = out[0, len(ids):].tolist()
+        while tokens and tokens[-1] in self.eos:   # the engine reports tokens without the final EOS
+            tokens.pop()
+        steps = max(self._calls[0] - before - 1, 0)
+        return RunResult(tokens, seconds, steps, (len(tokens) - 1) / steps if steps else 0.0)
+
+
+def make_method(name: str, engine):
+    from ..engine import METHODS
+
+    if name == "hf":
+        return TransformersMethod(engine)
+    if name in ("pld", "pld10"):
+        return TransformersMethod(engine, lookup_tokens=10)
+    if name == "pld3":
+        return TransformersMethod(engine, lookup_tokens=3)
+    if name in METHODS:
+        return EngineMethod(engine, name)
+    from ..errors import EngineError
+
+    raise EngineError(f"unknown bench method {name!r} (available: {', '.join(METHODS + ('hf', 'pld', 'pld3', 'pld10'))})")

@@ -1,0 +1,276 @@
+"""The draft tree: merge candidates from all sources, select a subtree, flatten it for verification.
+
+Node 0 is the root = the last committed token; it is fed to the model (its logits come first)
+but it is not a draft token.  Each draft node carries an estimated acceptance probability given
+its parent was accepted (``step``) and the product along its path (``cum``): the expected number
+of accepted draft tokens of a tree is the sum of ``cum`` over its nodes, so with children never
+above their parents, picking nodes greedily by ``cum`` is optimal for a node budget.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+
+DRAFT_SOURCES = ("context", "history", "calibrated", "reuse")
+
+
+@dataclass(slots=True)
+class Candidate:
+    tokens: list[int]
+    probs: list[float]      # per-token estimated acceptance probability (given the previous token accepted)
+    source: str             # one of DRAFT_SOURCES
+
+
+@dataclass
+class DraftTree:
+    """A flattened, verification-ready tree.  Index 0 is the root; parents precede children.
+
+    tokens  LongTensor[1+n]        feed these (root first)
+    depths  LongTensor[1+n]        root 0; position of node i = past_len + depths[i]
+    parents LongTensor[1+n]        -1 for the root
+    mask    BoolTensor[1+n, 1+n]   mask[i, j]: node i may attend node j (j is i or an ancestor of i);
+                                   the engine adds "every cached past position is visible"
+    """
+    tokens: torch.Tensor
+    depths: torch.Tensor
+    parents: torch.Tensor
+    mask: torch.Tensor
+    sources: list[str]            # per node; "root" for node 0
+    cum: list[float]              # estimated cumulative acceptance probability per node (root 1.0)
+    token_list: list[int]         # python mirrors, for the acceptance walk
+    parent_list: list[int]
+    children: list[list[int]] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:        # tokens fed, root included
+        return len(self.token_list)
+
+    @property
+    def n(self) -> int:           # draft tokens
+        return len(self.token_list) - 1
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depths.max()) if self.size else 0
+
+    def positions(self, past_len: int) -> torch.Tensor:
+        return self.depths + past_len
+
+    def expected_accepted(self) -> float:
+        return sum(self.cum[1:])
+
+    def path_to(self, idx: int) -> list[int]:
+        out = []
+        while idx >= 0:
+            out.append(idx)
+            idx = self.parent_list[idx]
+        return out[::-1]
+
+
+def choose_budget(cums_sorted: Sequence[float], cost_curve: Callable[[int], float]) -> int:
+    """Tree size n maximizing (1 + sum of top-n cumulative probs) / cost(n + 1).
+
+    ``cost_curve(m)`` is the measured forward cost of feeding m tokens (root + n drafts).  The
+    numerator is the expected tokens emitted per step (the bonus token always comes), so the
+    ratio is tokens per unit time.  Linear CPU costs favour small trees; a flat static-graph
+    cost favours filling the graph.
+    """
+    best_n, best = 0, 1.0 / cost_curve(1)
+    acc = 1.0
+    for i, c in enumerate(cums_sorted):
+        acc += c
+        v = acc / cost_curve(i + 2)
+        if v > best:
+            best_n, best = i + 1, v
+    return best_n
+
+
+class AdaptiveCutoff:
+    """EdgeLLM self-adaptive fallback: nodes with cumulative confidence < alpha are not drafted.
+
+    After each verification: all drafted tokens accepted -> alpha *= 0.5 (draft deeper);
+    otherwise alpha /= tc ** ((n_all - n_ok) / n_all).  With tc < 1 this raises alpha in
+    proportion to the rejected fraction (a full rejection doubles it at tc = 0.5).
+    """
+
+    def __init__(self, alpha0: float = 0.01, tc: float = 0.5, lo: float = 1e-4, hi: float = 0.5) -> None:
+        if not 0.0 < tc < 1.0:
+            raise ValueError("tc must be in (0, 1)")
+        self.alpha, self.tc, self.lo, self.hi = alpha0, tc, lo, hi
+
+    def update(self, n_all: int, n_ok: int) -> float:
+        if n_all <= 0:
+            return self.alpha
+        if n_ok >= n_all:
+            self.alpha *= 0.5
+        else:
+            self.alpha /= self.tc ** ((n_all - n_ok) / n_all)
+        self.alpha = min(self.hi, max(self.lo, self.alpha))
+        return self.alpha
+
+
+class TreeBuilder:
+    """Token trie of all candidates, rooted at the last committed token."""
+
+    def __init__(self, root_token: int) -> None:
+        self.token = [int(root_token)]
+        self.parent = [-1]
+        self.depth = [0]
+        self.kids: list[dict[int, int]] = [{}]
+        self.src_p: list[dict[str, float]] = [{}]   # per-source estimate (max within a source)
+        self._cum: list[float] | None = None
+
+    def __len__(self) -> int:
+        return len(self.token) - 1
+
+    def add(self, cand: Candidate, max_depth: int | None = None) -> None:
+        node = 0
+        toks = cand.tokens if max_depth is None else cand.tokens[:max_depth]
+        for tok, p in zip(toks, cand.probs):
+            nxt = self.kids[node].get(tok)
+            if nxt is None:
+                nxt = len(self.token)
+                self.token.append(tok)
+                self.parent.append(node)
+                self.depth.append(self.depth[node] + 1)
+                self.kids.append({})
+                self.src_p.append({})
+                self.kids[node][tok] = nxt
+            sp = self.src_p[nxt]
+            if p > sp.get(cand.source, -1.0):
+                sp[cand.source] = p
+            node = nxt
+        self._cum = None
+
+    def source_of(self, i: int) -> str:
+        sp = self.src_p[i]
+        return max(sp, key=sp.get) if sp else "root"
+
+    def cumulative(self) -> list[float]:
+        """Step estimate = noisy-OR across sources (independent sources agreeing is evidence),
+        siblings rescaled so they sum to < 1 (only one token can be the model's), times parent."""
+        if self._cum is not None:
+            return self._cum
+        n = len(self.token)
+        step = [1.0] * n
+        for i in range(1, n):
+            miss = 1.0
+            for p in self.src_p[i].values():
+                miss *= 1.0 - min(max(p, 0.0), 0.999)
+            step[i] = 1.0 - miss
+        for i in range(n):
+            kids = self.kids[i]
+            if len(kids) > 1:
+                s = sum(step[c] for c in kids.values())
+                if s > 0.99:
+                    f = 0.99 / s
+                    for c in kids.values():
+                        step[c] *= f
+        cum = [1.0] * n
+        for i in range(1, n):          # parents are created before children
+            cum[i] = cum[self.parent[i]] * step[i]
+        self._cum = cum
+        return cum
+
+    def select(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,
+               pacer: bool = False, cost_curve: Callable[[int], float] | None = None) -> list[int]:
+        """Node ids (parents first) of the chosen subtree, root excluded.
+
+        greedy (default): best-first by cumulative probability, optimal for product-form scores.
+        pacer (EdgeLLM branch pacer): a branch = a child of the root; extend the branch maximizing
+        M * C_i - len_i (C_i its best frontier confidence, len_i its nodes so far, M the budget),
+        so each branch's share of the budget follows its confidence.
+        Nodes with cum < alpha are never taken.  With ``cost_curve`` the budget is first reduced
+        to the throughput-optimal size (``choose_budget``).
+        """
+        cum = self.cumulative()
+        if cost_curve is not None and budget > 0:
+            order = self._greedy(budget, alpha, max_depth)
+            budget = choose_budget([cum[i] for i in order], cost_curve)
+        if budget <= 0:
+            return []
+        return self._paced(budget, alpha, max_depth) if pacer else self._greedy(budget, alpha, max_depth)
+
+    def _greedy(self, budget: int, alpha: float, max_depth: int | None) -> list[int]:
+        cum, kids, depth = self.cumulative(), self.kids, self.depth
+        heap = [(-cum[c], c) for c in kids[0].values()]
+        heapq.heapify(heap)
+        out: list[int] = []
+        while heap and len(out) < budget:
+            negc, i = heapq.heappop(heap)
+            if -negc < alpha:
+                break                  # everything left is smaller
+            out.append(i)
+            if max_depth is None or depth[i] < max_depth:
+                for c in kids[i].values():
+                    heapq.heappush(heap, (-cum[c], c))
+        return out
+
+    def _paced(self, budget: int, alpha: float, max_depth: int | None) -> list[int]:
+        cum, kids, depth = self.cumulative(), self.kids, self.depth
+        fronts = [[(-cum[c], c)] for c in kids[0].values()]
+        used = [0] * len(fronts)
+        out: list[int] = []
+        M = budget
+        while len(out) < budget:
+            best, best_v = -1, -math.inf
+            for b, fr in enumerate(fronts):
+                if fr and -fr[0][0] >= alpha:
+                    v = M * -fr[0][0] - used[b]
+                    if v > best_v:
+                        best, best_v = b, v
+            if best < 0:
+                break
+            _, i = heapq.heappop(fronts[best])
+            used[best] += 1
+            out.append(i)
+            if max_depth is None or depth[i] < max_depth:
+                for c in kids[i].values():
+                    heapq.heappush(fronts[best], (-cum[c], c))
+        return out
+
+    def flatten(self, selected: Sequence[int]) -> DraftTree:
+        """Reindex the root + ``selected`` (parents must precede children) into a DraftTree."""
+        cum = self.cumulative()
+        ids = [0] + list(selected)
+        new = {old: k for k, old in enumerate(ids)}
+        m = len(ids)
+        toks = [self.token[i] for i in ids]
+        pars = [-1] + [new[self.parent[i]] for i in ids[1:]]
+        deps = [self.depth[i] for i in ids]
+        children: list[list[int]] = [[] for _ in range(m)]
+        for k in range(1, m):
+            children[pars[k]].append(k)
+        # ancestor-or-self rows: row k = row(parent) + self; built as flat python bools (fast at m <= ~100)
+        rows: list[list[bool]] = []
+        flat: list[bool] = []
+        for k in range(m):
+            row = rows[pars[k]].copy() if k else [False] * m
+            row[k] = True
+            rows.append(row)
+            flat.extend(row)
+        mask = torch.tensor(flat, dtype=torch.bool).view(m, m)
+        return DraftTree(
+            tokens=torch.tensor(toks, dtype=torch.long),
+            depths=torch.tensor(deps, dtype=torch.long),
+            parents=torch.tensor(pars, dtype=torch.long),
+            mask=mask,
+            sources=["root"] + [self.source_of(i) for i in ids[1:]],
+            cum=[cum[i] for i in ids],
+            token_list=toks,
+            parent_list=pars,
+            children=children,
+        )
+
+    def build(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,
+              pacer: bool = False, cost_curve: Callable[[int], float] | None = None) -> DraftTree:
+        return self.flatten(self.select(budget, alpha, max_depth, pacer, cost_curve))
+
+
+def root_only(root_token: int) -> DraftTree:
+    """A tree with no drafts: a plain decoding step."""
+    return TreeBuilder(root_token).flatten([])

@@ -1,0 +1,125 @@
+"""The engine facade the agents, the CLI and the benchmark use."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from . import threads as _threads
+from .errors import EngineError
+from .events import Event
+from .generation import GenerationConfig, generate
+from .model_cache import ensure_cached
+from .model_source import resolve
+from .speculative import CALIBRATION_TOPK, METHOD_SPECS, Speculator
+
+METHODS = tuple(METHOD_SPECS)
+
+BACKENDS = ("torch",)
+DEFAULT_CONTEXT = 4096   # KV capacity unless the model allows less; keeps memory modest on phones
+END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end_of_text|>")
+
+
+class Engine:
+    def __init__(self, model, tokenizer, folder: Path, name: str, backend: str, threads: int,
+                 context_window: int, load_seconds: float):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.folder = folder
+        self.model_name = name
+        self.backend_name = backend
+        self.threads = threads
+        self.context_window = context_window
+        self.load_seconds = load_seconds
+        self.history: list[list[int]] = []   # completed responses, future drafting sources
+        self._cost = None
+        self.eos_ids = set(model.config.eos_ids)
+        for tok in END_OF_TURN + ((tokenizer.eos_token,) if tokenizer.eos_token else ()):
+            tid = tokenizer.convert_tokens_to_ids(tok)
+            if isinstance(tid, int) and tid != tokenizer.unk_token_id and tid >= 0:
+                self.eos_ids.add(tid)
+
+    @classmethod
+    def load(cls, model: str | None, cache_dir: Path, backend: str = "torch", threads: int | None = None,
+             context_window: int | None = None, progress: Callable[[str], None] | None = None) -> "Engine":
+        if backend not in BACKENDS:
+            raise EngineError(f"unknown backend {backend!r} (available: {', '.join(BACKENDS)})")
+        t0 = time.perf_counter()
+        source = resolve(model)
+        folder = ensure_cached(source, Path(cache_dir) / "models", progress)
+        n_threads = _threads.configure(threads)
+        if progress:
+            progress("loading weights")
+        from transformers import AutoTokenizer
+
+        from .transformer import CompactTransformer
+
+        try:
+            compact = CompactTransformer.load(folder)
+            tokenizer = AutoTokenizer.from_pretrained(folder)
+        except Exception as exc:  # a cache that validated but still cannot load
+            raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
+        window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT)
+        return cls(compact, tokenizer, folder, source.name, backend, n_threads, window,
+                   time.perf_counter() - t0)
+
+    # ---- text <-> tokens
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def chat_ids(self, messages: list[dict]) -> list[int]:
+        if not self.tokenizer.chat_template:
+            text = "\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:"
+            return self.encode(text)
+        out = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        if hasattr(out, "keys"):
+            out = out["input_ids"]
+        return list(out)
+
+    # ---- generation
+    def generate(self, prompt: list[dict] | list[int] | str, *, max_new_tokens: int = 256,
+                 temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
+                 stop: Sequence[str] = (), method: str = "vanilla",
+                 sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
+                 chunk_size: int = 256) -> Iterator[Event]:
+        if method not in METHODS:
+            raise EngineError(f"unknown decoding method {method!r} (available: {', '.join(METHODS)})")
+        if max_new_tokens < 1:
+            raise EngineError("max_new_tokens must be at least 1")
+        if temperature < 0 or not 0 < top_p <= 1:
+            raise EngineError("temperature must be >= 0 and top_p in (0, 1]")
+        if isinstance(prompt, str):
+            ids = self.chat_ids([{"role": "user", "content": prompt}])
+        elif prompt and isinstance(prompt[0], dict):
+            ids = self.chat_ids(list(prompt))
+        else:
+            ids = list(prompt)
+        if not ids:
+            raise EngineError("empty prompt")
+        spec = METHOD_SPECS[method]
+        speculator = None
+        if spec is not None:
+            history = [list(s) for s in sources] + self.history
+            speculator = Speculator(spec, history, self.cost_curve())
+        config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                                  seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
+                                  calibration_topk=CALIBRATION_TOPK if spec and spec.calibration else 0)
+        return generate(self.model, self.tokenizer, ids, config, self.eos_ids, self.context_window,
+                        speculator, cancel)
+
+    def cost_curve(self):
+        """Forward cost (ms) by tokens fed, profiled once on this backend; drives draft-tree sizing."""
+        if self._cost is None:
+            from .profiling import profile_cost_curve
+
+            self._cost = profile_cost_curve(self.model)
+        return self._cost
+
+    def index_response(self, token_ids: Sequence[int]) -> None:
+        """Keep a completed response as a drafting source for later requests."""
+        if token_ids:
+            self.history.append(list(token_ids))

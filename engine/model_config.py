@@ -1,0 +1,72 @@
+"""The few architecture numbers the compact transformer needs, read from a cached config.json."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_eps: float
+    max_positions: int
+    tie_embeddings: bool
+    attention_bias: bool
+    rope: dict = field(default_factory=dict)
+    eos_ids: tuple[int, ...] = ()
+    name: str = ""
+
+    @classmethod
+    def from_dict(cls, c: dict) -> "ModelConfig":
+        heads = c["num_attention_heads"]
+        eos = c.get("eos_token_id")
+        eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if eos is not None else ())
+        rope = dict(c.get("rope_parameters") or c.get("rope_scaling") or {})
+        rope.setdefault("rope_theta", c.get("rope_theta", rope.get("rope_theta", 10000.0)))
+        return cls(
+            model_type=c["model_type"],
+            vocab_size=c["vocab_size"],
+            hidden_size=c["hidden_size"],
+            intermediate_size=c["intermediate_size"],
+            num_layers=c["num_hidden_layers"],
+            num_heads=heads,
+            num_kv_heads=c.get("num_key_value_heads", heads),
+            head_dim=c.get("head_dim") or c["hidden_size"] // heads,
+            rms_eps=c.get("rms_norm_eps", 1e-6),
+            max_positions=c.get("max_position_embeddings", 4096),
+            tie_embeddings=bool(c.get("tie_word_embeddings", False)),
+            # qwen2 always has q/k/v biases; llama only when attention_bias is set
+            attention_bias=c["model_type"] == "qwen2" or bool(c.get("attention_bias", False)),
+            rope=rope,
+            eos_ids=eos_ids,
+            name=c.get("hexa_name", ""),
+        )
+
+    def inv_freq(self) -> torch.Tensor:
+        """Rotary frequencies, including Llama 3's long-context rescaling (as transformers computes them)."""
+        d = self.head_dim
+        base = float(self.rope["rope_theta"])
+        inv = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float32) / d))
+        kind = self.rope.get("rope_type", self.rope.get("type", "default"))
+        if kind == "llama3":
+            factor = self.rope["factor"]
+            low, high = self.rope["low_freq_factor"], self.rope["high_freq_factor"]
+            old = self.rope["original_max_position_embeddings"]
+            wavelen = 2 * math.pi / inv
+            scaled = torch.where(wavelen > old / low, inv / factor, inv)
+            smooth = (old / wavelen - low) / (high - low)
+            smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+            medium = ~(wavelen < old / high) * ~(wavelen > old / low)
+            inv = torch.where(medium, smoothed, scaled)
+        elif kind not in ("default", None):
+            raise ValueError(f"unsupported rope scaling {kind!r}")
+        return inv

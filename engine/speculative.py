@@ -1,0 +1,74 @@
+"""Decoding methods: which drafting sources a request uses and how its draft trees are sized.
+
+``vanilla`` drafts nothing. ``sam`` is the SAM-Decoding baseline (suffix automata over the prompt +
+generated text and over history, one linear draft). ``hexa`` is everything: context, history,
+calibrated and reused drafts merged into one tree whose size follows the backend's measured cost
+curve. ``hexa-no*`` drop one technique each, for ablations.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from .drafting import Drafter, SuffixAutomaton
+from .drafting.tree import DraftTree
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    mode: str = "tree"            # "tree" | "linear"
+    context: bool = True
+    history: bool = True
+    calibration: bool = True
+    reuse: bool = True
+
+
+METHOD_SPECS: dict[str, MethodSpec | None] = {
+    "vanilla": None,
+    "sam": MethodSpec(mode="linear", calibration=False, reuse=False),
+    "hexa": MethodSpec(),
+    "hexa-nocal": MethodSpec(calibration=False),
+    "hexa-noreuse": MethodSpec(reuse=False),
+    "hexa-nohist": MethodSpec(history=False),
+}
+CALIBRATION_TOPK = 4
+
+
+class Speculator:
+    """Adapts a per-request ``Drafter`` to the generation loop."""
+
+    def __init__(self, spec: MethodSpec, history: SuffixAutomaton | Sequence[Sequence[int]],
+                 cost_curve: Callable[[int], float], max_tree: int = 32, max_depth: int = 16):
+        self.spec = spec
+        self.history = history
+        self.cost_curve = cost_curve
+        self.max_tree = max_tree
+        self.max_depth = max_depth
+        self.drafter: Drafter | None = None
+
+    @property
+    def wants_calibration(self) -> bool:
+        return self.spec.calibration
+
+    def start(self, prompt_ids: list[int], first_token: int,
+              topk: tuple[torch.Tensor, torch.Tensor] | None) -> float:
+        """Index the prompt (and calibrate from the prefill top-k view); return ms spent calibrating."""
+        s = self.spec
+        self.drafter = Drafter(prompt_ids, self.history if s.history else None, use_context=s.context,
+                               use_history=s.history, use_calibration=s.calibration, use_reuse=s.reuse,
+                               mode=s.mode, cost_curve=None if s.mode == "linear" else self.cost_curve)
+        t0 = time.perf_counter()
+        if topk is not None and s.calibration:
+            self.drafter.set_calibration(*topk)
+        ms = (time.perf_counter() - t0) * 1000
+        self.drafter.observe([first_token])
+        return ms
+
+    def propose(self) -> DraftTree:
+        return self.drafter.propose(self.max_tree, self.max_depth)
+
+    def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor) -> None:
+        self.drafter.observe(emitted, tree, next_ids)

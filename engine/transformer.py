@@ -1,0 +1,124 @@
+"""The engine's own decoder forward for llama and qwen2 (one small module, in the spirit of gpt-fast).
+
+Differences from transformers that matter to hexa: the KV cache is the engine's (``KVCache``),
+positions are explicit (a draft tree puts siblings at the same depth), the attention mask over
+cache + new tokens is arbitrary (tree masks), and q/k/v and gate/up projections are fused so a
+step costs fewer kernel launches.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .kv_cache import KVCache
+from .model_config import ModelConfig
+
+
+class Layer:
+    __slots__ = ("ln_in", "wqkv", "bqkv", "wo", "ln_post", "wgu", "wdown")
+
+    def __init__(self, **w):
+        for k in self.__slots__:
+            setattr(self, k, w.get(k))
+
+
+class CompactTransformer:
+    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor]):
+        self.config = c = config
+        p = "model."
+        self.embed = weights[p + "embed_tokens.weight"]
+        self.lm_head = self.embed if c.tie_embeddings else weights["lm_head.weight"]
+        self.norm = weights[p + "norm.weight"]
+        self.layers: list[Layer] = []
+        for i in range(c.num_layers):
+            q = f"{p}layers.{i}."
+            a = q + "self_attn."
+            bias = None
+            if c.attention_bias:
+                bias = torch.cat([weights[a + n + "_proj.bias"] for n in "qkv"])
+            self.layers.append(Layer(
+                ln_in=weights[q + "input_layernorm.weight"],
+                wqkv=torch.cat([weights[a + n + "_proj.weight"] for n in "qkv"]).contiguous(),
+                bqkv=bias,
+                wo=weights[a + "o_proj.weight"],
+                ln_post=weights[q + "post_attention_layernorm.weight"],
+                wgu=torch.cat([weights[q + "mlp.gate_proj.weight"], weights[q + "mlp.up_proj.weight"]]).contiguous(),
+                wdown=weights[q + "mlp.down_proj.weight"],
+            ))
+        freqs = torch.outer(torch.arange(c.max_positions, dtype=torch.float32), c.inv_freq())
+        emb = torch.cat([freqs, freqs], dim=-1)
+        self.cos, self.sin = emb.cos(), emb.sin()
+        self._q = c.num_heads * c.head_dim
+        self._kv = c.num_kv_heads * c.head_dim
+        self._group = c.num_heads // c.num_kv_heads
+
+    @classmethod
+    def load(cls, folder: Path) -> "CompactTransformer":
+        from safetensors.torch import load_file
+
+        config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
+        return cls(config, load_file(str(folder / "model.safetensors")))
+
+    def new_cache(self, capacity: int) -> KVCache:
+        c = self.config
+        return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity)
+
+    def parameter_bytes(self) -> int:
+        tensors = [self.embed, self.norm] + ([] if self.lm_head is self.embed else [self.lm_head])
+        for layer in self.layers:
+            tensors += [t for t in (getattr(layer, s) for s in Layer.__slots__) if t is not None]
+        return sum(t.nbytes for t in tensors)
+
+    def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.config.rms_eps))
+
+    @staticmethod
+    def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+    @torch.inference_mode()
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor, cache: KVCache,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Run ``tokens`` (1-D) at ``positions``; return final hidden states [S, hidden].
+
+        New K/V go to cache slots [length, length+S) (pending until ``cache.commit``). ``mask`` is a
+        bool [S, length+S] (True = may attend); None means causal over cache + new tokens.
+        """
+        c = self.config
+        S = tokens.shape[0]
+        start, end = cache.length, cache.length + S
+        if end > cache.capacity:
+            raise ValueError("KV cache is full")
+        if mask is None and S > 1:
+            mask = torch.ones(S, end, dtype=torch.bool).tril(start)
+        if mask is not None and self._group > 1:
+            mask = mask.repeat(self._group, 1)
+        cos, sin = self.cos[positions].unsqueeze(0), self.sin[positions].unsqueeze(0)
+        x = self.embed[tokens]
+        for i, L in enumerate(self.layers):
+            h = self._rms(x, L.ln_in)
+            qkv = F.linear(h, L.wqkv, L.bqkv)
+            q = qkv[:, :self._q].view(S, c.num_heads, c.head_dim).transpose(0, 1)
+            k = qkv[:, self._q:self._q + self._kv].view(S, c.num_kv_heads, c.head_dim).transpose(0, 1)
+            v = qkv[:, self._q + self._kv:].view(S, c.num_kv_heads, c.head_dim).transpose(0, 1)
+            q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
+            cache.k[i, :, start:end] = k
+            cache.v[i, :, start:end] = v
+            # GQA without copying K/V: fold each kv head's query group into the sequence axis
+            o = F.scaled_dot_product_attention(q.reshape(c.num_kv_heads, self._group * S, c.head_dim),
+                                               cache.k[i, :, :end], cache.v[i, :, :end], attn_mask=mask)
+            x = x + F.linear(o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q), L.wo)
+            h = self._rms(x, L.ln_post)
+            gu = F.linear(h, L.wgu)
+            g, u = gu.chunk(2, dim=-1)
+            x = x + F.linear(F.silu(g) * u, L.wdown)
+        return self._rms(x, self.norm)
+
+    @torch.inference_mode()
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return F.linear(hidden, self.lm_head)

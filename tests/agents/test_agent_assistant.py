@@ -1,0 +1,78 @@
+"""Assistant agent with the real engine (few tokens) and a real memory."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from agents.assistant import Assistant
+from agents.common import AgentError, fit_chat
+from agents.events import Saved
+from app.config import Settings
+from engine.events import Done, Notice, Text
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def memory(tmp_path, real_engine):
+    from memory import Memory
+    mem = Memory.open(tmp_path / "data", tokenizer=real_engine.encode)
+    yield mem
+    mem.close()
+
+
+def test_respond_stores_turns_and_indexes(real_engine, memory):
+    agent = Assistant(real_engine, memory, Settings(max_tokens=8))
+    sid = memory.new_session("assistant").id
+    events = list(agent.respond(sid, "What is the capital of France?"))
+    assert any(isinstance(e, Text) for e in events)
+    done = [e for e in events if isinstance(e, Done)][0]
+    saved = [e for e in events if isinstance(e, Saved)]
+    assert [s.role for s in saved] == ["user", "assistant"]
+    stored = memory.messages(sid)
+    assert stored[1].text == done.text and stored[1].token_ids == list(done.token_ids)
+    assert stored[1].stats["new_tokens"] == done.new_tokens
+    assert memory.get_session(sid).title.startswith("What is the capital")
+    # second turn sees the first in its prompt; regenerate replaces the last answer
+    list(agent.respond(sid, "And of Italy?"))
+    list(agent.regenerate(sid))
+    assert [m.role for m in memory.messages(sid)] == ["user", "assistant", "user", "assistant"]
+
+
+def test_cancel_before_start_gives_cancelled_done(real_engine, memory):
+    agent = Assistant(real_engine, memory, Settings(max_tokens=50))
+    sid = memory.new_session("assistant").id
+    cancel = threading.Event()
+    cancel.set()
+    done = [e for e in agent.respond(sid, "Tell me a story", cancel) if isinstance(e, Done)][0]
+    assert done.stop_reason == "cancelled"
+
+
+def test_regenerate_without_messages(real_engine, memory):
+    agent = Assistant(real_engine, memory, Settings(max_tokens=8))
+    sid = memory.new_session("assistant").id
+    with pytest.raises(AgentError):
+        list(agent.regenerate(sid))
+
+
+def test_context_window_drops_older_turns(real_engine):
+    turns = [{"role": r, "content": f"message number {i} " * 20}
+             for i, r in zip(range(10), ["user", "assistant"] * 5)]
+    full = real_engine.chat_ids([{"role": "system", "content": "sys"}, *turns,
+                                 {"role": "user", "content": "last"}])
+    ids, notices = fit_chat(real_engine, "sys", turns, "last", budget=len(full) // 2)
+    assert len(ids) <= len(full) // 2 and notices and "older message" in notices[0]
+    ids, notices = fit_chat(real_engine, "sys", [], "word " * 500, budget=64)
+    assert len(ids) <= 64 and "cut" in notices[-1]
+
+
+def test_notice_is_yielded_when_context_is_full(real_engine, memory):
+    agent = Assistant(real_engine, memory, Settings(max_tokens=8, retrieval=False))
+    sid = memory.new_session("assistant").id
+    long = "lorem ipsum dolor sit amet " * 60
+    for i in range(2 + real_engine.context_window // 400):
+        memory.add_message(sid, "user", f"{i} {long}")
+        memory.add_message(sid, "assistant", f"{i} {long}")
+    events = list(agent.respond(sid, "Summarize our talk."))
+    assert any(isinstance(e, Notice) and "Context window full" in e.message for e in events)

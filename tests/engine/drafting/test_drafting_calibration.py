@@ -1,0 +1,87 @@
+import pytest
+import torch
+
+from engine.drafting.calibration import CalibratedTree, CalibrationConfig
+
+
+def view(rows: list[list[tuple[int, float]]]):
+    ids = torch.tensor([[t for t, _ in r] for r in rows], dtype=torch.long)
+    probs = torch.tensor([[p for _, p in r] for r in rows], dtype=torch.float)
+    return ids, probs
+
+
+# The context says "10 11 12 10 13", but the model would write 20 after 11 ("Clinton arrived"
+# vs "Clinton's security detail has arrived"): calibration must follow the model.
+PROMPT = [10, 11, 12, 10, 13]
+ROWS = [
+    [(11, 0.9), (12, 0.05)],   # after 10 (pos 0)
+    [(20, 0.7), (12, 0.3)],    # after 11
+    [(10, 0.9), (11, 0.05)],   # after 12
+    [(13, 0.6), (11, 0.3)],    # after 10 (pos 3)
+    [(30, 0.5), (31, 0.4)],    # after 13
+]
+
+
+def test_sample_averages_over_occurrences_and_search_follows_model():
+    ids, probs = view(ROWS)
+    ct = CalibratedTree.build(PROMPT, ids, probs, CalibrationConfig(k=2, p_threshold=0.1, order=1,
+                                                                   min_cum=0.01, max_depth=4))
+    paths = ct.lookup([10])
+    best_tokens, best_probs = paths[0]
+    # P(11 | 10) = (0.9 + 0.3) / 2 occurrences; then the model's own 20 (not the context's 12)
+    assert best_tokens[:2] == [11, 20]
+    assert best_probs[:2] == pytest.approx([0.6, 0.7])
+    # 20 never occurs in the context: the search cannot expand past it
+    assert best_tokens == [11, 20]
+    # the context continuation is still there, expanded through the occurrence of 12 -> 10 -> ...
+    assert any(t[:3] == [11, 12, 10] for t, _ in paths)
+    assert ct.stats.prompt_tokens == 5 and ct.stats.nodes > 0 and ct.stats.nbytes > 0
+
+
+def test_threshold_depth_and_node_caps():
+    ids, probs = view(ROWS)
+    strict = CalibratedTree.build(PROMPT, ids, probs, CalibrationConfig(k=2, p_threshold=0.65, order=1))
+    # only successors with averaged p >= 0.65 survive: 11 -> 20 (0.7), 12 -> 10 (0.9)
+    assert strict.lookup([11]) == [([20], [pytest.approx(0.7)])]
+    assert strict.lookup([10]) == []
+    shallow = CalibratedTree.build(PROMPT, ids, probs, CalibrationConfig(k=2, order=1, max_depth=2))
+    assert max(len(t) for t, _ in shallow.lookup([10])) <= 2
+    capped = CalibratedTree.build(PROMPT, ids, probs, CalibrationConfig(k=2, order=1, max_nodes=3))
+    for key, (s, e) in capped.roots.items():
+        assert e - s <= 3
+
+
+def test_order2_keys_and_backoff():
+    ids, probs = view(ROWS)
+    ct = CalibratedTree.build(PROMPT, ids, probs, CalibrationConfig(k=2, order=2, p_threshold=0.1))
+    # (12, 10) occurred once (pos 3): its own prediction 13 (0.6) beats the order-1 average
+    assert ct.lookup([12, 10])[0][0][0] == 13
+    assert ct.lookup([12, 10])[0][1][0] == pytest.approx(0.6)
+    # unseen bigram backs off to the last token's key
+    assert ct.lookup([99, 10])[0][0][0] == 11
+    assert ct.lookup([99]) == []
+
+
+def test_path_probabilities_are_products_and_sorted():
+    torch.manual_seed(0)
+    T, k = 200, 4
+    prompt = [int(x) for x in torch.randint(0, 30, (T,))]
+    ids = torch.randint(0, 30, (T, k))
+    probs = torch.softmax(torch.randn(T, k) * 2, -1)
+    ct = CalibratedTree.build(prompt, ids, probs, CalibrationConfig(k=4, p_threshold=0.1, min_cum=0.02))
+    for key in list(ct.roots)[:20]:
+        paths = ct.lookup(list(key), max_paths=50)
+        cums = []
+        for toks, ps in paths:
+            assert len(toks) == len(ps) and all(0 < p <= 1.0 + 1e-6 for p in ps)
+            c = 1.0
+            for p in ps:
+                c *= p
+            assert c >= 0.02 - 1e-6
+            cums.append(c)
+        assert cums == sorted(cums, reverse=True)
+
+
+def test_shape_mismatch_is_rejected():
+    with pytest.raises(ValueError):
+        CalibratedTree.build([1, 2, 3], torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 4))

@@ -1,0 +1,132 @@
+import itertools
+import random
+
+import pytest
+import torch
+
+from engine.drafting.tree import AdaptiveCutoff, Candidate, TreeBuilder, choose_budget, root_only
+
+
+def test_merge_dedups_prefixes_and_combines_sources():
+    b = TreeBuilder(100)
+    b.add(Candidate([1, 2, 3], [0.5, 0.5, 0.5], "context"))
+    b.add(Candidate([1, 2, 4], [0.6, 0.5, 0.2], "context"))     # same source: max
+    b.add(Candidate([1, 5], [0.5, 0.9], "history"))              # other source: noisy-or
+    assert len(b) == 5                                           # 1,2,3,4,5
+    cum = b.cumulative()
+    one = b.kids[0][1]
+    assert cum[one] == pytest.approx(1 - (1 - 0.6) * (1 - 0.5))
+    assert b.source_of(one) == "context"
+    five = b.kids[one][5]
+    assert b.source_of(five) == "history"
+
+
+def test_sibling_estimates_are_renormalized():
+    b = TreeBuilder(0)
+    b.add(Candidate([1], [0.9], "context"))
+    b.add(Candidate([2], [0.9], "history"))
+    cum = b.cumulative()
+    assert cum[1] + cum[2] <= 0.99 + 1e-9
+
+
+def brute_best(b: TreeBuilder, budget: int) -> float:
+    """Max sum of cum over connected subtrees (containing the root) with <= budget nodes."""
+    cum = b.cumulative()
+    nodes = list(range(1, len(b.token)))
+    best = 0.0
+    for r in range(0, min(budget, len(nodes)) + 1):
+        for sub in itertools.combinations(nodes, r):
+            s = set(sub)
+            if all(b.parent[i] == 0 or b.parent[i] in s for i in sub):
+                best = max(best, sum(cum[i] for i in sub))
+    return best
+
+
+def random_builder(rng: random.Random, n_cands=4) -> TreeBuilder:
+    b = TreeBuilder(0)
+    for _ in range(n_cands):
+        L = rng.randint(1, 4)
+        b.add(Candidate([rng.randint(1, 3) for _ in range(L)], [rng.random() for _ in range(L)],
+                        rng.choice(["context", "history", "calibrated"])))
+    return b
+
+
+def test_greedy_selection_is_optimal_and_connected():
+    rng = random.Random(0)
+    for _ in range(30):
+        b = random_builder(rng)
+        budget = rng.randint(1, 6)
+        sel = b.select(budget)
+        cum = b.cumulative()
+        assert len(sel) <= budget
+        seen = {0}
+        for i in sel:                       # parents first
+            assert b.parent[i] in seen
+            seen.add(i)
+        assert sum(cum[i] for i in sel) == pytest.approx(brute_best(b, budget))
+
+
+def test_alpha_cutoff_and_max_depth():
+    b = TreeBuilder(0)
+    b.add(Candidate([1, 2, 3, 4], [0.5, 0.5, 0.5, 0.5], "context"))   # cum .5 .25 .125 .0625
+    assert len(b.select(10, alpha=0.1)) == 3
+    assert len(b.select(10, alpha=0.0, max_depth=2)) == 2
+
+
+def test_branch_pacer_shares_budget_by_confidence():
+    b = TreeBuilder(0)
+    b.add(Candidate([1] * 20, [0.99] * 20, "context"))     # C ~ 0.9 for a long way
+    b.add(Candidate([2] * 20, [0.5] + [0.99] * 19, "history"))  # C ~ 0.5
+    greedy = b.select(12)
+    paced = b.select(12, pacer=True)
+    first = lambda sel: sum(1 for i in sel if b.token[i] == 1)
+    assert first(greedy) == 12                 # greedy spends everything on the strong branch
+    assert 0 < 12 - first(paced) < first(paced)   # pacer gives the weak branch a smaller share
+
+
+def test_flatten_mask_positions_parents():
+    rng = random.Random(5)
+    b = random_builder(rng, 6)
+    t = b.build(8)
+    m = t.size
+    assert t.tokens.shape == (m,) and t.mask.shape == (m, m) and t.mask.dtype == torch.bool
+    assert t.token_list[0] == 0 and t.parent_list[0] == -1 and t.sources[0] == "root"
+    for i in range(m):
+        anc = set(t.path_to(i))
+        for j in range(m):
+            assert bool(t.mask[i, j]) == (j in anc)
+        if i:
+            assert t.parent_list[i] < i
+            assert int(t.depths[i]) == int(t.depths[t.parent_list[i]]) + 1
+    assert torch.equal(t.positions(10), t.depths + 10)
+    assert t.expected_accepted() == pytest.approx(sum(t.cum[1:]))
+
+
+def test_root_only_tree():
+    t = root_only(7)
+    assert t.n == 0 and t.token_list == [7] and t.mask.tolist() == [[True]]
+
+
+def test_choose_budget_follows_cost_curve():
+    cums = [0.9, 0.8, 0.7, 0.3, 0.1, 0.05]
+    cpu = lambda n: 59.0 + 10.8 * n
+    flat = lambda n: 50.0 if n <= 32 else 100.0
+    n_cpu = choose_budget(cums, cpu)
+    assert n_cpu == max(range(len(cums) + 1), key=lambda n: (1 + sum(cums[:n])) / cpu(n + 1))
+    assert 0 < n_cpu < len(cums)
+    assert choose_budget(cums, flat) == len(cums)
+    assert choose_budget([0.01], cpu) == 0
+    b = TreeBuilder(0)
+    b.add(Candidate([1, 2, 3, 4, 5, 6], [0.9, 0.9, 0.9, 0.3, 0.3, 0.3], "context"))
+    assert len(b.select(6, cost_curve=cpu)) == choose_budget(sorted(b.cumulative()[1:], reverse=True), cpu)
+
+
+def test_adaptive_cutoff_rules():
+    a = AdaptiveCutoff(alpha0=0.01, tc=0.5)
+    assert a.update(4, 4) == pytest.approx(0.005)
+    assert a.update(4, 0) == pytest.approx(0.01)         # / 0.5**1
+    assert a.update(4, 2) == pytest.approx(0.01 / 0.5 ** 0.5)
+    assert a.update(0, 0) == pytest.approx(0.01 / 0.5 ** 0.5)   # nothing drafted: unchanged
+    for _ in range(40):
+        a.update(4, 0)
+    assert a.alpha == a.hi

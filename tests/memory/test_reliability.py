@@ -1,0 +1,184 @@
+"""Crash safety (real kill -9), two processes at once, and vector index repair."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from memory import Memory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+KILL_CHILD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from memory import Memory
+    data, src = Path(sys.argv[1]), Path(sys.argv[2])
+    mem = Memory.open(data, chunk_tokens=24, chunk_overlap=4)
+    s = mem.new_session("assistant", "before the crash")
+    mem.add_message(s.id, "user", "Remember the word marmalade.")
+    mem.add_message(s.id, "assistant", "Marmalade, noted.", token_ids=[7, 8, 9])
+    print("READY", s.id, flush=True)
+    i = 0
+    while True:
+        f = src / f"doc{i}.txt"
+        f.write_text(f"Document {i} about topic {i}. " + "Filler sentence number %d. " * 60 % tuple(range(60)))
+        mem.add_document(f, progress=lambda d, t: print("PROGRESS", i, d, t, flush=True))
+        mem.add_message(s.id, "user", f"turn {i}")
+        print("DONE", i, flush=True)
+        i += 1
+""")
+
+
+def _env():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    return env
+
+
+def test_kill_9_mid_ingestion_loses_at_most_the_item_in_flight(tmp_path):
+    data, src = tmp_path / "data", tmp_path / "src"
+    src.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", KILL_CHILD, str(data), str(src)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=_env())
+    try:
+        deadline = time.monotonic() + 60
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line.split())
+            # kill in the middle of embedding the third document (after its SQLite commit)
+            if line.startswith("PROGRESS 1 ") and 0 < int(line.split()[2]) < int(line.split()[3]):
+                break
+        assert proc.poll() is None, f"child ended early: {lines}"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    sid = int(next(ln for ln in lines if ln[0] == "READY")[1])
+    done = [int(ln[1]) for ln in lines if ln[0] == "DONE"]
+    assert done == [0]
+
+    with Memory.open(data, chunk_tokens=24, chunk_overlap=4) as mem:
+        assert mem.store.integrity_ok()
+        msgs = mem.messages(sid)
+        assert [m.text for m in msgs[:2]] == ["Remember the word marmalade.", "Marmalade, noted."]
+        assert msgs[1].token_ids == [7, 8, 9]
+        docs = mem.list_documents()
+        assert [d.name for d in docs][:1] == ["doc0.txt"]
+        for d in docs:  # every document present is complete
+            assert len(mem.document_chunks(d.id)) == d.chunks
+        assert len(docs) <= 2
+        pending = mem.stats()["pending_vectors"]
+        # the next retrieval finishes the interrupted vectors and finds the documents
+        items = mem.context_for("Document 0 about topic 0", k=2, kinds=("chunk",))
+        assert items and items[0].source.startswith("doc0.txt")
+        assert mem.stats()["pending_vectors"] == 0
+        assert pending >= 0
+        assert mem.drafting_sources("Remember the word marmalade") == [[7, 8, 9]]
+
+
+CONC_CHILD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from memory import Memory
+    data, tag = Path(sys.argv[1]), sys.argv[2]
+    mem = Memory.open(data)
+    mem.warmup()
+    (data / f"ready-{tag}").touch()
+    while not (data / "go").exists():
+        time.sleep(0.01)
+    s = mem.new_session("assistant", f"session {tag}")
+    for i in range(5):
+        mem.add_message(s.id, "user", f"{tag} question {i}: tell me about planet {tag}{i}")
+        mem.add_message(s.id, "assistant", f"{tag} answer {i}", token_ids=[ord(tag), i])
+    mem.context_for(f"planet {tag}3", k=2)
+    f = data / f"{tag}.txt"
+    f.write_text(f"Field guide {tag}: the {tag}-bird nests in tall reeds. " * 40)
+    mem.add_document(f)
+    mem.close()
+    print("OK", s.id, flush=True)
+""")
+
+
+def test_two_processes_open_the_same_store(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    procs = {tag: subprocess.Popen([sys.executable, "-c", CONC_CHILD, str(data), tag],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=_env()) for tag in "AB"}
+    deadline = time.monotonic() + 90
+    while not all((data / f"ready-{t}").exists() for t in procs) and time.monotonic() < deadline:
+        assert all(p.poll() is None for p in procs.values())
+        time.sleep(0.05)
+    (data / "go").touch()
+    sids = {}
+    for tag, p in procs.items():
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-2000:]
+        sids[tag] = int(out.split()[1])
+
+    with Memory.open(data) as mem:
+        assert mem.store.integrity_ok()
+        for tag, sid in sids.items():
+            msgs = mem.messages(sid)
+            assert len(msgs) == 10
+            assert msgs[1].token_ids == [ord(tag), 0]
+        assert sorted(d.name for d in mem.list_documents()) == ["A.txt", "B.txt"]
+        assert mem.stats()["pending_vectors"] == 0
+        items = mem.context_for("where does the B-bird nest?", k=1, kinds=("chunk",))
+        assert items[0].source == "B.txt #1"
+        assert mem.drafting_sources("A question 3: tell me about planet A3")[0] == [ord("A"), 3]
+        assert not mem.notices  # no repair was needed: the index is consistent
+        assert {n: mem.vectors.count(n) for n in ("messages", "responses", "chunks")} == {
+            "messages": 20, "responses": 10, "chunks": mem.stats()["chunks"]}
+
+
+def _seed(mem: Memory, tmp_path: Path):
+    s = mem.new_session("assistant")
+    mem.add_message(s.id, "user", "How tall is Mount Everest?")
+    mem.add_message(s.id, "assistant", "About 8,849 metres.", token_ids=[88, 49])
+    p = tmp_path / "birds.txt"
+    p.write_text("Penguins cannot fly but are excellent swimmers in cold southern oceans.")
+    mem.add_document(p)
+
+
+def test_reindex_after_deleting_the_vector_folder(tmp_path):
+    data = tmp_path / "data"
+    with Memory.open(data) as mem:
+        _seed(mem, tmp_path)
+    shutil.rmtree(data / "memory" / "vectors")
+    with Memory.open(data) as mem:
+        assert mem.drafting_sources("Everest height") == [[88, 49]]
+        assert any("missing" in n for n in mem.notices)
+        items = mem.context_for("Which birds swim but cannot fly?", k=1)
+        assert "Penguins" in items[0].text
+        # an explicit reindex (what `hexa memory reindex` runs) rebuilds everything
+        assert mem.reindex() == 4  # 2 messages + 1 response + 1 chunk
+    shutil.rmtree(data / "memory" / "vectors")
+    with Memory.open(data) as mem:
+        assert mem.reindex() == 4
+        assert "Penguins" in mem.context_for("penguins swimming", k=1)[0].text
+
+
+def test_corrupt_vector_index_is_detected_and_rebuilt(tmp_path):
+    data = tmp_path / "data"
+    with Memory.open(data) as mem:
+        _seed(mem, tmp_path)
+    vec = data / "memory" / "vectors"
+    for f in vec.rglob("*"):
+        if f.is_file():
+            f.write_bytes(b"garbage" * 100)
+    with Memory.open(data) as mem:
+        items = mem.context_for("penguins", k=1)
+        assert items and "Penguins" in items[0].text
+        assert any("damaged" in n or "missing" in n or "incomplete" in n for n in mem.notices)
+        assert mem.drafting_sources("Everest") == [[88, 49]]
