@@ -35,8 +35,8 @@ class Assistant:
         history = self.memory.messages(session_id)
         msg = self.memory.add_message(session_id, "user", user_text, mode=MODE,
                                       model=self.engine.model_name)
-        yield Saved(session_id, msg.id, "user", user_text)
         self._maybe_title(session_id, history, user_text)
+        yield Saved(session_id, msg.id, "user", user_text)
         yield from self._generate(session_id, history, user_text, cancel)
 
     def regenerate(self, session_id, cancel: threading.Event | None = None) -> Iterator:

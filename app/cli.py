@@ -18,14 +18,21 @@ def hexa_version() -> str:
         return "0+unknown"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (the full usage is one ``--help`` away)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hexa",
         description="Terminal chat and agent app with NPU-aligned speculative decoding. "
                     "Run without a command to open the app.")
     parser.add_argument("--version", action="version", version=f"hexa {hexa_version()}")
     cli_engine.add_model_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     cli_engine.register(sub)
     try:
         from . import cli_memory

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 
-def register(sub) -> None:
+def register(sub):
     p = sub.add_parser("bench", help="benchmark decoding methods on a JSONL prompt set")
     p.add_argument("--data", required=True, type=Path, help="JSONL file: {id, task, turns}")
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
@@ -17,6 +17,7 @@ def register(sub) -> None:
                    help="stream the data set: earlier responses of a task become drafting sources")
     p.add_argument("--json", type=Path, default=None, help="write every figure and output here")
     p.set_defaults(func=cmd_bench)
+    return p
 
 
 def cmd_bench(args) -> int:

@@ -5,13 +5,16 @@ import argparse
 import sys
 
 
-def add_model_options(parser: argparse.ArgumentParser) -> None:
+def add_model_options(parser: argparse.ArgumentParser, top_level: bool = True) -> None:
+    """Model options, accepted before or after the subcommand (``hexa --model M ask`` or ``hexa ask --model M``)."""
     g = parser.add_argument_group("model")
-    g.add_argument("--model", default=None,
+    # a subcommand's copy must not reset what was given at the top level
+    default = None if top_level else argparse.SUPPRESS
+    g.add_argument("--model", default=default,
                    help="GGUF file, Hugging Face folder or hub id (default: embedded SmolLM2-135M-Instruct)")
-    g.add_argument("--backend", default=None, help="runtime backend (default: torch)")
-    g.add_argument("--method", default=None, help="decoding method (vanilla, or a speculative method)")
-    g.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    g.add_argument("--backend", default=default, help="runtime backend (default: torch)")
+    g.add_argument("--method", default=default, help="decoding method: vanilla, sam, hexa (default: hexa)")
+    g.add_argument("--threads", type=int, default=default, help="torch threads (default: all cores)")
 
 
 def register(sub) -> None:
@@ -23,6 +26,7 @@ def register(sub) -> None:
     ask.add_argument("--top-p", type=float, default=1.0)
     ask.add_argument("--seed", type=int, default=None)
     ask.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    add_model_options(ask, top_level=False)
     ask.set_defaults(func=cmd_ask)
 
     paths = sub.add_parser("paths", help="print the config, data, cache and log folders")
@@ -33,7 +37,8 @@ def register(sub) -> None:
 
     from . import cli_bench
 
-    cli_bench.register(sub)
+    bench = cli_bench.register(sub)
+    add_model_options(bench, top_level=False)
 
 
 def load_engine(args, quiet: bool = False):
@@ -63,7 +68,7 @@ def cmd_ask(args) -> int:
     done = None
     for ev in engine.generate(messages, max_new_tokens=args.max_tokens, temperature=args.temperature,
                               top_p=args.top_p, seed=args.seed, stop=args.stop,
-                              method=args.method or "vanilla"):
+                              method=args.method or "hexa"):
         if isinstance(ev, Text):
             sys.stdout.write(ev.delta)
             sys.stdout.flush()

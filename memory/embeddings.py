@@ -4,6 +4,8 @@ The model is found inside the installed package (``importlib.util.find_spec``) a
 ``SentenceTransformer(path)`` on first use only: importing this module or creating an
 ``Embedder`` costs nothing. One model instance is shared by every ``Embedder`` in the process.
 ``HEXA_EMBED_MODEL`` may point at another local sentence-transformers folder.
+``HEXA_EMBED_THREADS=N`` sets torch's (process-wide) thread count when the model loads; useful for
+one-shot processes on a busy CPU, where one thread beats two that wait on each other.
 """
 from __future__ import annotations
 
@@ -80,6 +82,11 @@ def _load(path: Path):
         from sentence_transformers import SentenceTransformer
     except ImportError as e:
         raise MemoryError(f"sentence-transformers is not installed ({e})") from None
+    threads = os.environ.get("HEXA_EMBED_THREADS")
+    if threads and threads.isdigit() and int(threads) > 0:
+        import torch
+
+        torch.set_num_threads(int(threads))
     try:  # no progress bars or chatter on the terminal (the TUI owns it)
         import transformers
 

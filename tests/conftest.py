@@ -1,13 +1,34 @@
-"""Shared fixtures. ``real_engine``: one Engine with the embedded model for the whole session."""
+"""Shared fixtures.
+
+The real embedded model is loaded once per session (``engine``; ``real_engine`` is the same
+object). Its converted cache lives in ``.test-cache/`` at the repository root so a second test run
+does not convert it again. Tests never touch the user's own hexa folders.
+"""
 from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
+TEST_CACHE = Path(os.environ.get("HEXA_TEST_CACHE", ROOT / ".test-cache"))
+
+# Keep every test away from the real user folders, before any hexa module resolves them.
+_SANDBOX = Path(tempfile.mkdtemp(prefix="hexa-tests-"))
+for _name in ("CONFIG", "DATA", "LOG"):
+    os.environ[f"HEXA_{_name}_DIR"] = str(_SANDBOX / _name.lower())
+os.environ["HEXA_CACHE_DIR"] = str(TEST_CACHE)
+
 
 @pytest.fixture(scope="session")
-def real_engine(tmp_path_factory):
-    try:
-        from engine import Engine
-    except ImportError as exc:  # the engine package is not complete yet
-        pytest.skip(f"engine.Engine not available: {exc}")
-    return Engine.load(None, cache_dir=tmp_path_factory.mktemp("model-cache"), backend="torch")
+def engine():
+    from engine import Engine
+
+    return Engine.load(None, cache_dir=TEST_CACHE)
+
+
+@pytest.fixture(scope="session")
+def real_engine(engine):
+    return engine

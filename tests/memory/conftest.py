@@ -13,6 +13,18 @@ if str(ROOT) not in sys.path:
 from memory import Memory  # noqa: E402
 
 
+@pytest.fixture(autouse=True, scope="package")
+def _one_torch_thread():
+    """The CPU is shared (2 cores, other test packages, other users): one intra-op thread for
+    embeddings is faster than two that wait on each other. Restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def mem(tmp_path):
     m = Memory.open(tmp_path / "data")  # notices are collected in m.notices

@@ -1,0 +1,105 @@
+"""Generation through the engine facade: events, stop conditions, cancel, over-long prompts."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engine import Done, Engine, EngineError, Notice, Prefill, Step, Text
+
+PROMPT = "List five facts about the planet Mars, one per line."
+
+
+def run(engine, prompt=PROMPT, **kw):
+    events = list(engine.generate(prompt, **kw))
+    done = events[-1]
+    assert isinstance(done, Done) and sum(isinstance(e, Done) for e in events) == 1
+    return events, done
+
+
+def test_events_stream_in_order_and_text_adds_up(engine):
+    events, done = run(engine, max_new_tokens=24, chunk_size=16)
+    prefill = [e for e in events if isinstance(e, Prefill)]
+    assert prefill and prefill[-1].done == prefill[-1].total == done.prompt_tokens
+    assert [p.chunk for p in prefill[:-1]] == [16] * (len(prefill) - 1)   # chunked as asked
+    assert "".join(e.delta for e in events if isinstance(e, Text)) == done.text
+    steps = [e for e in events if isinstance(e, Step)]
+    assert len(steps) == done.steps and done.new_tokens == len(done.token_ids)
+    times = [e.t for e in events]
+    assert times == sorted(times)
+    assert done.ttft_ms > 0 and done.decode_tok_s > 0 and done.prefill_tok_s > 0
+
+
+def test_chunk_size_does_not_change_the_output(engine):
+    _, a = run(engine, max_new_tokens=16, chunk_size=7)
+    _, b = run(engine, max_new_tokens=16, chunk_size=512)
+    assert a.token_ids == b.token_ids
+
+
+def test_stop_on_max_tokens(engine):
+    _, done = run(engine, max_new_tokens=5)
+    assert done.stop_reason == "max_tokens" and done.new_tokens == 5
+
+
+def test_stop_on_eos(engine):
+    _, done = run(engine, "Reply with just the word yes.", max_new_tokens=64)
+    assert done.stop_reason == "eos" and done.new_tokens < 64
+    assert "<|im_end|>" not in done.text
+
+
+def test_stop_string_cuts_the_text(engine):
+    _, free = run(engine, max_new_tokens=40)
+    words = free.text.split()
+    stop = words[len(words) // 2]
+    events, done = run(engine, max_new_tokens=40, stop=[stop])
+    assert done.stop_reason == "stop_string"
+    assert stop not in done.text and free.text.startswith(done.text)
+    assert "".join(e.delta for e in events if isinstance(e, Text)) == done.text
+
+
+def test_cancel_from_another_thread(engine):
+    cancel = threading.Event()
+    got = []
+    for ev in engine.generate(PROMPT, max_new_tokens=200, cancel=cancel):
+        got.append(ev)
+        if isinstance(ev, Text) and not cancel.is_set():
+            threading.Thread(target=cancel.set).start()
+    done = got[-1]
+    assert done.stop_reason == "cancelled" and done.new_tokens < 10
+
+
+def test_cancel_before_start_yields_done(engine):
+    cancel = threading.Event()
+    cancel.set()
+    _, done = run(engine, max_new_tokens=20, cancel=cancel)
+    assert done.stop_reason == "cancelled" and done.new_tokens == 0
+
+
+def test_sampling_is_seeded(engine):
+    _, a = run(engine, max_new_tokens=16, temperature=0.9, top_p=0.9, seed=7)
+    _, b = run(engine, max_new_tokens=16, temperature=0.9, top_p=0.9, seed=7)
+    _, greedy = run(engine, max_new_tokens=16)
+    assert a.token_ids == b.token_ids
+    assert len({a.token_ids, greedy.token_ids}) == 2 or a.stop_reason == "eos"
+
+
+def test_over_long_prompt_is_cut_with_a_notice(engine):
+    small = Engine(engine.model, engine.tokenizer, engine.folder, engine.model_name, "torch",
+                   engine.threads, context_window=256, load_seconds=0)
+    long_prompt = "Repeat after me. " + " ".join(f"item{i}" for i in range(600))
+    events, done = run(small, long_prompt, max_new_tokens=32)
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert notices and "exceeds the context window" in notices[0].message
+    assert done.prompt_tokens + 32 <= 256 and done.new_tokens > 0
+
+
+@pytest.mark.parametrize("kw", [{"max_new_tokens": 0}, {"temperature": -1}, {"top_p": 0},
+                                {"method": "warp-drive"}])
+def test_bad_arguments_are_user_errors(engine, kw):
+    with pytest.raises(EngineError):
+        next(iter(engine.generate(PROMPT, **kw)))
+
+
+def test_empty_prompt_is_refused(engine):
+    with pytest.raises(EngineError):
+        engine.generate([])
