@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import platform
+from pathlib import Path
 
 
 def _version(dist: str) -> str:
@@ -27,19 +28,23 @@ def _check_model(args) -> tuple[bool, str]:
 
 
 def _check_qnn() -> tuple[bool, str]:
+    """Register the onnxruntime-qnn plugin and list its devices (on x86 Linux: the HTP emulator)."""
     try:
         import onnxruntime as ort
-    except ImportError:
-        return False, "onnxruntime not installed"
-    providers = ort.get_available_providers()
-    if "QNNExecutionProvider" in providers:
-        return True, "QNNExecutionProvider available"
+        import onnxruntime_qnn as qnn
+    except ImportError as exc:
+        return False, f"not installed ({exc.name})"
     try:
-        devices = [d.ep_name for d in ort.get_ep_devices()]
-    except AttributeError:
-        devices = []
-    return False, ("QNN execution provider not registered in onnxruntime "
-                   f"(providers: {', '.join(providers)}; ep devices: {', '.join(devices) or 'none'})")
+        ort.register_execution_provider_library(qnn.get_ep_name(), qnn.get_library_path())
+        devices = [d for d in ort.get_ep_devices() if d.ep_name == qnn.get_ep_name()]
+    except Exception as exc:  # a broken plugin must not break doctor
+        return False, f"QNN plugin failed to register: {exc.__class__.__name__}: {exc}"
+    if not devices:
+        return False, "QNN plugin registered but it reports no device"
+    kinds = ", ".join(sorted({str(d.device.type).rsplit(".", 1)[-1] for d in devices}))
+    # the provider works, but hexa has no qnn runtime yet, so this backend is not selectable
+    return False, (f"onnxruntime QNN execution provider {qnn.__version__} loads (HTP library "
+                   f"{Path(qnn.get_qnn_htp_path()).name}, devices: {kinds}); hexa's qnn runtime is not built yet")
 
 
 def run(args) -> int:
