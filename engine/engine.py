@@ -37,7 +37,7 @@ class Engine:
         self.eos_ids = set(model.config.eos_ids)
         for tok in END_OF_TURN + ((tokenizer.eos_token,) if tokenizer.eos_token else ()):
             tid = tokenizer.convert_tokens_to_ids(tok)
-            if isinstance(tid, int) and tid != tokenizer.unk_token_id and tid >= 0:
+            if tid is not None and tid != tokenizer.unk_token_id:
                 self.eos_ids.add(tid)
 
     @classmethod
@@ -51,13 +51,12 @@ class Engine:
         n_threads = _threads.configure(threads)
         if progress:
             progress("loading weights")
-        from transformers import AutoTokenizer
-
+        from .tokenizer import ChatTokenizer
         from .transformer import CompactTransformer
 
         try:
             compact = CompactTransformer.load(folder)
-            tokenizer = AutoTokenizer.from_pretrained(folder)
+            tokenizer = ChatTokenizer(folder)
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT)
@@ -75,10 +74,10 @@ class Engine:
         if not self.tokenizer.chat_template:
             text = "\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:"
             return self.encode(text)
-        out = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        if hasattr(out, "keys"):
-            out = out["input_ids"]
-        return list(out)
+        try:
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+        except Exception as exc:  # a template that rejects these messages (e.g. roles out of order)
+            raise EngineError(f"the model's chat template rejected the messages: {exc}") from None
 
     # ---- generation
     def generate(self, prompt: list[dict] | list[int] | str, *, max_new_tokens: int = 256,

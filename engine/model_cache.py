@@ -3,6 +3,8 @@
 Cache entry layout (``<cache>/models/<name>-<fingerprint>/``): ``config.json``, ``model.safetensors``
 (fp32), tokenizer files, and ``manifest.json`` written last with each file's size and SHA-256.
 An entry without a manifest (half-written) or whose files don't match it (corrupt) is rebuilt.
+A file whose size and modification time still equal the manifest's is trusted without rehashing
+(hashing 0.5 GB on every start would cost a second); any rewrite changes the time and is rehashed.
 Writes go to a temporary sibling folder that is renamed into place, so a crash never leaves a
 half entry under the final name.
 """
@@ -39,19 +41,36 @@ def entry_dir(source: ModelSource, cache_root: Path) -> Path:
     return cache_root / f"{safe}-{source.fingerprint()}"
 
 
-def is_valid(entry: Path) -> bool:
-    """True only if the manifest exists and every file matches its size and hash."""
+def is_valid(entry: Path, deep: bool = False) -> bool:
+    """True only if the manifest exists and every file matches its size and hash.
+
+    ``deep=False`` skips the hash of files whose size and mtime are unchanged since it was checked.
+    """
     try:
         manifest = json.loads((entry / MANIFEST).read_text())
         if manifest.get("format") != FORMAT_VERSION:
             return False
+        rehashed = False
         for name, meta in manifest["files"].items():
-            f = entry / name
-            if not f.is_file() or f.stat().st_size != meta["size"] or _sha256(f) != meta["sha256"]:
+            st = (entry / name).stat()
+            if st.st_size != meta["size"]:
                 return False
+            if deep or st.st_mtime_ns != meta.get("mtime_ns"):
+                if _sha256(entry / name) != meta["sha256"]:
+                    return False
+                meta["mtime_ns"] = st.st_mtime_ns
+                rehashed = True
+        if rehashed:  # e.g. a copied cache: remember the new times so the next start is fast
+            _atomic_write(entry / MANIFEST, json.dumps(manifest, indent=1))
         return True
     except (OSError, ValueError, KeyError, TypeError):
         return False
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def ensure_cached(source: ModelSource, cache_root: Path, progress: Progress | None = None) -> Path:
@@ -77,7 +96,7 @@ def ensure_cached(source: ModelSource, cache_root: Path, progress: Progress | No
 
 
 def _write_manifest(folder: Path) -> None:
-    files = {f.name: {"size": f.stat().st_size, "sha256": _sha256(f)}
+    files = {f.name: {"size": f.stat().st_size, "sha256": _sha256(f), "mtime_ns": f.stat().st_mtime_ns}
              for f in sorted(folder.iterdir()) if f.is_file()}
     data = json.dumps({"format": FORMAT_VERSION, "files": files}, indent=1)
     (folder / MANIFEST).write_text(data)

@@ -221,7 +221,15 @@ class Memory:
         if not chunks:
             raise DocumentError(f"{path.name}: no text content (empty document)")
         total = len(chunks)
+        last = [-1]
         if progress:
+            user_progress = progress
+
+            def progress(done: int, n: int) -> None:  # noqa: F811 - report each step once
+                if done != last[0]:
+                    last[0] = done
+                    user_progress(done, n)
+
             progress(0, total)
         t = now()
         with self.store.write() as c:

@@ -1,7 +1,7 @@
 """Plain records returned by the memory API."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass

@@ -34,7 +34,8 @@ def wait_for(session: str, text: str, timeout: float) -> str:
 def test_hexa_in_tmux(tmp_path):
     pytest.importorskip("engine").__dict__.get("Engine") or pytest.skip("engine.Engine not available")
     session = f"hexa-test-{os.getpid()}"
-    env = {f"HEXA_{k}_DIR": str(tmp_path / k.lower()) for k in ("CONFIG", "DATA", "CACHE", "LOG")}
+    env = {f"HEXA_{k}_DIR": str(tmp_path / k.lower()) for k in ("CONFIG", "DATA", "LOG")}
+    env["HEXA_CACHE_DIR"] = os.environ.get("HEXA_CACHE_DIR", str(tmp_path / "cache"))  # converted model
     env["HEXA_MAX_TOKENS"] = "8"
     exports = " ".join(f"{k}={v}" for k, v in env.items())
     hexa = Path(sys.executable).parent / "hexa"

