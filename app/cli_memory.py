@@ -116,6 +116,12 @@ def _guard(fn):
     return run
 
 
+def _loading_note() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("loading embedding model…\r")
+        sys.stderr.flush()
+
+
 class Bar:
     """A one-line progress bar on stderr (only redrawn when stderr is a terminal)."""
 
@@ -153,6 +159,9 @@ def cmd_add(args) -> int:
     failed = 0
     try:
         known = {d.sha256 for d in mem.list_documents()}
+        if any(f.is_file() for f in args.files):
+            _loading_note()
+            mem.warmup()  # load the embedding model up front so per-file timings are honest
         for path in args.files:
             bar = Bar(path.name)
             t0 = time.perf_counter()
@@ -215,6 +224,8 @@ def cmd_stats(args) -> int:
 def cmd_search(args) -> int:
     kinds = ("message", "chunk") if args.kind == "all" else (args.kind,)
     with _open(args) as mem:
+        _loading_note()
+        mem.warmup()
         t0 = time.perf_counter()
         items = mem.context_for(args.query, k=args.k, token_budget=args.budget, kinds=kinds)
         ms = (time.perf_counter() - t0) * 1000

@@ -1,6 +1,7 @@
 """The engine facade the agents, the CLI and the benchmark use."""
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from pathlib import Path
@@ -60,6 +61,10 @@ class Engine:
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT)
+        # torch/transformers imports leave ~170k long-lived objects; a full GC pass over them
+        # (~70 ms) landing inside a decoding step would cost more than the step. Freeze them.
+        gc.collect()
+        gc.freeze()
         return cls(compact, tokenizer, folder, source.name, backend, n_threads, window,
                    time.perf_counter() - t0)
 
@@ -111,11 +116,12 @@ class Engine:
                         speculator, cancel)
 
     def cost_curve(self):
-        """Forward cost (ms) by tokens fed, profiled once on this backend; drives draft-tree sizing."""
+        """Forward cost (ms) by tokens fed and context length, profiled once on this backend (a
+        ``profiling.CostModel``); drives draft-tree sizing."""
         if self._cost is None:
-            from .profiling import profile_cost_curve
+            from .profiling import profile_cost_model
 
-            self._cost = profile_cost_curve(self.model)
+            self._cost = profile_cost_model(self.model)
         return self._cost
 
     def index_response(self, token_ids: Sequence[int]) -> None:

@@ -1,4 +1,10 @@
-"""Measure the backend's forward cost by number of tokens fed (the draft-tree sizing cost model)."""
+"""Measure the backend's forward cost by number of tokens fed (the draft-tree sizing cost model).
+
+The cost of one verification pass depends on the tokens fed (n) and, through attention, on the
+context already in the KV cache. ``profile_cost_model`` times forward + logits for each n at two
+context lengths over a KV cache filled with random entries (attention cost does not depend on
+the values, so no prefill is needed) and interpolates linearly in the context length.
+"""
 from __future__ import annotations
 
 import time
@@ -7,6 +13,7 @@ from bisect import bisect_left
 import torch
 
 PROFILE_SIZES = (1, 2, 4, 8, 16, 32)
+PROFILE_PAST = (128, 1024)
 
 
 class CostCurve:
@@ -33,23 +40,69 @@ class CostCurve:
         return dict(self.points)
 
 
-def profile_cost_curve(model, past: int = 256, repeats: int = 3) -> CostCurve:
-    """Time forward + logits for each size over a ``past``-token cache; keep each size's best time.
+def _monotone(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """A bigger feed never costs less (noise must not invert the ranking)."""
+    out = list(points)
+    for i in range(1, len(out)):
+        out[i] = (out[i][0], max(out[i][1], out[i - 1][1]))
+    return out
 
-    Costs are made monotone (a bigger feed never costs less) so noise can't invert the ranking.
+
+class CostModel:
+    """Cost curves measured at several context lengths; ``at(past)`` interpolates between them.
+
+    Calling the model directly (``model(n)``) uses the shortest profiled context, so it can stand
+    in wherever a plain ``CostCurve`` is expected.
     """
+
+    def __init__(self, curves: dict[int, CostCurve]):
+        self.curves = dict(sorted(curves.items()))
+        self.pasts = list(self.curves)
+        self._memo: dict[int, CostCurve] = {}
+
+    def __call__(self, n: int) -> float:
+        return self.curves[self.pasts[0]](n)
+
+    def at(self, past: int, bucket: int = 64) -> CostCurve:
+        key = max(0, past) // bucket * bucket
+        curve = self._memo.get(key)
+        if curve is None:
+            if len(self.pasts) == 1:
+                curve = self.curves[self.pasts[0]]
+            else:
+                p0, p1 = self.pasts[0], self.pasts[-1]
+                c0, c1 = self.curves[p0], self.curves[p1]
+                w = (key - p0) / (p1 - p0)          # linear in context, extrapolated past p1
+                sizes = sorted(set(c0.sizes) | set(c1.sizes))
+                curve = CostCurve(_monotone([(n, max(1e-3, c0(n) + w * (c1(n) - c0(n)))) for n in sizes]))
+            self._memo[key] = curve
+        return curve
+
+    def as_dict(self) -> dict[int, dict[int, float]]:
+        return {p: c.as_dict() for p, c in self.curves.items()}
+
+
+def profile_cost_curve(model, past: int = 256, repeats: int = 3) -> CostCurve:
+    """Time forward + logits for each size over a ``past``-token cache; keep each size's best time."""
     cache = model.new_cache(past + max(PROFILE_SIZES) + 1)
-    model.forward(torch.randint(0, 1000, (past,)), torch.arange(past), cache)
-    cache.commit(past)
+    g = torch.Generator().manual_seed(0)
+    cache.k.normal_(generator=g)
+    cache.v.normal_(generator=g)
+    cache.length = past
     points = []
     for n in PROFILE_SIZES:
         best = float("inf")
-        toks = torch.randint(0, 1000, (n,))
+        toks = torch.randint(0, 1000, (n,), generator=g)
+        mask = torch.ones(n, past + n, dtype=torch.bool).tril(past) if n > 1 else None
         for _ in range(repeats):
             t0 = time.perf_counter()
-            model.logits(model.forward(toks, torch.arange(past, past + n), cache))
+            model.logits(model.forward(toks, torch.arange(past, past + n), cache, mask))
             best = min(best, (time.perf_counter() - t0) * 1000)
         points.append((n, best))
-    for i in range(1, len(points)):
-        points[i] = (points[i][0], max(points[i][1], points[i - 1][1]))
-    return CostCurve(points)
+    return CostCurve(_monotone(points))
+
+
+def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: int = 3) -> CostModel:
+    model.logits(model.forward(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long),
+                               model.new_cache(2)))          # warm the kernels once
+    return CostModel({p: profile_cost_curve(model, p, repeats) for p in pasts})

@@ -68,7 +68,10 @@ class Speculator:
         return ms
 
     def propose(self) -> DraftTree:
-        return self.drafter.propose(self.max_tree, self.max_depth)
+        d = self.drafter
+        if d.cost_curve is not None and hasattr(self.cost_curve, "at"):
+            d.cost_curve = self.cost_curve.at(len(d.seq))   # cost at the current context length
+        return d.propose(self.max_tree, self.max_depth)
 
     def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor) -> None:
         self.drafter.observe(emitted, tree, next_ids)

@@ -228,7 +228,10 @@ class Memory:
             def progress(done: int, n: int) -> None:  # noqa: F811 - report each step once
                 if done != last[0]:
                     last[0] = done
-                    user_progress(done, n)
+                    try:
+                        user_progress(done, n)
+                    except Exception as e:  # the caller's own error (e.g. cancel): re-raised
+                        raise _CallbackError() from e
 
             progress(0, total)
         t = now()
@@ -598,6 +601,8 @@ class Memory:
                     self._check_index()
                     self._checked = True
                 self._sync(progress=progress, only_doc=only_doc)
+        except _CallbackError as e:
+            raise e.__cause__ from None  # saved; the vectors left pending are caught up later
         except MemoryError as e:
             self.notice(f"{e}; saved without vectors (run `hexa memory reindex` later)")
         except Exception as e:
@@ -696,6 +701,10 @@ class Memory:
                     self.vectors.delete("chunks", ids=[f"c{i}" for i in chunks])
         except Exception as e:
             self._index_failed(e)
+
+
+class _CallbackError(Exception):
+    """Wraps an exception raised by a caller's progress callback."""
 
 
 # -- row conversion -----------------------------------------------------------------------------
