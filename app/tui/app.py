@@ -108,6 +108,18 @@ class HexaApp(App):
         self.set_status("")
         for screen in self.mode_screens():
             screen.post_message(RuntimeReady())
+        self.warm_memory(runtime.memory)
+
+    @work(thread=True, exclusive=True, group="warmup", exit_on_error=False)
+    def warm_memory(self, memory: Any) -> None:
+        """Load the vector index and embedding model now, so the first reply isn't the one that waits."""
+        warmup = getattr(memory, "warmup", None)
+        if warmup is None:
+            return
+        try:
+            warmup()
+        except Exception as exc:
+            self.call_from_thread(self.notify, one_line(exc), title="Memory", severity="warning")
 
     # -- actions ------------------------------------------------------------------------------------
     def action_mode(self, name: str) -> None:
