@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from engine.events import Done, Notice
 
 from . import prompts
-from .common import AgentError, method_for, fit_chat, prompt_budget, stats_of
+from .common import AgentError, fit_chat, keep_response, method_for, prompt_budget
 from .events import Saved
 
 MODE = "assistant"
@@ -95,10 +95,6 @@ class Assistant:
             if isinstance(event, Done):
                 done = event
             yield event
-        if done is not None and done.text.strip():
-            msg = self.memory.add_message(session_id, "assistant", done.text,
-                                          token_ids=list(done.token_ids), mode=MODE,
-                                          model=self.engine.model_name, stats=stats_of(done))
+        msg = keep_response(self.engine, self.memory, session_id, done, MODE)
+        if msg is not None:
             yield Saved(session_id, msg.id, "assistant", done.text)
-            if done.stop_reason != "cancelled":
-                self.engine.index_response(list(done.token_ids))

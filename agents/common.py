@@ -21,6 +21,18 @@ def stats_of(done: Done) -> dict[str, Any]:
     return stats
 
 
+def keep_response(engine: Any, memory: Any, session_id: int, done: Done | None, mode: str):
+    """Store a finished response (text, token ids, stats); a complete one also becomes a drafting
+    source for the engine. Returns the stored message, or None when there was nothing to keep."""
+    if done is None or not done.text.strip():
+        return None
+    message = memory.add_message(session_id, "assistant", done.text, token_ids=list(done.token_ids),
+                                 mode=mode, model=engine.model_name, stats=stats_of(done))
+    if done.stop_reason != "cancelled":
+        engine.index_response(list(done.token_ids))
+    return message
+
+
 def prompt_budget(engine: Any, max_new_tokens: int) -> tuple[int, int]:
     """(prompt token budget, max new tokens) so that both fit in the engine's context window."""
     window = int(engine.context_window)

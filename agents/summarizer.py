@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 from engine.events import Done, Notice, Prefill, Step
 
 from . import prompts
-from .common import AgentError, method_for, prompt_budget, stats_of
+from .common import AgentError, keep_response, method_for, prompt_budget
 from .events import Part, Saved
 
 MODE = "summarizer"
@@ -91,14 +91,10 @@ class Summarizer:
             if isinstance(event, Done):
                 done = event
             yield event
-        if done is not None and done.text.strip():
-            answer = self.memory.add_message(session_id, "assistant", done.text,
-                                             token_ids=list(done.token_ids), mode=MODE,
-                                             model=self.engine.model_name, stats=stats_of(done))
+        answer = keep_response(self.engine, self.memory, session_id, done, MODE)
+        if answer is not None:
             self.memory.link_summary(answer.id, list(doc_ids))
             yield Saved(session_id, answer.id, "assistant", done.text)
-            if done.stop_reason != "cancelled":
-                self.engine.index_response(list(done.token_ids))
 
     # -- internals --------------------------------------------------------------------------------
     def _ids(self, system: str, template: str, document: str, style: str) -> list[int]:

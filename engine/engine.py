@@ -35,6 +35,8 @@ class Engine:
         self.load_seconds = load_seconds
         self.history: list[list[int]] = []   # completed responses, future drafting sources
         self._cost = None
+        self._online_cost = None           # the profile corrected by observed verification times
+        self._confidence: dict = {}        # per method: drafters' confidence map, learned across requests
         self.eos_ids = set(model.config.eos_ids)
         for tok in END_OF_TURN + ((tokenizer.eos_token,) if tokenizer.eos_token else ()):
             tid = tokenizer.convert_tokens_to_ids(tok)
@@ -108,7 +110,15 @@ class Engine:
         speculator = None
         if spec is not None:
             history = [list(s) for s in sources] + self.history
-            speculator = Speculator(spec, history, self.cost_curve())
+            if method not in self._confidence:
+                from .drafting import ConfidenceMap
+
+                self._confidence[method] = ConfidenceMap()
+            if self._online_cost is None:
+                from .profiling import OnlineCost
+
+                self._online_cost = OnlineCost(self.cost_curve())
+            speculator = Speculator(spec, history, self._online_cost, confidence=self._confidence[method])
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                   seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
                                   calibration_topk=CALIBRATION_TOPK if spec and spec.calibration else 0)

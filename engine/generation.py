@@ -101,7 +101,7 @@ def generate(model: CompactTransformer, tokenizer, prompt_ids: list[int], config
         hidden = model.forward(part, torch.arange(s, s + len(part)), cache)
         cache.commit(len(part))
         if config.calibration_topk:
-            probs = torch.softmax(torch.nn.functional.linear(hidden, calib_head), dim=-1)
+            probs = torch.softmax(model.linear(hidden, calib_head), dim=-1)
             p, i = probs.topk(min(config.calibration_topk, probs.shape[-1]), dim=-1)
             topk_ids.append(i if calib_vocab is None else calib_vocab[i])
             topk_p.append(p)
@@ -158,6 +158,7 @@ def generate(model: CompactTransformer, tokenizer, prompt_ids: list[int], config
         if cache.length + n > cache.capacity:
             stop_reason = "context_full"
             break
+        past = cache.length
         mask = None
         if n > 1:
             mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), tree.mask], dim=1)
@@ -174,7 +175,7 @@ def generate(model: CompactTransformer, tokenizer, prompt_ids: list[int], config
         accepted = [tree.token_list[i] for i in path[1:]] + [bonus]
         t2 = now()
         if speculator is not None:
-            speculator.observe(tree, accepted, next_ids)
+            speculator.observe(tree, accepted, next_ids, verify_ms=(t2 - t1) * 1000, past=past)
         sources = [tree.sources[i] for i in path[1:]] + ["model"]
         for s in sources:
             by_source[s] = by_source.get(s, 0) + 1

@@ -106,3 +106,53 @@ def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: in
     model.logits(model.forward(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long),
                                model.new_cache(2)))          # warm the kernels once
     return CostModel({p: profile_cost_curve(model, p, repeats) for p in pasts})
+
+
+class OnlineCost:
+    """The profiled ``CostModel`` corrected by the verification times actually observed.
+
+    A warm-up profile can be off by the time decoding runs (other processes on the same cores,
+    caches, a longer context): per size bucket, keep an exponential average of observed/profiled
+    cost and scale the profile by it. A bucket that stops being observed (its trees stopped being
+    chosen) drifts back toward the plain-step correction, so one unlucky sample cannot ban big
+    trees for good. One instance per engine, shared by requests and methods (same backend).
+    """
+
+    BUCKETS = (1, 2, 4, 8, 16, 32)
+
+    def __init__(self, model: CostModel, alpha: float = 0.25, relax: float = 0.05):
+        self.model = model
+        self.alpha, self.relax = alpha, relax
+        self.ratio = [1.0] * len(self.BUCKETS)
+        self._memo: dict[int, CostCurve] = {}
+
+    def _bucket(self, n: int) -> int:
+        return min(bisect_left(self.BUCKETS, n), len(self.BUCKETS) - 1)
+
+    def __call__(self, n: int) -> float:
+        return self.model(n) * self.ratio[self._bucket(n)]
+
+    def at(self, past: int, bucket: int = 64) -> CostCurve:
+        key = max(0, past) // bucket * bucket
+        curve = self._memo.get(key)
+        if curve is None:
+            base = self.model.at(past, bucket)
+            curve = CostCurve(_monotone([(n, base(n) * self.ratio[self._bucket(n)]) for n in base.sizes]))
+            self._memo[key] = curve
+        return curve
+
+    def observe(self, fed: int, past: int, ms: float) -> None:
+        """One verification pass fed ``fed`` tokens over ``past`` cached ones and took ``ms``."""
+        expected = self.model.at(past)(fed)
+        if expected <= 0 or ms <= 0:
+            return
+        b = self._bucket(fed)
+        r = min(4.0, max(0.25, ms / expected))
+        self.ratio[b] += self.alpha * (r - self.ratio[b])
+        for i in range(len(self.ratio)):
+            if i != b:
+                self.ratio[i] += self.relax * (self.ratio[0] - self.ratio[i]) if i else 0.0
+        self._memo.clear()
+
+    def as_dict(self) -> dict:
+        return {"profile": self.model.as_dict(), "ratio": dict(zip(self.BUCKETS, (round(r, 3) for r in self.ratio)))}

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from .drafting import Drafter, SuffixAutomaton
+from .drafting import ConfidenceMap, Drafter, SuffixAutomaton
 from .drafting.tree import DraftTree
 
 
@@ -41,8 +41,10 @@ class Speculator:
     """Adapts a per-request ``Drafter`` to the generation loop."""
 
     def __init__(self, spec: MethodSpec, history: SuffixAutomaton | Sequence[Sequence[int]],
-                 cost_curve: Callable[[int], float], max_tree: int = 32, max_depth: int = 16):
+                 cost_curve: Callable[[int], float], max_tree: int = 32, max_depth: int = 16,
+                 confidence: ConfidenceMap | None = None):
         self.spec = spec
+        self.confidence = confidence
         self.history = history
         self.cost_curve = cost_curve
         self.max_tree = max_tree
@@ -59,7 +61,8 @@ class Speculator:
         s = self.spec
         self.drafter = Drafter(prompt_ids, self.history if s.history else None, use_context=s.context,
                                use_history=s.history, use_calibration=s.calibration, use_reuse=s.reuse,
-                               mode=s.mode, cost_curve=None if s.mode == "linear" else self.cost_curve)
+                               mode=s.mode, cost_curve=None if s.mode == "linear" else self.cost_curve,
+                               confidence=self.confidence)
         t0 = time.perf_counter()
         if topk is not None and s.calibration:
             self.drafter.set_calibration(*topk)
@@ -73,5 +76,8 @@ class Speculator:
             d.cost_curve = self.cost_curve.at(len(d.seq))   # cost at the current context length
         return d.propose(self.max_tree, self.max_depth)
 
-    def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor) -> None:
+    def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor,
+                verify_ms: float | None = None, past: int | None = None) -> None:
+        if verify_ms is not None and past is not None and hasattr(self.cost_curve, "observe"):
+            self.cost_curve.observe(tree.size, past, verify_ms)
         self.drafter.observe(emitted, tree, next_ids)

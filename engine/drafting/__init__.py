@@ -9,10 +9,10 @@ from .calibration import CalibratedTree, CalibrationConfig, CalibrationStats
 from .drafter import Drafter, build_history
 from .reuse import ReuseBuffer, ReuseEntry
 from .suffix_automaton import Continuation, Matcher, SuffixAutomaton
-from .tree import AdaptiveCutoff, Candidate, DraftTree, TreeBuilder, choose_budget, root_only
+from .tree import AdaptiveCutoff, Candidate, ConfidenceMap, DraftTree, TreeBuilder, choose_budget, root_only
 
 __all__ = [
-    "AdaptiveCutoff", "Candidate", "CalibratedTree", "CalibrationConfig", "CalibrationStats",
+    "AdaptiveCutoff", "Candidate", "ConfidenceMap", "CalibratedTree", "CalibrationConfig", "CalibrationStats",
     "Continuation", "DraftTree", "Drafter", "Matcher", "ReuseBuffer", "ReuseEntry",
     "SuffixAutomaton", "TreeBuilder", "accepted_sources", "build_history", "choose_budget",
     "greedy_accept", "root_only", "sample_accept",

@@ -28,7 +28,7 @@ import torch
 from .calibration import CalibratedTree, CalibrationConfig, CalibrationStats
 from .reuse import ReuseBuffer, best_run
 from .suffix_automaton import Continuation, Matcher, SuffixAutomaton
-from .tree import AdaptiveCutoff, Candidate, DraftTree, TreeBuilder
+from .tree import AdaptiveCutoff, Candidate, ConfidenceMap, DraftTree, TreeBuilder
 
 _MAX_P = 0.98
 
@@ -58,7 +58,7 @@ class Drafter:
                  alpha0: float = 0.01, tc: float = 0.9, max_branches: int = 4,
                  min_match_context: int = 1, min_match_history: int = 2,
                  cost_curve: Callable[[int], float] | None = None,
-                 reuse: ReuseBuffer | None = None) -> None:
+                 reuse: ReuseBuffer | None = None, confidence: ConfidenceMap | None = None) -> None:
         if mode not in ("tree", "linear"):
             raise ValueError(f"mode must be 'tree' or 'linear', not {mode!r}")
         prompt = prompt_ids.tolist() if isinstance(prompt_ids, torch.Tensor) else [int(t) for t in prompt_ids]
@@ -71,6 +71,7 @@ class Drafter:
         self.linear_len, self.pacer, self.max_branches = linear_len, pacer, max_branches
         self.min_match_context, self.min_match_history = min_match_context, min_match_history
         self.cost_curve = cost_curve
+        self.confidence = confidence
         self.seq: list[int] = []
         self.prompt_len = len(prompt)
 
@@ -156,7 +157,7 @@ class Drafter:
         if not self.seq:
             raise ValueError("nothing committed yet: observe the first token before proposing")
         root = self.seq[-1]
-        b = TreeBuilder(root)
+        b = TreeBuilder(root, None if self.linear else self.confidence)
         if budget <= 0 or max_depth <= 0:
             return b.flatten([])
         self._scale_at_propose = {s: self.scale(s) for s in self.stats}
@@ -241,8 +242,13 @@ class Drafter:
                 if src not in self.stats:
                     continue
                 parent_cum = tree.cum[node]
-                est = tree.cum[c] / parent_cum if parent_cum > 0 else 0.0
+                if tree.raw_step:               # the estimate before the confidence map
+                    est = tree.raw_step[c]
+                else:
+                    est = tree.cum[c] / parent_cum if parent_cum > 0 else 0.0
                 raw = est / self._scale_at_propose.get(src, 1.0)
+                if self.confidence is not None and tree.raw_step:
+                    self.confidence.update(src, tree.raw_step[c], c in on_path)
                 st = self.stats[src]
                 st[0] += 1.0 if c in on_path else 0.0
                 st[1] += raw

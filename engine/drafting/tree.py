@@ -44,6 +44,7 @@ class DraftTree:
     token_list: list[int]         # python mirrors, for the acceptance walk
     parent_list: list[int]
     children: list[list[int]] = field(default_factory=list)
+    raw_step: list[float] = field(default_factory=list)   # per node: step estimate before the confidence map
 
     @property
     def size(self) -> int:        # tokens fed, root included
@@ -113,10 +114,51 @@ class AdaptiveCutoff:
         return self.alpha
 
 
+class ConfidenceMap:
+    """Online calibration of step estimates: per source, a histogram of raw estimate -> observed
+    acceptance (histogram binning), shrunk toward the raw value by a prior of ``prior`` trials.
+
+    The drafters' heuristics (match length, occurrence ratios, calibrated probabilities) have the
+    right order but the wrong scale, and the error differs by range (a 1-token context match is
+    much worse than its 0.4; a 0.95 calibrated step is about right). On a steep CPU cost curve
+    every over-confident node is paid for, so the tree is sized from the mapped values. Keep one
+    map per method across requests (the engine does) so it learns the backend model's habits.
+    """
+
+    def __init__(self, bins: int = 10, prior: float = 6.0) -> None:
+        self.bins, self.prior = bins, prior
+        self.acc: dict[str, list[float]] = {}
+        self.n: dict[str, list[float]] = {}
+
+    def _bin(self, p: float) -> int:
+        return min(self.bins - 1, max(0, int(p * self.bins)))
+
+    def __call__(self, source: str, p: float) -> float:
+        n = self.n.get(source)
+        if n is None:
+            return p
+        b = self._bin(p)
+        return (self.acc[source][b] + self.prior * p) / (n[b] + self.prior)
+
+    def update(self, source: str, p: float, accepted: bool) -> None:
+        if source not in self.n:
+            self.n[source] = [0.0] * self.bins
+            self.acc[source] = [0.0] * self.bins
+        b = self._bin(p)
+        self.n[source][b] += 1.0
+        self.acc[source][b] += 1.0 if accepted else 0.0
+
+    def table(self) -> dict[str, list[tuple[int, float]]]:
+        return {s: [(int(self.n[s][b]), round(self.acc[s][b] / self.n[s][b], 2) if self.n[s][b] else -1.0)
+                    for b in range(self.bins)] for s in self.n}
+
+
 class TreeBuilder:
     """Token trie of all candidates, rooted at the last committed token."""
 
-    def __init__(self, root_token: int) -> None:
+    def __init__(self, root_token: int, confidence: ConfidenceMap | None = None) -> None:
+        self.confidence = confidence
+        self.raw_step: list[float] = [1.0]
         self.token = [int(root_token)]
         self.parent = [-1]
         self.depth = [0]
@@ -162,6 +204,11 @@ class TreeBuilder:
             for p in self.src_p[i].values():
                 miss *= 1.0 - min(max(p, 0.0), 0.999)
             step[i] = 1.0 - miss
+        self.raw_step = list(step)
+        if self.confidence is not None:
+            conf = self.confidence
+            for i in range(1, n):
+                step[i] = min(0.999, max(0.0, conf(self.source_of(i), step[i])))
         for i in range(n):
             kids = self.kids[i]
             if len(kids) > 1:
@@ -264,6 +311,7 @@ class TreeBuilder:
             token_list=toks,
             parent_list=pars,
             children=children,
+            raw_step=[self.raw_step[i] if i < len(self.raw_step) else 1.0 for i in ids],
         )
 
     def build(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,

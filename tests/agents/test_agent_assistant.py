@@ -14,13 +14,6 @@ from engine.events import Done, Notice, Text
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture
-def memory(tmp_path, real_engine):
-    from memory import Memory
-    mem = Memory.open(tmp_path / "data", tokenizer=real_engine.encode)
-    yield mem
-    mem.close()
-
 
 def test_respond_stores_turns_and_indexes(real_engine, memory):
     agent = Assistant(real_engine, memory, Settings(max_tokens=8))

@@ -11,13 +11,6 @@ from engine.events import Done, Notice, Text
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture
-def memory(tmp_path, real_engine):
-    from memory import Memory
-    mem = Memory.open(tmp_path / "data", tokenizer=real_engine.encode)
-    yield mem
-    mem.close()
-
 
 def test_short_document_single_pass(real_engine, memory, tmp_path):
     doc = tmp_path / "a.txt"

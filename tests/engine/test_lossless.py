@@ -47,11 +47,12 @@ def test_greedy_speculative_methods_are_token_identical_to_vanilla(engine, dev_c
             done, steps = run(engine, ids, m, max_new_tokens=MAX_NEW, sources=sources)
             if done.token_ids != ref.token_ids:
                 mismatches.append((case["id"], m))
-            assert sum(s.accepted for s in steps) + 1 == done.new_tokens or done.stop_reason != "max_tokens"
+            # the prefill gives token 1, each step its accepted drafts + bonus (the last one cut)
+            assert sum(s.accepted for s in steps) + 1 >= done.new_tokens
             spec_steps += len(steps)
             accepted_drafts += sum(s.accepted - 1 for s in steps)
             for s in steps:
-                assert len(s.sources) == s.accepted and s.sources[-1] == "model" or s.accepted < len(s.sources)
+                assert len(s.sources) == s.accepted and s.sources[-1] == "model"
                 assert 0 <= s.accepted - 1 <= s.proposed
     assert not mismatches, mismatches
     assert accepted_drafts > 0, "no draft was ever accepted: the test would not exercise verification"
@@ -60,7 +61,7 @@ def test_greedy_speculative_methods_are_token_identical_to_vanilla(engine, dev_c
 # ---- sampling ---------------------------------------------------------------------------------
 SAMPLE_PROMPT = "one two three four one two three four one two three four one two three"
 TEMPERATURE = 1.0
-TRIALS = 150
+TRIALS = 200
 
 
 def exact_two_token_distribution(engine, ids) -> dict[tuple[int, int], float]:
@@ -78,11 +79,22 @@ def exact_two_token_distribution(engine, ids) -> dict[tuple[int, int], float]:
     mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), torch.eye(n, dtype=torch.bool)], 1)
     h2 = model.forward(torch.tensor(firsts), torch.full((n,), cache.length), cache, mask)
     p2 = processed_probs(model.logits(h2), TEMPERATURE, 1.0)
-    dist = {}
+    dist: dict = {}
     for i, x1 in enumerate(firsts):
+        if x1 in engine.eos_ids:                 # generation ends: the outcome is just "EOS"
+            dist[("eos",)] = dist.get(("eos",), 0.0) + float(p1[x1])
+            continue
         for x2 in torch.nonzero(p2[i] > 1e-3).flatten().tolist():
-            dist[(x1, x2)] = float(p1[x1] * p2[i, x2])
+            key = (x1, "eos") if x2 in engine.eos_ids else (x1, x2)
+            dist[key] = dist.get(key, 0.0) + float(p1[x1] * p2[i, x2])
     return dist
+
+
+def outcome(done: Done) -> tuple:
+    toks = list(done.token_ids[:2])
+    if len(toks) < 2 and done.stop_reason == "eos":
+        toks.append("eos")
+    return tuple(toks)
 
 
 def test_sampling_speculative_distribution_equals_plain_sampling(engine):
@@ -98,7 +110,7 @@ def test_sampling_speculative_distribution_equals_plain_sampling(engine):
     drafted = accepted = 0
     for seed in range(TRIALS):
         done, steps = run(engine, ids, "hexa", max_new_tokens=2, temperature=TEMPERATURE, seed=seed)
-        key = tuple(done.token_ids[:2])
+        key = outcome(done)
         if key in counts:
             counts[key] += 1
         else:

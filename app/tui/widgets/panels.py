@@ -29,7 +29,9 @@ class AcceptancePanel(Static):
         self.query_one("#acc-figures", Static).update(
             f"step   [b]{m.last_accepted}[/b] accepted\n"
             f"mean   [b]{m.mean_accepted:.2f}[/b] / step  ({len(m.steps)} steps)")
-        self.query_one("#acc-spark", Sparkline).data = list(m.steps) or [0]
+        spark = self.query_one("#acc-spark", Sparkline)
+        spark.data = list(m.steps) or [0]
+        spark.display = bool(m.steps)   # a flat line of zeros renders as a solid block: hide it
         hist = Text("accepted length\n", style="dim")
         top = max(m.histogram.values(), default=0) or 1
         for length in sorted(m.histogram)[:8]:

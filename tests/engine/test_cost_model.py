@@ -1,0 +1,85 @@
+"""The draft-tree cost model: profiled curves by tokens fed and context length, and its use."""
+import pytest
+
+from engine.drafting.tree import Candidate, ConfidenceMap, TreeBuilder, choose_budget
+from engine.profiling import CostCurve, CostModel, profile_cost_model
+
+
+def test_cost_curve_interpolates_and_extrapolates():
+    c = CostCurve([(1, 50.0), (4, 80.0), (8, 100.0)])
+    assert c(1) == 50 and c(4) == 80
+    assert c(2) == pytest.approx(60.0)
+    assert c(16) == pytest.approx(140.0)          # last segment extended
+
+
+def test_cost_model_interpolates_in_context_length():
+    m = CostModel({128: CostCurve([(1, 50.0), (8, 70.0)]), 1024: CostCurve([(1, 60.0), (8, 100.0)])})
+    assert m(1) == 50.0                            # plain call: shortest context
+    assert m.at(128)(8) == pytest.approx(70.0)
+    mid = m.at(576)
+    assert mid(1) == pytest.approx(55.0) and mid(8) == pytest.approx(85.0)
+    assert m.at(2048)(8) > 100.0                   # extrapolated: longer context costs more
+    assert m.at(600) is m.at(630)                  # memoised per 64-token bucket
+
+
+def test_plain_step_when_drafts_are_weak_and_big_tree_when_strong():
+    steep = CostModel({128: CostCurve([(1, 50.0), (2, 95.0), (32, 400.0)])})
+    cheap = CostModel({128: CostCurve([(1, 50.0), (2, 55.0), (8, 60.0), (32, 120.0)])})
+    weak = [0.2, 0.1, 0.05]
+    assert choose_budget(weak, steep.at(0)) == 0
+    strong = [0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65]
+    assert choose_budget(strong, cheap.at(0)) == len(strong)
+    assert 0 < choose_budget([0.9, 0.5, 0.2, 0.1], steep.at(0)) < 4   # a steep curve trims the tail
+
+
+def test_profiled_model_is_monotone_and_positive(engine):
+    m = profile_cost_model(engine.model, pasts=(32, 256), repeats=1)
+    for past in (32, 256):
+        pts = m.curves[past].as_dict()
+        assert sorted(pts) == [1, 2, 4, 8, 16, 32]
+        vals = [pts[n] for n in sorted(pts)]
+        assert all(v > 0 for v in vals) and vals == sorted(vals)
+
+
+def test_confidence_map_learns_per_source_and_bin():
+    cm = ConfidenceMap(bins=10, prior=4.0)
+    assert cm("context", 0.55) == 0.55             # nothing observed: identity
+    for _ in range(40):
+        cm.update("context", 0.55, False)          # 0.55-estimates of context are never accepted
+        cm.update("calibrated", 0.95, True)
+    assert cm("context", 0.55) < 0.1
+    assert cm("context", 0.15) == pytest.approx(0.15)   # other bins untouched
+    assert cm("calibrated", 0.95) > 0.95
+    assert cm("history", 0.55) == 0.55
+
+
+def test_tree_uses_the_confidence_map_and_keeps_raw_estimates():
+    cm = ConfidenceMap(bins=10, prior=1.0)
+    for _ in range(50):
+        cm.update("context", 0.6, False)
+    b = TreeBuilder(0, cm)
+    b.add(Candidate([1, 2], [0.6, 0.6], "context"))
+    b.add(Candidate([3], [0.3], "calibrated"))
+    t = b.build(8)
+    by_tok = {t.token_list[i]: i for i in range(1, t.size)}
+    assert t.raw_step[by_tok[1]] == pytest.approx(0.6)
+    assert t.cum[by_tok[1]] < 0.05                  # mapped down
+    assert t.cum[by_tok[3]] == pytest.approx(0.3)   # calibrated source unmapped
+
+
+def test_online_cost_follows_observed_times_and_relaxes():
+    from engine.profiling import OnlineCost
+
+    prof = CostModel({128: CostCurve([(1, 50.0), (2, 60.0), (8, 70.0), (32, 120.0)])})
+    oc = OnlineCost(prof, alpha=0.5, relax=0.1)
+    assert oc.at(128)(8) == pytest.approx(70.0)
+    for _ in range(10):
+        oc.observe(8, 128, 140.0)               # 8-token passes really cost twice the profile
+    assert oc.at(128)(8) == pytest.approx(140.0, rel=0.01)
+    assert oc.at(128)(1) == pytest.approx(50.0)
+    assert choose_budget([0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1], oc.at(128)) < 7
+    for _ in range(60):
+        oc.observe(1, 128, 50.0)                # only plain steps now: bucket 8 drifts back
+    assert oc.at(128)(8) < 80.0
+    oc.observe(1, 128, 1e9)                     # absurd samples are clipped
+    assert oc.ratio[0] <= 4.0
