@@ -52,6 +52,7 @@ class HexaApp(App):
         self.start_mode = start_mode or SPECS[0].name
         self.specs = SPECS
         self.runtime: Runtime | None = None
+        self.load_error: str | None = None        # why the last model load failed
         self.metrics = Metrics(method=settings.method, backend=settings.backend)
         self.status = "loading model…"
 
@@ -90,11 +91,12 @@ class HexaApp(App):
         self.call_from_thread(self._runtime_ready, Runtime(engine, memory, self.settings))
 
     def _load_failed(self, error: str) -> None:
+        self.load_error = error
         self.set_status("[red]model not loaded[/red]")
         self.notify(error, title="Cannot load the model", severity="error", timeout=15)
 
     def _runtime_ready(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+        self.runtime, self.load_error = runtime, None
         methods = available_methods(runtime.engine)
         if methods and self.settings.method not in methods:
             fallback = "vanilla" if "vanilla" in methods else methods[0]
@@ -152,8 +154,11 @@ class HexaApp(App):
         self.metrics.method = new.method
         if self.runtime is not None:
             self.runtime.update_settings(new)
-        if any(getattr(old, f) != getattr(new, f) for f in ENGINE_FIELDS) and self.runtime is not None:
-            memory, self.runtime = self.runtime.memory, None
+        # reload on a model change, also after a failed load (the user just fixed the model in F8)
+        if any(getattr(old, f) != getattr(new, f) for f in ENGINE_FIELDS) and (
+                self.runtime is not None or self.load_error is not None):
+            memory = self.runtime.memory if self.runtime is not None else None
+            self.runtime, self.load_error = None, None
             self.set_status("reloading model…")
             self.load_runtime(memory)
 

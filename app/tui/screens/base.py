@@ -48,10 +48,11 @@ class ModeScreen(Screen):
     BINDINGS = [
         bind("chat.cancel", "cancel", priority=True),
         bind("session.new", "new_session"),
-        bind("session.rename", "rename_session", show=False),
-        bind("session.delete", "delete_session", show=False),
+        # priority: the composer (TextArea) and Inputs bind F6, F7 and Ctrl+E themselves
+        bind("session.rename", "rename_session", show=False, priority=True),
+        bind("session.delete", "delete_session", show=False, priority=True),
         bind("session.system", "system_prompt", show=False),
-        bind("session.export", "export_session", show=False),
+        bind("session.export", "export_session", show=False, priority=True),
         bind("sessions.toggle", "toggle_sessions", show=False),
     ]
 
@@ -110,7 +111,12 @@ class ModeScreen(Screen):
 
     def ready(self) -> bool:
         if self.runtime is None:
-            self.notify("The model is still loading…", severity="warning")
+            error = self.app.load_error  # type: ignore[attr-defined]
+            if error:
+                self.notify(f"The model is not loaded ({error}): choose another one in Settings (F8).",
+                            severity="error")
+            else:
+                self.notify("The model is still loading…", severity="warning")
             return False
         return True
 
