@@ -83,12 +83,6 @@ class CompactTransformer:
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
         self.linear = _LINEAR
-        # one-row steps (every plain decoding step) read the output projection through MKL's gemv
-        # over a transposed copy: measured 5.4 ms vs oneDNN's 8.0 ms for SmolLM2's 49k x 576 head,
-        # for 113 MB more memory. HEXA_HEAD=onednn keeps the old single path.
-        self.head_t: torch.Tensor | None = None
-        if os.environ.get("HEXA_HEAD", "gemv") != "onednn":
-            self.head_t = self.lm_head.t().contiguous()
 
     @classmethod
     def load(cls, folder: Path) -> "CompactTransformer":
@@ -165,6 +159,4 @@ class CompactTransformer:
 
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        if self.head_t is not None and hidden.shape[0] == 1:
-            return hidden @ self.head_t
         return self.linear(hidden, self.lm_head)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
 from textual.widgets import Input, TextArea
 
 from app.config import Settings

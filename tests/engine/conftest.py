@@ -1,36 +1,12 @@
-"""Engine test fixtures: one real Engine for the session, on a persistent model cache.
-
-The first conversion of the embedded GGUF takes ~30 s; sharing the cache folder (HEXA_CACHE_DIR,
-else the user cache from ``app.locations``) keeps later runs fast.
-"""
+"""Engine test fixtures. The real ``engine`` itself comes from tests/conftest.py (one per session)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 DEV_DATA = Path(__file__).resolve().parents[3] / "shared" / "bench" / "dev.jsonl"
-
-
-def _cache_dir() -> Path:
-    env = os.environ.get("HEXA_CACHE_DIR")
-    if env:
-        return Path(env)
-    try:
-        from app.locations import locations
-
-        return locations().cache
-    except Exception:  # the app package is not importable: fall back to a fixed temp folder
-        return Path(os.environ.get("TMPDIR", "/tmp")) / "hexa-test-cache"
-
-
-@pytest.fixture(scope="session")
-def engine():
-    from engine import Engine
-
-    return Engine.load(None, cache_dir=_cache_dir(), backend="torch")
 
 
 @pytest.fixture(scope="session")
