@@ -51,10 +51,6 @@ class Speculator:
         self.max_depth = max_depth
         self.drafter: Drafter | None = None
 
-    @property
-    def wants_calibration(self) -> bool:
-        return self.spec.calibration
-
     def start(self, prompt_ids: list[int], first_token: int,
               topk: tuple[torch.Tensor, torch.Tensor] | None) -> float:
         """Index the prompt (and calibrate from the prefill top-k view); return ms spent calibrating."""

@@ -29,7 +29,7 @@ class AssistantScreen(ModeScreen):
 
     @on(Composer.Submitted)
     async def send(self, message: Composer.Submitted) -> None:
-        if not self.ready():
+        if not self.ready(retry=lambda: self.send(message)):
             return
         if self.active is not None:
             self.notify("Still generating: Esc cancels.", severity="warning")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import threading
 from functools import partial
-from typing import Callable, Iterator
+from typing import Awaitable, Callable, Iterator
 
 from textual import on
 from textual.actions import SkipAction
@@ -63,6 +63,7 @@ class ModeScreen(Screen):
         self.active: int | None = None          # request whose events are rendered
         self.views: dict[int, MessageView] = {}
         self.cancel_event: threading.Event | None = None
+        self.deferred: Callable[[], Awaitable[None]] | None = None   # a send typed while loading
         self._dirty = False
 
     # -- layout -------------------------------------------------------------------------------------
@@ -109,12 +110,17 @@ class ModeScreen(Screen):
             self._dirty = False
             self.query_one(Panels).show(self.app.metrics)  # type: ignore[attr-defined]
 
-    def ready(self) -> bool:
+    def ready(self, retry: Callable[[], Awaitable[None]] | None = None) -> bool:
+        """True once the model is loaded. While it loads, ``retry`` is kept and run when it is ready,
+        so what the user typed is never dropped."""
         if self.runtime is None:
             error = self.app.load_error  # type: ignore[attr-defined]
             if error:
                 self.notify(f"The model is not loaded ({error}): choose another one in Settings (F8).",
                             severity="error")
+            elif retry is not None:
+                self.deferred = retry
+                self.notify("The model is still loading: this will be sent when it is ready.")
             else:
                 self.notify("The model is still loading…", severity="warning")
             return False
@@ -129,6 +135,9 @@ class ModeScreen(Screen):
             await self.open_session(sessions[0].id)
         else:
             await self.refresh_sessions()
+        if self.deferred is not None:
+            deferred, self.deferred = self.deferred, None
+            await deferred()
 
     async def refresh_sessions(self) -> None:
         if self.runtime is not None:
