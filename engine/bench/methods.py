@@ -19,6 +19,7 @@ class RunResult:
     seconds: float
     steps: int                   # decoding forward passes after the one that produced token 1
     accepted_per_step: float
+    ttft_s: float = 0.0          # request start -> first new token (prefill included)
     extra: dict = field(default_factory=dict)
 
 
@@ -33,7 +34,7 @@ class EngineMethod:
             if isinstance(ev, Done):
                 done = ev
         seconds = time.perf_counter() - t0
-        return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted,
+        return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted, done.ttft_ms / 1000,
                          {"ttft_ms": done.ttft_ms, "draft_ms": done.draft_ms, "verify_ms": done.verify_ms,
                           "calibration_ms": done.calibration_ms, "by_source": done.accepted_by_source})
 
@@ -58,17 +59,35 @@ class TransformersMethod:
     def run(self, ids: list[int], max_new: int, history: list[list[int]]) -> RunResult:
         kwargs = {"prompt_lookup_num_tokens": self.lookup} if self.lookup else {}
         before = self._calls[0]
+        first = _FirstTokenClock()
         t0 = time.perf_counter()
         with torch.inference_mode():
             out = self.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                                       max_new_tokens=max_new, do_sample=False, eos_token_id=self.eos,
-                                      pad_token_id=self.eos[0], **kwargs)
+                                      pad_token_id=self.eos[0], streamer=first, **kwargs)
         seconds = time.perf_counter() - t0
         tokens = out[0, len(ids):].tolist()
         while tokens and tokens[-1] in self.eos:   # the engine reports tokens without the final EOS
             tokens.pop()
         steps = max(self._calls[0] - before - 1, 0)
-        return RunResult(tokens, seconds, steps, (len(tokens) - 1) / steps if steps else 0.0)
+        ttft = (first.at - t0) if first.at else seconds
+        return RunResult(tokens, seconds, steps, (len(tokens) - 1) / steps if steps else 0.0, ttft)
+
+
+class _FirstTokenClock:
+    """A transformers streamer that only notes when the first new token arrives (its TTFT)."""
+
+    def __init__(self):
+        self.calls = 0
+        self.at = 0.0
+
+    def put(self, _value) -> None:
+        self.calls += 1
+        if self.calls == 2:     # the first call carries the prompt, the second the first new token
+            self.at = time.perf_counter()
+
+    def end(self) -> None:
+        pass
 
 
 def make_method(name: str, engine):

@@ -34,7 +34,8 @@ def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
         row = {"id": case.id, "task": case.task, "prompt_tokens": len(ids), "results": {}}
         for name, runner in runners.items():
             res: RunResult = runner.run(ids, opts.max_new_tokens, sources)
-            row["results"][name] = {"tokens": res.tokens, "seconds": res.seconds, "steps": res.steps,
+            row["results"][name] = {"tokens": res.tokens, "seconds": res.seconds, "ttft_s": res.ttft_s,
+                                    "steps": res.steps,
                                     "accepted_per_step": res.accepted_per_step, **res.extra}
         ref_tokens = row["results"][reference]["tokens"]
         for name in runners:
@@ -61,8 +62,11 @@ def summarize(per_prompt: list[dict], opts: BenchOptions, reference: str, engine
             steps = sum(x["steps"] for x in res)
             # tokens per forward pass while decoding (the first token comes from prefill)
             emitted = sum(max(len(x["tokens"]) - 1, 0) for x in res)
+            decode_s = sum(x["seconds"] - x["ttft_s"] for x in res)
             runs[m]["tasks"][t] = {"n": len(rows), "new_tokens": new, "seconds": secs,
                                    "tokens_per_s": new / secs if secs else 0.0,
+                                   # after the first token: decoding speed without prefill
+                                   "decode_tokens_per_s": emitted / decode_s if decode_s > 0 else 0.0,
                                    "accepted_per_step": emitted / steps if steps else 0.0,
                                    "mismatches": sum(not x["matches_reference"] for x in res)}
     for t in tasks:
@@ -77,7 +81,8 @@ def summarize(per_prompt: list[dict], opts: BenchOptions, reference: str, engine
 def format_table(result: dict) -> str:
     lines = [f"model {result['model']} | backend {result['backend']} | threads {result['threads']} | "
              f"max new tokens {result['options']['max_new_tokens']} | reference: {result['reference']}"]
-    head = f"{'task':<8} {'method':<12} {'n':>3} {'new tok':>8} {'seconds':>8} {'tok/s':>7} {'speedup':>8} {'acc/step':>9} {'identical':>10}"
+    head = (f"{'task':<8} {'method':<12} {'n':>3} {'new tok':>8} {'seconds':>8} {'tok/s':>7} {'speedup':>8} "
+            f"{'decode tok/s':>12} {'acc/step':>9} {'identical':>10}")
     lines += [head, "-" * len(head)]
     tasks = list(next(iter(result["runs"].values()))["tasks"])
     for t in tasks:
@@ -85,7 +90,8 @@ def format_table(result: dict) -> str:
             r = run["tasks"][t]
             ident = "yes" if r["mismatches"] == 0 else f"no ({r['mismatches']})"
             lines.append(f"{t:<8} {m:<12} {r['n']:>3} {r['new_tokens']:>8} {r['seconds']:>8.2f} "
-                         f"{r['tokens_per_s']:>7.2f} {r['speedup_vs_vanilla']:>7.2f}x {r['accepted_per_step']:>9.2f} {ident:>10}")
+                         f"{r['tokens_per_s']:>7.2f} {r['speedup_vs_vanilla']:>7.2f}x {r['decode_tokens_per_s']:>12.2f} "
+                         f"{r['accepted_per_step']:>9.2f} {ident:>10}")
     return "\n".join(lines)
 
 

@@ -79,9 +79,13 @@ def test_bench_on_two_prompts(tmp_path, capsys):
         assert set(tasks) == {"summary", "qa", "all"}
         for row in tasks.values():
             assert {"n", "new_tokens", "seconds", "tokens_per_s", "speedup_vs_vanilla",
-                    "accepted_per_step", "mismatches"} <= set(row)
+                    "accepted_per_step", "mismatches", "decode_tokens_per_s"} <= set(row)
         assert tasks["all"]["n"] == 2
     assert result["runs"]["vanilla"]["tasks"]["all"]["speedup_vs_vanilla"] == 1.0
     # transformers' greedy decoding on the same weights gives the same tokens as the engine
     assert result["runs"]["hf"]["tasks"]["all"]["mismatches"] == 0
     assert len(result["prompts"]) == 2 and result["prompts"][0]["results"]["vanilla"]["tokens"]
+    for row in result["prompts"]:
+        for method in ("vanilla", "hf"):   # time to first token is measured for both engines
+            r = row["results"][method]
+            assert 0 < r["ttft_s"] < r["seconds"]
