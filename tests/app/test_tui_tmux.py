@@ -45,11 +45,13 @@ def test_hexa_in_tmux(tmp_path):
         entry = f"{sys.executable} -c 'from app.tui import run_tui; raise SystemExit(run_tui())'"
     done = tmp_path / "exit-code"
     cmd = f"cd {ROOT} && env {exports} TERM=xterm-256color {entry}; echo $? > {done}"
-    tmux("new-session", "-d", "-s", session, "-x", "130", "-y", "36", cmd)
+    # a server started without a client may keep tmux's 80x24 default: size the window first,
+    # then start hexa in it, so the app sees 130x36 from its first frame
+    tmux("new-session", "-d", "-s", session, "-x", "130", "-y", "36", "sleep 600")
     try:
-        # a server started without a client may keep tmux's 80x24 default: set the size explicitly
         tmux("set-option", "-t", session, "window-size", "manual")
         tmux("resize-window", "-t", session, "-x", "130", "-y", "36")
+        tmux("respawn-pane", "-k", "-t", session, cmd)
         size = tmux("display-message", "-p", "-t", session, "#{window_width}x#{window_height}").strip()
         if size != "130x36":
             pytest.skip(f"tmux made a {size} window instead of 130x36 (no controlling terminal); "
