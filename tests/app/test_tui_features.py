@@ -218,3 +218,21 @@ async def test_missing_model_notifies_then_recovers_and_quits(real_engine, tmp_p
         await pilot.press("ctrl+q")
         await wait(pilot, lambda: not app.is_running, 10)
     assert app.return_code in (0, None)
+
+
+async def test_keys_typed_in_a_burst_are_sent_whole(real_engine, tmp_path):
+    """Keys that arrive together (typing while the app is busy, a paste-like burst from tmux) are
+    all in the message when Enter sends it: Enter must not overtake the characters before it."""
+    from textual import events
+    app = make_app(real_engine, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        screen.focus_input()
+        await pilot.pause(0.1)
+        for ch in "Hello":                                   # queued without waiting in between
+            app.post_message(events.Key(ch, ch))
+        app.post_message(events.Key("enter", "\r"))
+        await wait(pilot, lambda: screen.request == 1 and screen.active is None)
+        assert [v.text for v in screen.query_one(Transcript).messages()][:1] == ["Hello"]
+        assert screen.query_one(Composer).text == ""

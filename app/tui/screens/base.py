@@ -6,7 +6,7 @@ import threading
 from functools import partial
 from typing import Awaitable, Callable, Iterator
 
-from textual import on
+from textual import events, on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -97,6 +97,14 @@ class ModeScreen(Screen):
         self.refresh_bar()
         if self.runtime is not None:
             await self.on_runtime_ready(RuntimeReady())
+
+    NARROW = 110   # below this many columns the sessions list starts hidden (Ctrl+B shows it)
+
+    def on_resize(self, event: events.Resize) -> None:
+        narrow = event.size.width < self.NARROW
+        if narrow != self.has_class("narrow"):     # only on crossing, so Ctrl+B choices stick
+            self.set_class(narrow, "narrow")
+            self.query_one(SessionList).display = not narrow
 
     def on_screen_resume(self) -> None:
         self.refresh_bar()

@@ -21,10 +21,17 @@ class Composer(TextArea):
     def __init__(self, **kwargs):
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
 
+    # The bindings are priority bindings (the TextArea would take Enter itself), so the app runs
+    # them as soon as the key arrives, while keys typed just before may still wait in this
+    # widget's queue (a burst of typing while the app is busy). call_later queues the work behind
+    # them, so "Hello⏎" always sends "Hello", never "Hell" or nothing.
     def action_submit(self) -> None:
+        self.call_later(self._submit)
+
+    def action_newline(self) -> None:
+        self.call_later(self.insert, "\n")
+
+    def _submit(self) -> None:
         text = self.text.strip()
         if text:
             self.post_message(self.Submitted(self, text))
-
-    def action_newline(self) -> None:
-        self.insert("\n")
