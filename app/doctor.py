@@ -47,6 +47,18 @@ def _check_qnn() -> tuple[bool, str]:
                    f"{Path(qnn.get_qnn_htp_path()).name}, devices: {kinds}); hexa's qnn runtime is not built yet")
 
 
+def _check_kernel(args) -> tuple[bool, str]:
+    """The AVX2 kernel for decoding steps (built once into the cache folder); optional."""
+    try:
+        from engine.kernels import small_linear
+        from engine.threads import configure
+
+        small, why_not = small_linear(Path(args.cache_dir), configure(None))
+    except ImportError as exc:
+        return False, f"cannot import engine: {exc}"
+    return (True, "avx2 (decoding steps and draft verification)") if small else (False, f"{why_not}; torch's linear is used")
+
+
 def run(args) -> int:
     rows: list[tuple[str, bool, str]] = []
     ok, msg = _check_model(args)
@@ -57,6 +69,7 @@ def run(args) -> int:
         rows.append(("backend torch", True, f"torch {torch.__version__}, {torch.get_num_threads()} threads"))
     except ImportError:
         rows.append(("backend torch", False, "torch not installed"))
+    rows.append(("small-batch kernel", *_check_kernel(args)))
     ok_qnn, msg_qnn = _check_qnn()
     rows.append(("backend qnn", ok_qnn, msg_qnn))
     rows.append(("python", True, platform.python_version() + " " + platform.machine()))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from pathlib import Path
@@ -62,6 +63,14 @@ class Engine:
             tokenizer = ChatTokenizer(folder)
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
+        if os.environ.get("HEXA_LINEAR", "native") == "native":
+            from .kernels import small_linear
+
+            small, why_not = small_linear(Path(cache_dir), n_threads)
+            if small is not None:
+                compact.use_small_linear(small, "avx2")
+            elif progress:
+                progress(f"small-batch kernel unavailable ({why_not}); using {compact.kernel}")
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT)
         # torch/transformers imports leave ~170k long-lived objects; a full GC pass over them
         # (~70 ms) landing inside a decoding step would cost more than the step. Freeze them.

@@ -43,6 +43,8 @@ def _onednn_linear():
 
 
 _LINEAR = (None if os.environ.get("HEXA_LINEAR") == "mkl" else _onednn_linear()) or F.linear
+_LINEAR_NAME = "mkl" if _LINEAR is F.linear else "onednn"
+SMALL_ROWS = 64      # steps and tree verifications (<= 33 rows) always take the small-rows kernel
 
 
 class Layer:
@@ -83,6 +85,17 @@ class CompactTransformer:
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
         self.linear = _LINEAR
+        self.kernel = _LINEAR_NAME
+
+    def use_small_linear(self, small, name: str) -> None:
+        """Route products of at most SMALL_ROWS rows (every decoding step and verification) to
+        ``small``; prefill chunks keep the library kernel, which is faster for many rows."""
+        large = _LINEAR
+
+        def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+            return small(x, w, b) if x.shape[0] <= SMALL_ROWS else large(x, w, b)
+        self.linear = linear
+        self.kernel = f"{name} (<= {SMALL_ROWS} rows) + {_LINEAR_NAME}"
 
     @classmethod
     def load(cls, folder: Path) -> "CompactTransformer":

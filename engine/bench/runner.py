@@ -75,12 +75,12 @@ def summarize(per_prompt: list[dict], opts: BenchOptions, reference: str, engine
             row = runs[m]["tasks"][t]
             row["speedup_vs_vanilla"] = row["tokens_per_s"] / base if base else 0.0
     return {"model": engine.model_name, "backend": engine.backend_name, "threads": engine.threads,
-            "reference": reference, "options": vars(opts), "runs": runs, "prompts": per_prompt}
+            "kernel": engine.model.kernel, "reference": reference, "options": vars(opts), "runs": runs, "prompts": per_prompt}
 
 
 def format_table(result: dict) -> str:
     lines = [f"model {result['model']} | backend {result['backend']} | threads {result['threads']} | "
-             f"max new tokens {result['options']['max_new_tokens']} | reference: {result['reference']}"]
+             f"kernel {result.get('kernel', '?')} | max new tokens {result['options']['max_new_tokens']} | reference: {result['reference']}"]
     head = (f"{'task':<8} {'method':<12} {'n':>3} {'new tok':>8} {'seconds':>8} {'tok/s':>7} {'speedup':>8} "
             f"{'decode tok/s':>12} {'acc/step':>9} {'identical':>10}")
     lines += [head, "-" * len(head)]
