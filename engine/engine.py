@@ -138,9 +138,10 @@ class Engine:
         """Forward cost (ms) by tokens fed and context length, profiled once on this backend (a
         ``profiling.CostModel``); drives draft-tree sizing."""
         if self._cost is None:
-            from .profiling import profile_cost_model
+            from .profiling import load_or_profile, profile_key
 
-            self._cost = profile_cost_model(self.model)
+            key = profile_key(self.model, self.folder.name, self.threads)
+            self._cost = load_or_profile(self.model, self.folder.parent.parent / "profiles" / f"{key}.json")
         return self._cost
 
     def index_response(self, token_ids: Sequence[int]) -> None:

@@ -108,6 +108,47 @@ def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: in
     return CostModel({p: profile_cost_curve(model, p, repeats) for p in pasts})
 
 
+def profile_key(model, model_name: str, threads: int) -> str:
+    """What the cost depends on: model, kernel, threads, torch build and CPU."""
+    import hashlib
+    import platform
+
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    raw = "|".join([model_name, model.kernel, str(threads), torch.__version__, platform.machine(), cpu])
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def load_or_profile(model, path, **kw) -> CostModel:
+    """The saved profile at ``path`` if readable, else a fresh one (then saved). Profiling takes a
+    few seconds; without the file every start would add them to the first speculative reply.
+    ``OnlineCost`` corrects a saved profile that no longer fits the machine's load."""
+    import json
+    import os
+
+    try:
+        data = json.loads(path.read_text())
+        curves = {int(p): CostCurve([(int(n), float(c)) for n, c in pts.items()]) for p, pts in data.items()}
+        if curves and all(len(c.points) >= 2 for c in curves.values()):
+            return CostModel(curves)
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass                                       # missing or damaged: profile again
+    model_ = profile_cost_model(model, **kw)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({str(p): {str(n): c for n, c in pts.items()}
+                                   for p, pts in model_.as_dict().items()}))
+        os.replace(tmp, path)
+    except OSError:
+        pass                                       # a read-only cache only costs the re-profile
+    return model_
+
+
 class OnlineCost:
     """The profiled ``CostModel`` corrected by the verification times actually observed.
 

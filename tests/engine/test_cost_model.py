@@ -83,3 +83,22 @@ def test_online_cost_follows_observed_times_and_relaxes():
     assert oc.at(128)(8) < 80.0
     oc.observe(1, 128, 1e9)                     # absurd samples are clipped
     assert oc.ratio[0] <= 4.0
+
+
+def test_profile_is_saved_and_reused(real_engine, tmp_path, monkeypatch):
+    from engine import profiling
+
+    path = tmp_path / "profiles" / "p.json"
+    first = profiling.load_or_profile(real_engine.model, path, pasts=(64,), repeats=1)
+    assert path.exists()
+
+    def no_profiling(*a, **k):
+        raise AssertionError("profiled again although a saved profile exists")
+    monkeypatch.setattr(profiling, "profile_cost_model", no_profiling)
+    again = profiling.load_or_profile(real_engine.model, path)
+    assert again.as_dict() == first.as_dict()
+
+    path.write_text("{not json")                       # damaged: profiled again, not trusted
+    monkeypatch.undo()
+    fresh = profiling.load_or_profile(real_engine.model, path, pasts=(64,), repeats=1)
+    assert set(fresh.as_dict()) == {64} and path.read_text().startswith("{")
