@@ -25,7 +25,7 @@ END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end_of_text|>")
 
 class Engine:
     def __init__(self, model, tokenizer, folder: Path, name: str, backend: str, threads: int,
-                 context_window: int, load_seconds: float):
+                 context_window: int, load_seconds: float, cache_dir: Path | None = None):
         self.model = model
         self.tokenizer = tokenizer
         self.folder = folder
@@ -34,6 +34,7 @@ class Engine:
         self.threads = threads
         self.context_window = context_window
         self.load_seconds = load_seconds
+        self.cache_dir = cache_dir           # where the cost profile is kept; None: not kept
         self.history: list[list[int]] = []   # completed responses, future drafting sources
         self._cost = None
         self._online_cost = None           # the profile corrected by observed verification times
@@ -77,7 +78,7 @@ class Engine:
         gc.collect()
         gc.freeze()
         return cls(compact, tokenizer, folder, source.name, backend, n_threads, window,
-                   time.perf_counter() - t0)
+                   time.perf_counter() - t0, Path(cache_dir))
 
     # ---- text <-> tokens
     def encode(self, text: str) -> list[int]:
@@ -140,8 +141,11 @@ class Engine:
         if self._cost is None:
             from .profiling import load_or_profile, profile_key
 
-            key = profile_key(self.model, self.folder.name, self.threads)
-            self._cost = load_or_profile(self.model, self.folder.parent.parent / "profiles" / f"{key}.json")
+            path = None
+            if self.cache_dir is not None:
+                key = profile_key(self.model, self.folder.name, self.threads)
+                path = self.cache_dir / "profiles" / f"{key}.json"
+            self._cost = load_or_profile(self.model, path)
         return self._cost
 
     def index_response(self, token_ids: Sequence[int]) -> None:

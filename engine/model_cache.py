@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import EngineError
+from .files import atomic_write
 from .model_source import ModelSource, check_architecture
 
 MANIFEST = "manifest.json"
@@ -61,16 +62,10 @@ def is_valid(entry: Path, deep: bool = False) -> bool:
                 meta["mtime_ns"] = st.st_mtime_ns
                 rehashed = True
         if rehashed:  # e.g. a copied cache: remember the new times so the next start is fast
-            _atomic_write(entry / MANIFEST, json.dumps(manifest, indent=1))
+            atomic_write(entry / MANIFEST, json.dumps(manifest, indent=1))
         return True
     except (OSError, ValueError, KeyError, TypeError):
         return False
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def ensure_cached(source: ModelSource, cache_root: Path, progress: Progress | None = None) -> Path:

@@ -12,6 +12,8 @@ from bisect import bisect_left
 
 import torch
 
+from .files import atomic_write
+
 PROFILE_SIZES = (1, 2, 4, 8, 16, 32)
 PROFILE_PAST = (128, 1024)
 
@@ -124,12 +126,14 @@ def profile_key(model, model_name: str, threads: int) -> str:
 
 
 def load_or_profile(model, path, **kw) -> CostModel:
-    """The saved profile at ``path`` if readable, else a fresh one (then saved). Profiling takes a
-    few seconds; without the file every start would add them to the first speculative reply.
-    ``OnlineCost`` corrects a saved profile that no longer fits the machine's load."""
+    """The saved profile at ``path`` if readable, else a fresh one (then saved; None: not kept).
+    Profiling takes a few seconds; without the file every start would add them to the first
+    speculative reply. ``OnlineCost`` corrects a saved profile that no longer fits the machine's
+    load."""
     import json
-    import os
 
+    if path is None:
+        return profile_cost_model(model, **kw)
     try:
         data = json.loads(path.read_text())
         curves = {int(p): CostCurve([(int(n), float(c)) for n, c in pts.items()]) for p, pts in data.items()}
@@ -140,10 +144,8 @@ def load_or_profile(model, path, **kw) -> CostModel:
     model_ = profile_cost_model(model, **kw)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({str(p): {str(n): c for n, c in pts.items()}
-                                   for p, pts in model_.as_dict().items()}))
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps({str(p): {str(n): c for n, c in pts.items()}
+                                       for p, pts in model_.as_dict().items()}))
     except OSError:
         pass                                       # a read-only cache only costs the re-profile
     return model_
