@@ -12,7 +12,10 @@ def add_model_options(parser: argparse.ArgumentParser, top_level: bool = True) -
     default = None if top_level else argparse.SUPPRESS
     g.add_argument("--model", default=default,
                    help="GGUF file, Hugging Face folder or hub id (default: embedded SmolLM2-135M-Instruct)")
-    g.add_argument("--backend", default=default, help="runtime backend (default: torch)")
+    g.add_argument("--backend", default=default, choices=("torch", "qnn"),
+                   help="runtime backend: torch (CPU) or qnn (static graphs on the Hexagon NPU; default: torch)")
+    g.add_argument("--context", type=int, default=default,
+                   help="context window in tokens (default: 4096 on torch, 1024 on qnn, whose graphs are built for it)")
     g.add_argument("--method", default=default, help="decoding method: vanilla, sam, hexa (default: hexa)")
     g.add_argument("--threads", type=int, default=default, help="torch threads (default: all cores)")
 
@@ -49,7 +52,7 @@ def load_engine(args, quiet: bool = False):
             print(f"hexa: {msg}", file=sys.stderr)
 
     return Engine.load(args.model, args.cache_dir, backend=args.backend or "torch",
-                       threads=args.threads, progress=progress)
+                       threads=args.threads, context_window=getattr(args, "context", None), progress=progress)
 
 
 def cmd_ask(args) -> int:

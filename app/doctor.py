@@ -42,9 +42,10 @@ def _check_qnn() -> tuple[bool, str]:
     if not devices:
         return False, "QNN plugin registered but it reports no device"
     kinds = ", ".join(sorted({str(d.device.type).rsplit(".", 1)[-1] for d in devices}))
-    # the provider works, but hexa has no qnn runtime yet, so this backend is not selectable
-    return False, (f"onnxruntime QNN execution provider {qnn.__version__} loads (HTP library "
-                   f"{Path(qnn.get_qnn_htp_path()).name}, devices: {kinds}); hexa's qnn runtime is not built yet")
+    emulated = platform.machine() in ("x86_64", "AMD64")
+    return True, (f"onnxruntime QNN execution provider {qnn.__version__}, HTP library "
+                  f"{Path(qnn.get_qnn_htp_path()).name} ({'emulated on this x86-64 CPU' if emulated else 'NPU'}, "
+                  f"devices: {kinds}); select with --backend qnn")
 
 
 def _check_kernel(args) -> tuple[bool, str]:

@@ -18,8 +18,9 @@ from .speculative import CALIBRATION_TOPK, METHOD_SPECS, Speculator
 
 METHODS = tuple(METHOD_SPECS)
 
-BACKENDS = ("torch",)
+BACKENDS = ("torch", "qnn")
 DEFAULT_CONTEXT = 4096   # KV capacity unless the model allows less; keeps memory modest on phones
+QNN_DEFAULT_CONTEXT = 1024   # the qnn graphs' static context: attention always spans all of it
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end_of_text|>")
 
 
@@ -73,11 +74,20 @@ class Engine:
             elif progress:
                 progress(f"small-batch kernel unavailable ({why_not}); using {compact.kernel}")
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT)
+        model = compact
+        if backend == "qnn":
+            from .qnn import QnnTransformer
+
+            graph_context = min(compact.config.max_positions, context_window or QNN_DEFAULT_CONTEXT)
+            model = QnnTransformer(compact, Path(cache_dir), folder.name, graph_context, progress=progress)
+            window = graph_context - model.max_draft - 1     # the last step's draft tree must fit too
+            if window < 16:
+                raise EngineError(f"context {graph_context} is too small for the qnn graphs")
         # torch/transformers imports leave ~170k long-lived objects; a full GC pass over them
         # (~70 ms) landing inside a decoding step would cost more than the step. Freeze them.
         gc.collect()
         gc.freeze()
-        return cls(compact, tokenizer, folder, source.name, backend, n_threads, window,
+        return cls(model, tokenizer, folder, source.name, backend, n_threads, window,
                    time.perf_counter() - t0, Path(cache_dir))
 
     # ---- text <-> tokens
@@ -128,7 +138,9 @@ class Engine:
                 from .profiling import OnlineCost
 
                 self._online_cost = OnlineCost(self.cost_curve())
-            speculator = Speculator(spec, history, self._online_cost, confidence=self._confidence[method])
+            draft = getattr(self.model, "max_draft", 32)     # a static-shape backend caps the tree
+            speculator = Speculator(spec, history, self._online_cost, max_tree=draft, max_depth=min(16, draft),
+                                    confidence=self._confidence[method])
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                   seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
                                   calibration_topk=CALIBRATION_TOPK if spec and spec.calibration else 0)

@@ -106,7 +106,7 @@ def generate(model: CompactTransformer, tokenizer, prompt_ids: list[int], config
             topk_ids.append(i if calib_vocab is None else calib_vocab[i])
             topk_p.append(p)
         last_logits = model.logits(hidden[-1:])[0]
-        yield Prefill(done=s + len(part), total=len(ids), chunk=len(part), graph="torch:dynamic",
+        yield Prefill(done=s + len(part), total=len(ids), chunk=len(part), graph=getattr(model, "prefill_graph", "torch:dynamic"),
                       ms=(now() - t0) * 1000)
     t_prefill = now()
     prefill_ms = (t_prefill - t_start) * 1000

@@ -104,7 +104,30 @@ def profile_cost_curve(model, past: int = 256, repeats: int = 3) -> CostCurve:
     return CostCurve(_monotone(points))
 
 
+def profile_static_lengths(model, repeats: int = 2) -> CostModel:
+    """A static-shape backend runs a feed of n tokens on the shortest graph with S >= n, over its
+    whole static context: the cost is a staircase over n, the same at every context length."""
+    lengths = [S for S in model.decode_lengths]
+    cache = model.new_cache(model.context)
+    cache.length = model.context // 2
+    cost = {}
+    for S in lengths:
+        toks = torch.zeros(S, dtype=torch.long)
+        pos = torch.arange(cache.length, cache.length + S)
+        best = float("inf")
+        for i in range(repeats + 1):           # the first run warms the graph
+            t0 = time.perf_counter()
+            model.logits(model.forward(toks, pos, cache))
+            if i:
+                best = min(best, (time.perf_counter() - t0) * 1000)
+        cost[S] = best
+    points = [(n, cost[model.graph_for(n)]) for n in range(1, lengths[-1] + 1)]
+    return CostModel({0: CostCurve(_monotone(points))})
+
+
 def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: int = 3) -> CostModel:
+    if hasattr(model, "decode_lengths"):
+        return profile_static_lengths(model)
     model.logits(model.forward(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long),
                                model.new_cache(2)))          # warm the kernels once
     return CostModel({p: profile_cost_curve(model, p, repeats) for p in pasts})

@@ -1,0 +1,110 @@
+"""The qnn backend: graph construction (checked in fp32 on onnxruntime's CPU provider against the
+engine's torch forward), and generation on the real QNN HTP backend (Qualcomm's emulator on x86-64):
+speculative decoding must give exactly the tokens of plain decoding on the same backend."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime_qnn")
+
+from engine import Done, Engine, EngineError, Prefill  # noqa: E402
+from engine.qnn.graphs import MASKED, build_block, save_block  # noqa: E402
+from engine.qnn.session import load_graph  # noqa: E402
+
+
+
+def _cpu_session(path: Path):
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def test_block_graph_equals_the_torch_layers_in_fp32(engine, tmp_path):
+    """Two layers fed 5 real tokens padded to S=8, over 11 cached positions of a C=32 context."""
+    m = engine.model
+    c = m.config
+    first, last, S, C, past, n = 3, 5, 8, 32, 11, 5
+    save_block(build_block(m, first, last, S, C), tmp_path / "b.onnx")
+    sess = _cpu_session(tmp_path / "b.onnx")
+
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 2000, (past + n,), generator=g)
+    ref_cache = m.new_cache(past + n)
+    inputs = []                          # the residual stream entering layer ``first``
+    orig = m._rms
+    m._rms = lambda x, w: (inputs.append(x.clone()), orig(x, w))[1]
+    try:
+        m.forward(ids, torch.arange(past + n), ref_cache)
+    finally:
+        m._rms = orig
+    x_in, x_out = inputs[2 * first], inputs[2 * last]
+
+    x = np.empty((S, c.hidden_size), np.float32)
+    x[:n] = x_in[past:].numpy()
+    x[n:] = x[n - 1]
+    pos = torch.cat([torch.arange(past, past + n), torch.full((S - n,), past + n - 1)])
+    mask = np.full((S, C + S), MASKED, np.float32)
+    mask[:, :past] = 0
+    mask[:, C:] = np.where(np.tril(np.ones((S, S), bool)), 0, MASKED)
+    pk = np.zeros((last - first, c.num_kv_heads, C, c.head_dim), np.float32)
+    pv = np.zeros_like(pk)
+    pk[:, :, :past] = ref_cache.k[first:last, :, :past].numpy()
+    pv[:, :, :past] = ref_cache.v[first:last, :, :past].numpy()
+    group = c.num_heads // c.num_kv_heads
+    out, k_new, v_new = sess.run(None, {"x": x, "cos": m.cos[pos].numpy(), "sin": m.sin[pos].numpy(),
+                                        "mask": np.tile(mask, (group, 1)), "past_k": pk, "past_v": pv})
+    scale = x_out[past:].abs().max().item()
+    assert np.abs(out[:n] - x_out[past:].numpy()).max() < 1e-4 * max(1.0, scale)
+    assert np.allclose(k_new[:, :, :n], ref_cache.k[first:last, :, past:past + n].numpy(), atol=1e-4)
+    assert np.allclose(v_new[:, :, :n], ref_cache.v[first:last, :, past:past + n].numpy(), atol=1e-4)
+
+
+def test_a_damaged_context_binary_is_reported_and_removed(tmp_path):
+    bad = tmp_path / "block.ctx.onnx"
+    bad.write_bytes(b"not an onnx file")
+    with pytest.raises(EngineError, match="cannot load QNN graph .* removed"):
+        load_graph(bad, lambda p: None)
+    assert not bad.exists()
+
+
+@pytest.fixture(scope="module")
+def qnn_engine(engine):
+    # the same cache folder as the session's torch engine: the compiled graphs are kept there
+    return Engine.load(None, cache_dir=engine.cache_dir, backend="qnn", context_window=192)
+
+
+PROMPT = ("Summarize: The cat sat on the mat. The cat sat on the mat because the mat was warm. "
+          "The warm mat made the cat happy.")
+
+
+def test_qnn_speculative_decoding_is_lossless_on_the_htp(qnn_engine):
+    e = qnn_engine
+    assert e.backend_name == "qnn" and "qnn htp" in e.model.kernel
+    runs = {}
+    for method in ("vanilla", "hexa", "sam"):
+        events = list(e.generate(PROMPT, max_new_tokens=14, method=method))
+        prefill = [ev for ev in events if isinstance(ev, Prefill)]
+        assert prefill and prefill[0].graph.startswith("qnn:S")
+        runs[method] = events[-1]
+        assert isinstance(runs[method], Done) and runs[method].new_tokens > 0
+    assert runs["hexa"].token_ids == runs["vanilla"].token_ids
+    assert runs["sam"].token_ids == runs["vanilla"].token_ids
+    # the copy-heavy prompt is drafted: fewer passes than tokens
+    assert runs["hexa"].steps < runs["vanilla"].steps
+    assert runs["hexa"].mean_accepted > 1.5
+
+
+def test_qnn_cost_curve_is_a_staircase_over_its_graphs(qnn_engine):
+    curve = qnn_engine.cost_curve()
+    G2 = qnn_engine.model.decode_lengths[-1]
+    assert qnn_engine.model.max_draft == G2 - 1
+    assert curve(2) == curve(G2) >= curve(1) > 0          # any 2..G2 tokens cost one G2 pass
+
+
+def test_qnn_context_is_static(qnn_engine):
+    with pytest.raises(EngineError, match="context of 192"):
+        qnn_engine.model.new_cache(193)
