@@ -108,3 +108,18 @@ def test_qnn_cost_curve_is_a_staircase_over_its_graphs(qnn_engine):
 def test_qnn_context_is_static(qnn_engine):
     with pytest.raises(EngineError, match="context of 192"):
         qnn_engine.model.new_cache(193)
+
+
+def test_qnn_fp16_logits_follow_the_fp32_model(engine, qnn_engine):
+    """The HTP computes in fp16; SmolLM2's attention-sink tokens carry a ~25,000 activation whose
+    RMSNorm once overflowed / was flushed to zero, which derailed every later token. The logits
+    after a prompt must stay close to the fp32 torch model's."""
+    ids = engine.chat_ids([{"role": "user", "content": "Repeat this list exactly: apple, banana, "
+                                                       "cherry, apple, banana, cherry."}])
+    pos = torch.arange(len(ids))
+    ref = engine.model.logits(engine.model.forward(torch.tensor(ids), pos, engine.model.new_cache(len(ids)))[-1:])[0]
+    q = qnn_engine.model
+    got = q.logits(q.forward(torch.tensor(ids), pos, q.new_cache(len(ids)))[-1:])[0]
+    assert got.argmax() == ref.argmax()
+    assert torch.equal(got.topk(5).indices, ref.topk(5).indices)
+    assert (got - ref).abs().max() < 0.5
