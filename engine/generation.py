@@ -93,6 +93,9 @@ def generate(model: CompactTransformer, tokenizer, prompt_ids: list[int], config
         calib_vocab, calib_head = calibration_head(model, ids, config.calibration_vocab)
     last_logits = None
     chunk = max(1, config.chunk_size)
+    switching = getattr(model, "switch_status", None) is not None   # a static-graph backend
+    if switching:
+        model.begin_prefill(len(ids))
     for s in range(0, len(ids), chunk):
         if cancelled():
             break
@@ -106,8 +109,14 @@ def generate(model: CompactTransformer, tokenizer, prompt_ids: list[int], config
             topk_ids.append(i if calib_vocab is None else calib_vocab[i])
             topk_p.append(p)
         last_logits = model.logits(hidden[-1:])[0]
-        yield Prefill(done=s + len(part), total=len(ids), chunk=len(part), graph=getattr(model, "prefill_graph", "torch:dynamic"),
-                      ms=(now() - t0) * 1000)
+        status = model.switch_status if switching else None
+        yield Prefill(done=s + len(part), total=len(ids), chunk=len(part),
+                      graph=getattr(model, "prefill_graph", "torch:dynamic"),
+                      switched_blocks=status.switched if status else 0,
+                      total_blocks=status.total if status else 0,
+                      exposed_load_ms=status.exposed_ms if status else 0.0, ms=(now() - t0) * 1000)
+    if switching:
+        model.end_prefill()
     t_prefill = now()
     prefill_ms = (t_prefill - t_start) * 1000
 

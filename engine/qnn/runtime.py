@@ -10,6 +10,9 @@ as one bigger graph. The embedding lookup, final norm and output projection run 
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import time
 from bisect import bisect_left
 from pathlib import Path
 from typing import Callable
@@ -20,8 +23,9 @@ import torch
 from ..errors import EngineError
 from ..kv_cache import KVCache
 from ..transformer import CompactTransformer
+from .blocks import BlockGraphs
 from .graphs import GRAPH_VERSION, MASKED, build_block, save_block
-from .session import backend_version, load_graph, provider_options
+from .session import backend_version, provider_options
 
 PREFILL_LENGTH = 64          # G1
 DECODE_LENGTHS = (1, 8)      # G2 family: a plain step, and a verification of up to 7 draft tokens
@@ -31,7 +35,8 @@ BLOCK_LAYERS = 6
 class QnnTransformer:
     def __init__(self, cpu: CompactTransformer, cache_dir: Path, model_name: str, context: int,
                  prefill_length: int = PREFILL_LENGTH, decode_lengths: tuple[int, ...] = DECODE_LENGTHS,
-                 block_layers: int = BLOCK_LAYERS, progress: Callable[[str], None] | None = None):
+                 block_layers: int = BLOCK_LAYERS, progressive: bool | None = None,
+                 progress: Callable[[str], None] | None = None):
         self.cpu = cpu
         self.config = c = cpu.config
         self.context = context
@@ -47,21 +52,38 @@ class QnnTransformer:
         self.kernel = (f"qnn htp ({backend_version()}, soc {provider_options()['soc_model']}), "
                        f"graphs S={'/'.join(map(str, self.lengths))} C={context}, "
                        f"{len(self.blocks)} blocks; cpu: {cpu.kernel}")
+        if progressive is None:   # HEXA_QNN_SWITCH=0 keeps every graph loaded
+            progressive = os.environ.get("HEXA_QNN_SWITCH", "1") != "0"
+        self.progressive = progressive
+        self.kernel += ", progressive graph switching" if progressive else ", all graphs loaded"
         self.prefill_graph = f"qnn:S{prefill_length}xC{context}"
         key = hashlib.sha256("|".join([model_name, str(GRAPH_VERSION), backend_version(),
                                        *provider_options().values()]).encode()).hexdigest()[:12]
         self.folder = Path(cache_dir) / "qnn" / f"{model_name}-{key}"
-        self.graphs = {}
-        self.load_ms = 0.0
-        total = len(self.blocks) * len(self.lengths)
-        for S in self.lengths:
-            for bi, (a, b) in enumerate(self.blocks):
-                path = self.folder / f"block{a:02d}-{b:02d}_s{S}_c{context}.ctx.onnx"
-                if progress and not path.is_file():
-                    progress(f"compiling QNN graph {len(self.graphs) + 1}/{total} (layers {a}-{b - 1}, S={S})")
-                g = load_graph(path, lambda p, a=a, b=b, S=S: save_block(build_block(cpu, a, b, S, context), p))
-                self.graphs[(bi, S)] = g
-                self.load_ms += g.load_ms
+        _prune_stale(self.folder)
+        paths, builders = {}, {}
+        for bi, (a, b) in enumerate(self.blocks):
+            for S in self.lengths:
+                paths[(bi, S)] = self.folder / f"block{a:02d}-{b:02d}_s{S}_c{context}.ctx.onnx"
+                builders[(bi, S)] = (lambda p, a=a, b=b, S=S:
+                                     save_block(build_block(cpu, a, b, S, context), p))
+        self.graphs = BlockGraphs(paths, builders, len(self.blocks), prefill_length, self.decode_lengths,
+                                  progressive, progress)
+        self.load_ms = sum(self.graphs.load_ms.values())
+        self._in_prefill = False
+
+    # ---- progressive graph switching, driven by the generation loop
+    def begin_prefill(self, total_tokens: int) -> None:
+        self.graphs.begin_prefill(total_tokens)
+        self._in_prefill = True
+
+    def end_prefill(self) -> None:
+        self.graphs.end_prefill()
+        self._in_prefill = False
+
+    @property
+    def switch_status(self):
+        return self.graphs.status
 
     # ---- the CompactTransformer contract used by generation and profiling
     def new_cache(self, capacity: int) -> KVCache:
@@ -92,19 +114,56 @@ class QnnTransformer:
             raise ValueError("KV cache is full")
         if mask is None:
             mask = torch.ones(n, start + n, dtype=torch.bool).tril(start)
-        x = self.cpu.embed[tokens]
-        out = []
-        S = self.graph_for(n)
-        for o in range(0, n, S):
-            s = min(S, n - o)
-            out.append(self._run(x[o:o + s], positions[o:o + s], cache, start + o,
-                                 mask[o:o + s, :start + o + s], self.graph_for(s)))
-        return self.cpu._rms(torch.cat(out), self.cpu.norm)
+        h = self.cpu.embed[tokens]
+        G1, G2 = self.prefill_length, self.decode_lengths[-1]
+        if self._in_prefill:
+            # chunk-major, as the switching plan counts: each G1-sized chunk through every block
+            out = []
+            for o in range(0, n, G1):
+                s = min(G1, n - o)
+                hs = h[o:o + s]
+                for bi in range(len(self.blocks)):
+                    if not self.graphs.uses_g1(bi):
+                        self.graphs.ensure_g2(bi)
+                    S = G1 if self.graphs.uses_g1(bi) else G2
+                    hs = self._block(bi, S, hs, positions[o:o + s], cache, start + o, mask[o:o + s, :start + o + s])
+                    self.graphs.after_chunk_block(bi)
+                self.graphs.end_chunk()
+                out.append(hs)
+            h = torch.cat(out)
+        else:
+            for bi in range(len(self.blocks)):
+                if n > G2 and self.graphs.has_g1(bi):
+                    S = G1
+                else:
+                    self.graphs.ensure_g2(bi)
+                    S = self.graph_for(min(n, G2))
+                h = self._block(bi, S, h, positions, cache, start, mask)
+        return self.cpu._rms(h, self.cpu.norm)
 
-    def _run(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, at: int,
-             mask: torch.Tensor, S: int) -> torch.Tensor:
-        """Feed s <= S tokens whose K/V go to slots [at, at+s); ``mask`` is bool [s, at+s]."""
-        s, C, D = x.shape[0], self.context, self.config.head_dim
+    def _block(self, bi: int, S: int, h: torch.Tensor, positions: torch.Tensor, cache: KVCache,
+               at: int, mask: torch.Tensor) -> torch.Tensor:
+        """Rows ``h`` through block ``bi`` on its S-token graph, S rows at a time; their K/V go to
+        slots [at, at+rows); ``mask`` is bool [rows, at+rows]."""
+        a, b = self.blocks[bi]
+        graph = self.graphs.session(bi, S)
+        out = []
+        for o in range(0, h.shape[0], S):
+            p = min(S, h.shape[0] - o)
+            feed = self._feed(h[o:o + p], positions[o:o + p], at + o, mask[o:o + p, :at + o + p], S)
+            feed["past_k"] = cache.k[a:b].numpy()
+            feed["past_v"] = cache.v[a:b].numpy()
+            t0 = time.perf_counter()
+            x_out, k_new, v_new = graph.run(feed)
+            self.graphs.note_run(bi, S, (time.perf_counter() - t0) * 1000)
+            cache.k[a:b, :, at + o:at + o + p] = torch.from_numpy(k_new[:, :, :p])
+            cache.v[a:b, :, at + o:at + o + p] = torch.from_numpy(v_new[:, :, :p])
+            out.append(torch.from_numpy(x_out[:p].copy()))
+        return torch.cat(out) if len(out) > 1 else out[0]
+
+    def _feed(self, x: torch.Tensor, positions: torch.Tensor, at: int, mask: torch.Tensor, S: int) -> dict:
+        """Inputs of one S-token graph run for s <= S rows whose K/V go to slots [at, at+s)."""
+        s, C = x.shape[0], self.context
         pad = S - s
         # padding rows repeat the last token: all-zero rows would make RMSNorm divide by zero, and
         # NaN keys would poison real rows' attention even under the mask
@@ -116,14 +175,12 @@ class QnnTransformer:
         add[:s, :at][mask[:, :at].numpy()] = 0.0
         add[:s, C:C + s][mask[:, at:at + s].numpy()] = 0.0
         add[np.arange(s, S), C + np.arange(s, S)] = 0.0      # padding rows see only themselves
-        feed = {"cos": self.cpu.cos[pos].numpy(), "sin": self.cpu.sin[pos].numpy(),
-                "mask": np.repeat(add[None], self._group, 0).reshape(self._group * S, C + S)}
-        h = xs
-        for bi, (a, b) in enumerate(self.blocks):
-            feed["x"] = h
-            feed["past_k"] = cache.k[a:b].numpy()
-            feed["past_v"] = cache.v[a:b].numpy()
-            h, k_new, v_new = self.graphs[(bi, S)].run(feed)
-            cache.k[a:b, :, at:at + s] = torch.from_numpy(k_new[:, :, :s])
-            cache.v[a:b, :, at:at + s] = torch.from_numpy(v_new[:, :, :s])
-        return torch.from_numpy(h[:s].copy())
+        return {"x": xs, "cos": self.cpu.cos[pos].numpy(), "sin": self.cpu.sin[pos].numpy(),
+                "mask": np.tile(add, (self._group, 1))}
+
+
+def _prune_stale(folder: Path) -> None:
+    """Graphs of an older hexa (or other provider settings) for this model: ~0.5 GB each set."""
+    for other in folder.parent.glob(folder.name.rsplit("-", 1)[0] + "-*"):
+        if other != folder and other.is_dir():
+            shutil.rmtree(other, ignore_errors=True)

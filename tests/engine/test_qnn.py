@@ -98,6 +98,23 @@ def test_qnn_speculative_decoding_is_lossless_on_the_htp(qnn_engine):
     assert runs["hexa"].mean_accepted > 1.5
 
 
+def test_progressive_switching_holds_one_graph_family_per_block(qnn_engine):
+    m = qnn_engine.model
+    assert m.progressive
+    events = list(qnn_engine.generate(PROMPT, max_new_tokens=3, method="vanilla"))
+    prefill = [ev for ev in events if isinstance(ev, Prefill)]
+    assert prefill[-1].total_blocks == len(m.blocks)
+    # decoding ran on G2 everywhere, and every block released its G1
+    assert m.graphs.resident() == ["G2"] * len(m.blocks)
+    # the next prefill takes G1 back (that reload is reported as exposed load time)
+    m.begin_prefill(40)
+    try:
+        assert m.graphs.resident() == ["G1"] * len(m.blocks)
+        assert m.switch_status.exposed_ms > 0
+    finally:
+        m.end_prefill()
+
+
 def test_qnn_cost_curve_is_a_staircase_over_its_graphs(qnn_engine):
     curve = qnn_engine.cost_curve()
     G2 = qnn_engine.model.decode_lengths[-1]
