@@ -139,6 +139,10 @@ class BlockGraphs:
         """Block ``bi`` finished the current prefill chunk: request its G2 if the plan says so."""
         if self.switch_after is not None and self.chunk == self.switch_after[bi]:
             self._request(bi)
+            # its last G1 chunk is done: free G1 now, not at the first decoding step, or the end
+            # of prefill would hold both families of every block (measured: peak RSS above that
+            # of keeping every graph loaded)
+            self.g1[bi] = None
 
     def end_chunk(self) -> None:
         if self.switch_after is not None:
