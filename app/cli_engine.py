@@ -12,7 +12,7 @@ def add_model_options(parser: argparse.ArgumentParser, top_level: bool = True) -
     default = None if top_level else argparse.SUPPRESS
     g.add_argument("--model", default=default,
                    help="GGUF file, Hugging Face folder or hub id (default: embedded SmolLM2-135M-Instruct)")
-    g.add_argument("--backend", default=default, choices=("torch", "qnn"),
+    g.add_argument("--backend", default=default,
                    help="runtime backend: torch (CPU) or qnn (static graphs on the Hexagon NPU; default: torch)")
     g.add_argument("--context", type=int, default=default,
                    help="context window in tokens (default: 4096 on torch, 1024 on qnn, whose graphs are built for it)")

@@ -84,6 +84,16 @@ class BlockGraphs:
     def _load(self, key: tuple[int, int]) -> GraphSession:
         return load_graph(self.paths[key], self.builders[key])   # rebuilt if the cache lost it
 
+    def _release(self, family: list, bi: int) -> None:
+        """Drop a block's sessions on the loader thread. QNN's HTP library is not safe with a
+        session destroyed while another is being created (it logs "Device not found in
+        registry" to stdout, which is `hexa ask`'s answer stream), so creation and destruction
+        both happen there, one after the other."""
+        box = [family[bi]]
+        family[bi] = None
+        if box[0] is not None:
+            self._pool.submit(box.clear)
+
     def _request(self, bi: int) -> None:
         if self.g2[bi] is None and self._loading[bi] is None:
             self._loading[bi] = self._pool.submit(self._load_g2, bi)
@@ -100,7 +110,7 @@ class BlockGraphs:
         self.g2[bi] = graphs
         for S, g in graphs.items():
             self.load_ms[(bi, S)] = g.load_ms
-        self.g1[bi] = None                      # one family resident per block
+        self._release(self.g1, bi)              # one family resident per block
 
     def begin_prefill(self, total_tokens: int) -> None:
         """Plan the switches of a prefill of ``total_tokens``; reload G1 where a block lacks it."""
@@ -110,9 +120,9 @@ class BlockGraphs:
         for bi in range(self.n):
             if self.g1[bi] is None:             # the previous request left it on G2
                 t0 = time.perf_counter()
-                self.g1[bi] = self._load((bi, self.g1_len))
+                self.g1[bi] = self._pool.submit(self._load, (bi, self.g1_len)).result()
                 self._exposed_ms += (time.perf_counter() - t0) * 1000
-                self.g2[bi] = None
+                self._release(self.g2, bi)
         chunks = max(1, math.ceil(total_tokens / self.g1_len))
         self.switch_after, _ = plan(chunks, self._costs(), early=self.early)
         self.chunk = 0
@@ -142,7 +152,7 @@ class BlockGraphs:
             # its last G1 chunk is done: free G1 now, not at the first decoding step, or the end
             # of prefill would hold both families of every block (measured: peak RSS above that
             # of keeping every graph loaded)
-            self.g1[bi] = None
+            self._release(self.g1, bi)
 
     def end_chunk(self) -> None:
         if self.switch_after is not None:
