@@ -36,7 +36,9 @@ def keep_response(engine: Any, memory: Any, session_id: int, done: Done | None, 
 def prompt_budget(engine: Any, max_new_tokens: int) -> tuple[int, int]:
     """(prompt token budget, max new tokens) so that both fit in the engine's context window."""
     window = int(engine.context_window)
-    max_new = max(1, min(max_new_tokens, window - MIN_PROMPT_TOKENS))
+    # the prompt keeps at least half of a small window (qnn graphs are often built for a few hundred
+    # tokens): otherwise the system prompt alone fills it and the user's message is cut to nothing
+    max_new = max(1, min(max_new_tokens, window - max(MIN_PROMPT_TOKENS, window // 2)))
     return window - max_new, max_new
 
 

@@ -33,6 +33,7 @@ class Settings:
     retrieval: bool = True            # retrieve context from memory for each request
     history_drafting: bool = True     # feed past responses to the engine as drafting sources
     threads: int | None = None
+    context: int | None = None        # context window in tokens; None: the backend's default
     keymap: dict[str, str] = field(default_factory=dict)   # binding id -> keys, e.g. {"chat.send": "ctrl+s"}
 
     # -- conversions ---------------------------------------------------------------------------
@@ -81,15 +82,15 @@ def _coerce(key: str, raw: Any, origin: str) -> Any:
         if not isinstance(raw, str) or not raw.strip():
             raise bad("expected a decoding method name, e.g. " + ", ".join(METHODS))
         return raw.strip()
-    if key in ("max_tokens", "threads"):
-        if key == "threads" and (raw is None or raw == ""):
+    if key in ("max_tokens", "threads", "context"):
+        if key in ("threads", "context") and (raw is None or raw == ""):
             return None
         try:
             value = int(raw) if not isinstance(raw, bool) else None
         except (TypeError, ValueError):
             value = None
-        if value is None or value < 1:
-            raise bad("expected a positive integer")
+        if value is None or value < (64 if key == "context" else 1):
+            raise bad("expected an integer of at least 64" if key == "context" else "expected a positive integer")
         return value
     if key in ("temperature", "top_p"):
         try:
@@ -117,7 +118,7 @@ def _coerce(key: str, raw: Any, origin: str) -> Any:
 
 
 # Environment variables: HEXA_MODEL, HEXA_BACKEND, HEXA_METHOD, HEXA_MAX_TOKENS, HEXA_TEMPERATURE,
-# HEXA_TOP_P, HEXA_RETRIEVAL, HEXA_HISTORY_DRAFTING, HEXA_THREADS.
+# HEXA_TOP_P, HEXA_RETRIEVAL, HEXA_HISTORY_DRAFTING, HEXA_THREADS, HEXA_CONTEXT.
 ENV_VARS = {f"HEXA_{f.name.upper()}": f.name for f in fields(Settings) if f.name != "keymap"}
 
 

@@ -12,7 +12,7 @@ def build_app(args: Any = None, **kwargs: Any):
     from .app import HexaApp
 
     locs = locations()
-    flags = {name: getattr(args, name, None) for name in ("model", "method", "backend", "threads")}
+    flags = {name: getattr(args, name, None) for name in ("model", "method", "backend", "threads", "context")}
     settings, error = load_settings_lenient(locs.config_file, **flags)
     return HexaApp(settings, locs, config_error=error, **kwargs)
 

@@ -22,7 +22,7 @@ from .screens.help import HelpScreen
 from .screens.settings import SettingsScreen
 
 SPECS = mode_specs()
-ENGINE_FIELDS = ("model", "backend", "threads")
+ENGINE_FIELDS = ("model", "backend", "threads", "context")
 
 
 class HexaApp(App):

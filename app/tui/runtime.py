@@ -16,7 +16,7 @@ def load_engine(settings, locs, progress: Callable[[str], None]):
     from app.locations import ensure
     from engine import Engine
     return Engine.load(settings.model, cache_dir=ensure(locs.model_cache), backend=settings.backend,
-                       threads=settings.threads, progress=progress)
+                       threads=settings.threads, context_window=settings.context, progress=progress)
 
 
 def open_memory(locs, engine):

@@ -8,7 +8,9 @@ cost the progressive scheduler reasons about. On x86-64 Linux the HTP library in
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +20,33 @@ from ..errors import EngineError
 DEFAULT_SOC = "57"       # QNN's id for Snapdragon 8 Gen 3 (SM8650); HEXA_QNN_SOC overrides
 DEFAULT_HTP_ARCH = "75"  # its Hexagon architecture (v75); HEXA_QNN_ARCH overrides
 _registered = False
+_htp_started = False
+
+
+@contextlib.contextmanager
+def _first_load_quiet():
+    """The HTP library prints a banner on file descriptor 1 when the first session loads it; that
+    is `hexa ask`'s answer stream, and the TUI's terminal. Point fd 1 at /dev/null for that one
+    call (engine loading, before anything of ours is printed to stdout)."""
+    global _htp_started
+    if _htp_started:
+        yield
+        return
+    _htp_started = True
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError):    # no usable fd 1 (embedded use): let it print
+        yield
+        return
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 def provider_options() -> dict[str, str]:
@@ -92,7 +121,8 @@ def load_graph(ctx_path: Path, build) -> GraphSession:
             build(src)
             out = Path(tmp) / "graph_ctx.onnx"
             try:
-                ort.InferenceSession(str(src), _options(ort, devices, out))
+                with _first_load_quiet():
+                    ort.InferenceSession(str(src), _options(ort, devices, out))
             except Exception as exc:
                 raise EngineError(f"QNN could not compile {ctx_path.name}: {str(exc).splitlines()[0]}") from None
             if not out.is_file():
@@ -101,7 +131,8 @@ def load_graph(ctx_path: Path, build) -> GraphSession:
         compiled = True
     t0 = time.perf_counter()
     try:
-        session = ort.InferenceSession(str(ctx_path), _options(ort, devices, None))
+        with _first_load_quiet():
+            session = ort.InferenceSession(str(ctx_path), _options(ort, devices, None))
     except Exception as exc:    # a damaged cache file: drop it so the next start recompiles
         ctx_path.unlink(missing_ok=True)
         raise EngineError(f"cannot load QNN graph {ctx_path.name} ({str(exc).splitlines()[0]}); "

@@ -69,3 +69,16 @@ def test_notice_is_yielded_when_context_is_full(real_engine, memory):
         memory.add_message(sid, "assistant", f"{i} {long}")
     events = list(agent.respond(sid, "Summarize our talk."))
     assert any(isinstance(e, Notice) and "Context window full" in e.message for e in events)
+
+
+def test_a_small_context_window_keeps_half_for_the_prompt():
+    """A qnn engine built for a 192-token context: the answer may not take the room the system
+    prompt and the message need (it once left 32 tokens, and the message was cut to 1 token)."""
+    from types import SimpleNamespace
+
+    from agents.common import prompt_budget
+
+    budget, max_new = prompt_budget(SimpleNamespace(context_window=184), 256)
+    assert budget == 92 and max_new == 92
+    budget, max_new = prompt_budget(SimpleNamespace(context_window=4096), 256)
+    assert (budget, max_new) == (3840, 256)
