@@ -96,27 +96,29 @@ def generate(model: CompactTransformer, tokenizer, prompt_ids: list[int], config
     switching = getattr(model, "switch_status", None) is not None   # a static-graph backend
     if switching:
         model.begin_prefill(len(ids))
-    for s in range(0, len(ids), chunk):
-        if cancelled():
-            break
-        t0 = now()
-        part = torch.tensor(ids[s:s + chunk])
-        hidden = model.forward(part, torch.arange(s, s + len(part)), cache)
-        cache.commit(len(part))
-        if config.calibration_topk:
-            probs = torch.softmax(model.linear(hidden, calib_head), dim=-1)
-            p, i = probs.topk(min(config.calibration_topk, probs.shape[-1]), dim=-1)
-            topk_ids.append(i if calib_vocab is None else calib_vocab[i])
-            topk_p.append(p)
-        last_logits = model.logits(hidden[-1:])[0]
-        status = model.switch_status if switching else None
-        yield Prefill(done=s + len(part), total=len(ids), chunk=len(part),
-                      graph=getattr(model, "prefill_graph", "torch:dynamic"),
-                      switched_blocks=status.switched if status else 0,
-                      total_blocks=status.total if status else 0,
-                      exposed_load_ms=status.exposed_ms if status else 0.0, ms=(now() - t0) * 1000)
-    if switching:
-        model.end_prefill()
+    try:
+        for s in range(0, len(ids), chunk):
+            if cancelled():
+                break
+            t0 = now()
+            part = torch.tensor(ids[s:s + chunk])
+            hidden = model.forward(part, torch.arange(s, s + len(part)), cache)
+            cache.commit(len(part))
+            if config.calibration_topk:
+                probs = torch.softmax(model.linear(hidden, calib_head), dim=-1)
+                p, i = probs.topk(min(config.calibration_topk, probs.shape[-1]), dim=-1)
+                topk_ids.append(i if calib_vocab is None else calib_vocab[i])
+                topk_p.append(p)
+            last_logits = model.logits(hidden[-1:])[0]
+            status = model.switch_status if switching else None
+            yield Prefill(done=s + len(part), total=len(ids), chunk=len(part),
+                          graph=getattr(model, "prefill_graph", "torch:dynamic"),
+                          switched_blocks=status.switched if status else 0,
+                          total_blocks=status.total if status else 0,
+                          exposed_load_ms=status.exposed_ms if status else 0.0, ms=(now() - t0) * 1000)
+    finally:   # also when the consumer closes this generator mid-prefill
+        if switching:
+            model.end_prefill()
     t_prefill = now()
     prefill_ms = (t_prefill - t_start) * 1000
 

@@ -107,7 +107,7 @@ def profile_cost_curve(model, past: int = 256, repeats: int = 3) -> CostCurve:
 def profile_static_lengths(model, repeats: int = 2) -> CostModel:
     """A static-shape backend runs a feed of n tokens on the shortest graph with S >= n, over its
     whole static context: the cost is a staircase over n, the same at every context length."""
-    lengths = [S for S in model.decode_lengths]
+    lengths = model.decode_lengths
     cache = model.new_cache(model.context)
     cache.length = model.context // 2
     cost = {}

@@ -3,7 +3,7 @@
 Every graph is compiled (and cached) at start-up. With ``progressive`` on, a block holds one graph
 family at a time: G1 (prefill) or G2 (the decoding lengths). ``begin_prefill`` plans when each
 block's G2 is loaded during the coming prefill (``switching.plan``); loads run on a background
-thread while other blocks compute; a block's G1 is released once its G2 is in. With ``progressive``
+thread while other blocks compute; a block's G1 is released right after its last G1 chunk. With ``progressive``
 off, every graph stays loaded (twice the weight memory, no loads during requests).
 """
 from __future__ import annotations

@@ -69,7 +69,6 @@ class QnnTransformer:
                                      save_block(build_block(cpu, a, b, S, context), p))
         self.graphs = BlockGraphs(paths, builders, len(self.blocks), prefill_length, self.decode_lengths,
                                   progressive, progress)
-        self.load_ms = sum(self.graphs.load_ms.values())
         self._in_prefill = False
 
     # ---- progressive graph switching, driven by the generation loop
@@ -121,62 +120,83 @@ class QnnTransformer:
             out = []
             for o in range(0, n, G1):
                 s = min(G1, n - o)
+                inputs = _GraphInputs(self, positions[o:o + s], start + o, mask[o:o + s, :start + o + s])
                 hs = h[o:o + s]
                 for bi in range(len(self.blocks)):
-                    if not self.graphs.uses_g1(bi):
+                    if self.graphs.uses_g1(bi):
+                        S = G1
+                    else:
                         self.graphs.ensure_g2(bi)
-                    S = G1 if self.graphs.uses_g1(bi) else G2
-                    hs = self._block(bi, S, hs, positions[o:o + s], cache, start + o, mask[o:o + s, :start + o + s])
+                        S = G2
+                    hs = self._block(bi, S, hs, cache, inputs)
                     self.graphs.after_chunk_block(bi)
                 self.graphs.end_chunk()
                 out.append(hs)
             h = torch.cat(out)
         else:
+            inputs = _GraphInputs(self, positions, start, mask)
             for bi in range(len(self.blocks)):
                 if n > G2 and self.graphs.has_g1(bi):
                     S = G1
                 else:
                     self.graphs.ensure_g2(bi)
                     S = self.graph_for(min(n, G2))
-                h = self._block(bi, S, h, positions, cache, start, mask)
+                h = self._block(bi, S, h, cache, inputs)
         return self.cpu._rms(h, self.cpu.norm)
 
-    def _block(self, bi: int, S: int, h: torch.Tensor, positions: torch.Tensor, cache: KVCache,
-               at: int, mask: torch.Tensor) -> torch.Tensor:
+    def _block(self, bi: int, S: int, h: torch.Tensor, cache: KVCache, inputs: _GraphInputs) -> torch.Tensor:
         """Rows ``h`` through block ``bi`` on its S-token graph, S rows at a time; their K/V go to
-        slots [at, at+rows); ``mask`` is bool [rows, at+rows]."""
+        the cache slots ``inputs`` was made for."""
         a, b = self.blocks[bi]
         graph = self.graphs.session(bi, S)
         out = []
-        for o in range(0, h.shape[0], S):
-            p = min(S, h.shape[0] - o)
-            feed = self._feed(h[o:o + p], positions[o:o + p], at + o, mask[o:o + p, :at + o + p], S)
+        for o, p, feed in inputs.pieces(S):
+            # padding rows repeat the last token: all-zero rows would make RMSNorm divide by zero,
+            # and NaN keys would poison real rows' attention even under the mask
+            xs = np.empty((S, h.shape[1]), np.float32)
+            xs[:p] = h[o:o + p].numpy()
+            xs[p:] = xs[p - 1]
+            feed["x"] = xs
             feed["past_k"] = cache.k[a:b].numpy()
             feed["past_v"] = cache.v[a:b].numpy()
             t0 = time.perf_counter()
             x_out, k_new, v_new = graph.run(feed)
             self.graphs.note_run(bi, S, (time.perf_counter() - t0) * 1000)
-            cache.k[a:b, :, at + o:at + o + p] = torch.from_numpy(k_new[:, :, :p])
-            cache.v[a:b, :, at + o:at + o + p] = torch.from_numpy(v_new[:, :, :p])
+            at = inputs.at + o
+            cache.k[a:b, :, at:at + p] = torch.from_numpy(k_new[:, :, :p])
+            cache.v[a:b, :, at:at + p] = torch.from_numpy(v_new[:, :, :p])
             out.append(torch.from_numpy(x_out[:p].copy()))
         return torch.cat(out) if len(out) > 1 else out[0]
 
-    def _feed(self, x: torch.Tensor, positions: torch.Tensor, at: int, mask: torch.Tensor, S: int) -> dict:
-        """Inputs of one S-token graph run for s <= S rows whose K/V go to slots [at, at+s)."""
-        s, C = x.shape[0], self.context
+
+class _GraphInputs:
+    """The position-dependent graph inputs (RoPE, mask) of one feed, split into pieces of S rows.
+
+    They are the same for every block, so each S is built once per feed, not once per block."""
+
+    def __init__(self, model: QnnTransformer, positions: torch.Tensor, at: int, mask: torch.Tensor):
+        self.model, self.positions, self.at, self.mask = model, positions, at, mask
+        self._by_length: dict[int, list[tuple[int, int, dict]]] = {}
+
+    def pieces(self, S: int) -> list[tuple[int, int, dict]]:
+        """(row offset, rows, inputs) per run; ``mask`` rows are bool over slots [0, at + rows)."""
+        if S not in self._by_length:
+            n = self.positions.shape[0]
+            self._by_length[S] = [(o, min(S, n - o), self._inputs(o, min(S, n - o), S)) for o in range(0, n, S)]
+        return self._by_length[S]
+
+    def _inputs(self, o: int, s: int, S: int) -> dict:
+        m, C, at = self.model, self.model.context, self.at + o
+        mask = self.mask[o:o + s, :at + s]
+        positions = self.positions[o:o + s]
         pad = S - s
-        # padding rows repeat the last token: all-zero rows would make RMSNorm divide by zero, and
-        # NaN keys would poison real rows' attention even under the mask
-        xs = np.empty((S, x.shape[1]), np.float32)
-        xs[:s] = x.numpy()
-        xs[s:] = xs[s - 1]
         pos = torch.cat([positions, positions[-1:].expand(pad)]) if pad else positions
         add = np.full((S, C + S), MASKED, np.float32)
         add[:s, :at][mask[:, :at].numpy()] = 0.0
         add[:s, C:C + s][mask[:, at:at + s].numpy()] = 0.0
         add[np.arange(s, S), C + np.arange(s, S)] = 0.0      # padding rows see only themselves
-        return {"x": xs, "cos": self.cpu.cos[pos].numpy(), "sin": self.cpu.sin[pos].numpy(),
-                "mask": np.tile(add, (self._group, 1))}
+        return {"cos": m.cpu.cos[pos].numpy(), "sin": m.cpu.sin[pos].numpy(),
+                "mask": np.tile(add, (m._group, 1))}
 
 
 def _prune_stale(folder: Path) -> None:
