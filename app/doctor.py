@@ -49,15 +49,16 @@ def _check_qnn() -> tuple[bool, str]:
 
 
 def _check_kernel(args) -> tuple[bool, str]:
-    """The AVX2 kernel for decoding steps (built once into the cache folder); optional."""
+    """The native AVX2 kernel for the torch backend (built once into the cache folder); optional."""
     try:
-        from engine.kernels import small_linear
+        from engine.kernels import native_kernel
         from engine.threads import configure
 
-        small, why_not = small_linear(Path(args.cache_dir), configure(None))
+        kernel, why_not = native_kernel(Path(args.cache_dir), configure(None))
     except ImportError as exc:
         return False, f"cannot import engine: {exc}"
-    return (True, "avx2 (decoding steps and draft verification)") if small else (False, f"{why_not}; torch's linear is used")
+    return (True, "avx2 on packed weights (prefill, decoding steps, draft verification)") if kernel \
+        else (False, f"{why_not}; torch's linear is used")
 
 
 def run(args) -> int:

@@ -65,14 +65,15 @@ class Engine:
             tokenizer = ChatTokenizer(folder)
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
-        if os.environ.get("HEXA_LINEAR", "native") == "native":
-            from .kernels import small_linear
+        # the qnn backend runs the layers on the HTP and builds its graphs from the raw weights
+        if backend == "torch" and os.environ.get("HEXA_LINEAR", "native") == "native":
+            from .kernels import native_kernel
 
-            small, why_not = small_linear(Path(cache_dir), n_threads)
-            if small is not None:
-                compact.use_small_linear(small, "avx2")
+            kernel, why_not = native_kernel(Path(cache_dir), n_threads)
+            if kernel is not None:
+                compact.use_native_kernel(kernel, "avx2")
             elif progress:
-                progress(f"small-batch kernel unavailable ({why_not}); using {compact.kernel}")
+                progress(f"native kernel unavailable ({why_not}); using {compact.kernel}")
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT)
         model = compact
         if backend == "qnn":

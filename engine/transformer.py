@@ -44,7 +44,6 @@ def _onednn_linear():
 
 _LINEAR = (None if os.environ.get("HEXA_LINEAR") == "mkl" else _onednn_linear()) or F.linear
 _LINEAR_NAME = "mkl" if _LINEAR is F.linear else "onednn"
-SMALL_ROWS = 64      # steps and tree verifications (<= 33 rows) always take the small-rows kernel
 
 
 class Layer:
@@ -87,15 +86,27 @@ class CompactTransformer:
         self.linear = _LINEAR
         self.kernel = _LINEAR_NAME
 
-    def use_small_linear(self, small, name: str) -> None:
-        """Route products of at most SMALL_ROWS rows (every decoding step and verification) to
-        ``small``; prefill chunks keep the library kernel, which is faster for many rows."""
-        large = _LINEAR
+    def use_native_kernel(self, kernel, name: str) -> None:
+        """Pack every projection (and the output head, which may be the tied embedding) for the
+        native kernel and route all products through it, prefill chunks included (it beats the
+        library kernels for 1-256 rows). The packed copies replace the originals: memory stays the
+        same, and ``embed[ids]`` still reads rows for the lookup."""
+        from .kernels import PackedWeight
 
-        def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-            return small(x, w, b) if x.shape[0] <= SMALL_ROWS else large(x, w, b)
+        for L in self.layers:
+            for slot in ("wqkv", "wo", "wgu", "wdown"):
+                setattr(L, slot, kernel.pack(getattr(L, slot)))
+        tied = self.lm_head is self.embed
+        self.lm_head = kernel.pack(self.lm_head)
+        if tied:
+            self.embed = self.lm_head
+        library = _LINEAR
+
+        def linear(x: torch.Tensor, w, b: torch.Tensor | None = None) -> torch.Tensor:
+            # a raw tensor is a calibration head subset, gathered per request
+            return kernel.linear(x, w, b) if isinstance(w, PackedWeight) else library(x, w, b)
         self.linear = linear
-        self.kernel = f"{name} (<= {SMALL_ROWS} rows) + {_LINEAR_NAME}"
+        self.kernel = f"{name} packed + {_LINEAR_NAME}"
 
     @classmethod
     def load(cls, folder: Path) -> "CompactTransformer":

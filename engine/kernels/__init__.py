@@ -1,9 +1,11 @@
 """Native kernels, compiled on first use with the system C compiler and cached by source hash.
 
-``small_linear(cache_dir, threads)`` returns ``(linear, why_not)``: ``linear(x, w, b)`` for fp32
-contiguous tensors, or None with the reason it is not available (not x86 with AVX2/FMA, no C
-compiler, a failed build or self-check). Callers fall back to torch's own linear then: hexa stays
-lossless either way, since plain and speculative decoding share whichever kernel is in use.
+``native_kernel(cache_dir, threads)`` returns ``(kernel, why_not)``: a ``NativeKernel`` whose
+``pack(w)`` turns an fp32 weight [N, K] into a ``PackedWeight`` once, at load, and whose
+``linear(x, packed, b)`` computes ``x @ w.T + b``; or None with the reason it is not available (not
+x86 with AVX2/FMA, no C compiler, a failed build or self-check). Callers keep torch's own linear
+then: hexa stays lossless either way, since plain and speculative decoding share whichever kernel
+is in use.
 """
 from __future__ import annotations
 
@@ -15,14 +17,61 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable
 
 import torch
 
-SOURCE = Path(__file__).with_name("smallgemm.c")
+SOURCE = Path(__file__).with_name("packed_gemm.c")
+PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
 FLAGS = ["-O3", "-mavx2", "-mfma", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC"]
 
-Linear = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
+
+class PackedWeight:
+    """A weight [N, K] in the kernel's panel layout; ``w[ids]`` gives original rows back (the
+    embedding lookup and the calibration head read rows of the tied output projection)."""
+    __slots__ = ("data", "shape")
+
+    def __init__(self, data: torch.Tensor, shape: tuple[int, int]):
+        self.data = data
+        self.shape = torch.Size(shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.data.nbytes
+
+    def __getitem__(self, ids) -> torch.Tensor:
+        ids = torch.as_tensor(ids, dtype=torch.long)
+        return self.data.view(-1, self.shape[1], PANEL)[ids // PANEL, :, ids % PANEL]
+
+
+class NativeKernel:
+    def __init__(self, lib: ctypes.CDLL, threads: int):
+        self._linear = lib.hexa_linear
+        self._linear.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4
+        self._linear.restype = None
+        self._pack = lib.hexa_pack
+        self._pack.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] * 2
+        self._pack.restype = None
+        self.threads = threads
+
+    def pack(self, w: torch.Tensor) -> PackedWeight:
+        w = w.to(torch.float32).contiguous()
+        N, K = w.shape
+        data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
+        self._pack(w.data_ptr(), data.data_ptr(), N, K)
+        return PackedWeight(data, (N, K))
+
+    def linear(self, x: torch.Tensor, w: PackedWeight, b: torch.Tensor | None = None) -> torch.Tensor:
+        x = x.contiguous()
+        M, K = x.shape
+        N = w.shape[0]
+        if K != w.shape[1]:
+            raise ValueError(f"linear: input has {K} features, weight expects {w.shape[1]}")
+        y = torch.empty(M, N, dtype=torch.float32)
+        if b is not None:
+            b = b.contiguous()
+        self._linear(x.data_ptr(), w.data.data_ptr(), None if b is None else b.data_ptr(), y.data_ptr(),
+                     M, N, K, self.threads)
+        return y
 
 
 def _cpu_supported() -> str | None:
@@ -56,45 +105,33 @@ def _build(out: Path) -> str | None:
     return None
 
 
-def _load(path: Path, threads: int) -> Linear:
-    fn = ctypes.CDLL(str(path)).hexa_linear
-    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4
-    fn.restype = None
-
-    def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-        x = x.contiguous()
-        M, K = x.shape
-        N = w.shape[0]
-        y = torch.empty(M, N, dtype=torch.float32)
-        fn(x.data_ptr(), w.data_ptr(), None if b is None else b.data_ptr(), y.data_ptr(), M, N, K, threads)
-        return y
-    return linear
-
-
-def _self_check(linear: Linear) -> str | None:
+def _self_check(kernel: NativeKernel) -> str | None:
     g = torch.Generator().manual_seed(0)
     x, w, b = (torch.randn(s, generator=g) for s in ((7, 83), (21, 83), (21,)))
-    y = linear(x, w, b)
+    packed = kernel.pack(w)
+    y = kernel.linear(x, packed, b)
     if not torch.allclose(y, torch.nn.functional.linear(x, w, b), atol=1e-4):
         return "the kernel's self-check gave wrong results"
-    if not all(torch.equal(linear(x[i:i + 1], w, b)[0], y[i]) for i in range(len(x))):
+    if not all(torch.equal(kernel.linear(x[i:i + 1], packed, b)[0], y[i]) for i in range(len(x))):
         return "the kernel's self-check found results that depend on the batch size"
+    if not torch.equal(packed[torch.tensor([0, 17, 20])], w[[0, 17, 20]]):
+        return "the kernel's self-check could not read packed rows back"
     return None
 
 
-def small_linear(cache_dir: Path, threads: int) -> tuple[Linear | None, str | None]:
+def native_kernel(cache_dir: Path, threads: int) -> tuple[NativeKernel | None, str | None]:
     why = _cpu_supported()
     if why:
         return None, why
     digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS).encode()).hexdigest()[:16]
-    path = Path(cache_dir) / "kernels" / f"smallgemm-{digest}.so"
+    path = Path(cache_dir) / "kernels" / f"packed-gemm-{digest}.so"
     if not path.exists():
         why = _build(path)
         if why:
             return None, why
     try:
-        linear = _load(path, threads)
+        kernel = NativeKernel(ctypes.CDLL(str(path)), threads)
     except OSError as exc:
         return None, f"cannot load {path.name}: {exc}"
-    why = _self_check(linear)
-    return (None, why) if why else (linear, None)
+    why = _self_check(kernel)
+    return (None, why) if why else (kernel, None)
