@@ -44,6 +44,7 @@ def _onednn_linear():
 
 _LINEAR = (None if os.environ.get("HEXA_LINEAR") == "mkl" else _onednn_linear()) or F.linear
 _LINEAR_NAME = "mkl" if _LINEAR is F.linear else "onednn"
+ATTENTION_ROWS = 64   # tokens per pass up to which the native attention runs (every step and tree)
 
 
 class Layer:
@@ -84,6 +85,7 @@ class CompactTransformer:
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
         self.linear = _LINEAR
+        self.attention = None    # the native kernel's, for decoding steps and verifications
         self.kernel = _LINEAR_NAME
 
     def use_native_kernel(self, kernel, name: str) -> None:
@@ -91,7 +93,7 @@ class CompactTransformer:
         native kernel and route all products through it, prefill chunks included (it beats the
         library kernels for 1-256 rows). The packed copies replace the originals: memory stays the
         same, and ``embed[ids]`` still reads rows for the lookup."""
-        from .kernels import PackedWeight
+        from .kernels import ATTENTION_HEAD_DIM, PackedWeight
 
         for L in self.layers:
             for slot in ("wqkv", "wo", "wgu", "wdown"):
@@ -106,6 +108,8 @@ class CompactTransformer:
             # a raw tensor is a calibration head subset, gathered per request
             return kernel.linear(x, w, b) if isinstance(w, PackedWeight) else library(x, w, b)
         self.linear = linear
+        if self.config.head_dim == ATTENTION_HEAD_DIM:
+            self.attention = kernel.attention
         self.kernel = f"{name} packed + {_LINEAR_NAME}"
 
     @classmethod
@@ -158,6 +162,10 @@ class CompactTransformer:
             if self._group > 1:
                 mask = mask.repeat(self._group, 1)
             mask = mask.view(1, 1, self._group * S, end)
+        # steps and tree verifications: the native attention (one kernel for every row count, so
+        # tree rows equal plain steps); prefill chunks: torch's flash kernel
+        few_rows = self.attention is not None and S <= ATTENTION_ROWS
+        mask2d = mask.view(self._group * S, end) if few_rows and mask is not None else None
         cos, sin = self.cos[positions].unsqueeze(0), self.sin[positions].unsqueeze(0)
         x = self.embed[tokens]
         lin = self.linear
@@ -171,9 +179,12 @@ class CompactTransformer:
             cache.k[i, :, start:end] = k
             cache.v[i, :, start:end] = v
             # GQA without copying K/V: fold each kv head's query group into the sequence axis
-            o = F.scaled_dot_product_attention(q.reshape(1, c.num_kv_heads, self._group * S, c.head_dim),
-                                               cache.k[i, None, :, :end], cache.v[i, None, :, :end],
-                                               attn_mask=mask)
+            q = q.reshape(c.num_kv_heads, self._group * S, c.head_dim)
+            if few_rows:
+                o = self.attention(q, cache.k[i], cache.v[i], end, mask2d)
+            else:
+                o = F.scaled_dot_product_attention(q[None], cache.k[i, None, :, :end], cache.v[i, None, :, :end],
+                                                   attn_mask=mask)
             x = x + lin(o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q), L.wo)
             h = self._rms(x, L.ln_post)
             gu = lin(h, L.wgu)

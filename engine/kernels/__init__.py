@@ -20,9 +20,10 @@ from pathlib import Path
 
 import torch
 
-SOURCE = Path(__file__).with_name("packed_gemm.c")
+SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "attention.c")]
 PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
 FLAGS = ["-O3", "-mavx2", "-mfma", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC"]
+ATTENTION_HEAD_DIM = 64   # attention.c is written for 64-dim heads (SmolLM2, Qwen2.5-0.5B)
 
 
 class PackedWeight:
@@ -51,6 +52,9 @@ class NativeKernel:
         self._pack = lib.hexa_pack
         self._pack.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] * 2
         self._pack.restype = None
+        self._attention = lib.hexa_attention
+        self._attention.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_int64, ctypes.c_int]
+        self._attention.restype = None
         self.threads = threads
 
     def pack(self, w: torch.Tensor) -> PackedWeight:
@@ -73,6 +77,21 @@ class NativeKernel:
                      M, N, K, self.threads)
         return y
 
+    def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, length: int,
+                  mask: torch.Tensor | None) -> torch.Tensor:
+        """Softmax attention of q [H, R, 64] over the first ``length`` rows of one layer's cache
+        k/v [H, capacity, 64]; ``mask`` is additive [R, length] or None. Returns [H, R, 64]."""
+        H, R, D = q.shape
+        if D != ATTENTION_HEAD_DIM or k.stride(2) != 1 or k.stride(1) != D or k.stride() != v.stride():
+            raise ValueError("attention: needs 64-dim heads and a row-major cache")
+        q = (q * D ** -0.5).contiguous()
+        out = torch.empty(H, R, D, dtype=torch.float32)
+        if mask is not None:
+            mask = mask.contiguous()
+        self._attention(q.data_ptr(), k.data_ptr(), v.data_ptr(), None if mask is None else mask.data_ptr(),
+                        out.data_ptr(), H, R, length, k.stride(0), self.threads)
+        return out
+
 
 def _cpu_supported() -> str | None:
     if platform.machine().lower() not in ("x86_64", "amd64"):
@@ -94,7 +113,7 @@ def _build(out: Path) -> str | None:
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:   # rename: never a half-written .so
         tmp_so = Path(tmp) / out.name
         try:
-            run = subprocess.run([cc, *FLAGS, str(SOURCE), "-o", str(tmp_so)],
+            run = subprocess.run([cc, *FLAGS, *map(str, SOURCES), "-o", str(tmp_so), "-lm"],
                                  capture_output=True, text=True, check=False, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"compiling the kernel failed: cannot run {cc}: {exc.__class__.__name__}"
@@ -116,6 +135,12 @@ def _self_check(kernel: NativeKernel) -> str | None:
         return "the kernel's self-check found results that depend on the batch size"
     if not torch.equal(packed[torch.tensor([0, 17, 20])], w[[0, 17, 20]]):
         return "the kernel's self-check could not read packed rows back"
+    q, kc, vc = (torch.randn(s, generator=g) for s in ((2, 6, 64), (2, 300, 64), (2, 300, 64)))
+    mask = torch.zeros(6, 290).index_fill_(1, torch.tensor([5, 289]), float("-inf"))
+    ref = torch.nn.functional.scaled_dot_product_attention(q[None], kc[None, :, :290], vc[None, :, :290],
+                                                           attn_mask=mask[None, None])[0]
+    if not torch.allclose(kernel.attention(q, kc, vc, 290, mask), ref, atol=1e-5):
+        return "the attention kernel's self-check gave wrong results"
     return None
 
 
@@ -123,7 +148,7 @@ def native_kernel(cache_dir: Path, threads: int) -> tuple[NativeKernel | None, s
     why = _cpu_supported()
     if why:
         return None, why
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES) + " ".join(FLAGS).encode()).hexdigest()[:16]
     path = Path(cache_dir) / "kernels" / f"packed-gemm-{digest}.so"
     if not path.exists():
         why = _build(path)

@@ -84,3 +84,25 @@ def test_engine_decodes_with_it(real_engine):
     model = real_engine.model
     assert "avx2 packed" in model.kernel
     assert isinstance(model.layers[0].wqkv, PackedWeight) and isinstance(model.lm_head, PackedWeight)
+
+
+@pytest.mark.parametrize("length", [1, 5, 128, 129, 700])
+def test_attention_matches_torch_and_rows_do_not_depend_on_the_batch(kernel, length):
+    g = torch.Generator().manual_seed(length)
+    rows = 3 * 8                                   # a GQA group of 3 x an 8-token tree
+    q = torch.randn(3, rows, 64, generator=g)
+    k, v = torch.randn(3, 800, 64, generator=g), torch.randn(3, 800, 64, generator=g)
+    mask = torch.zeros(rows, length)
+    mask[1::2, length // 2 + 1:] = float("-inf")   # half the rows see only the first half
+    ref = F.scaled_dot_product_attention(q[None], k[None, :, :length], v[None, :, :length],
+                                         attn_mask=mask[None, None])[0]
+    out = kernel.attention(q, k, v, length, mask)
+    assert torch.allclose(out, ref, atol=1e-5)
+    for r in range(rows):                          # bitwise: alone, unmasked keys only, or in the batch
+        assert torch.equal(kernel.attention(q[:, r:r + 1], k, v, length, mask[r:r + 1])[:, 0], out[:, r])
+    assert torch.equal(kernel.attention(q[:, :1], k, v, length, None)[:, 0], out[:, 0])
+
+
+def test_attention_rejects_other_head_sizes(kernel):
+    with pytest.raises(ValueError, match="64-dim"):
+        kernel.attention(torch.randn(1, 2, 32), torch.randn(1, 9, 32), torch.randn(1, 9, 32), 9, None)
