@@ -15,6 +15,7 @@ from engine import Done, Engine, EngineError, Prefill  # noqa: E402
 from engine.profiling import CostCurve, CostModel  # noqa: E402
 from engine.qnn.graphs import MASKED, build_block, save_block  # noqa: E402
 from engine.qnn.session import load_graph  # noqa: E402
+from engine.transformer import CompactTransformer  # noqa: E402
 
 
 
@@ -25,8 +26,9 @@ def _cpu_session(path: Path):
 
 
 def test_block_graph_equals_the_torch_layers_in_fp32(engine, tmp_path):
-    """Two layers fed 5 real tokens padded to S=8, over 11 cached positions of a C=32 context."""
-    m = engine.model
+    """Two layers fed 5 real tokens padded to S=8, over 11 cached positions of a C=32 context.
+    The graphs are built from raw weights (the torch engine's are packed for its kernel)."""
+    m = CompactTransformer.load(engine.folder)
     c = m.config
     first, last, S, C, past, n = 3, 5, 8, 32, 11, 5
     save_block(build_block(m, first, last, S, C), tmp_path / "b.onnx")
