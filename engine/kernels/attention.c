@@ -50,7 +50,7 @@ static void scores(const float *q, const float *k, float s[RT][CHUNK], int rt, i
             kj[t] = j + t < n ? k + (int64_t)(j + t) * 64 : zeros;
         __m256 a[RT][4];
         for (int i = 0; i < RT; i++) {
-            const __m256 q0 = _mm256_loadu_ps(q + i * 64);
+            const __m256 q0 = _mm256_loadu_ps(q + (i < rt ? i : 0) * 64);   /* rows past rt: computed, discarded */
             for (int t = 0; t < 4; t++) a[i][t] = _mm256_mul_ps(q0, _mm256_loadu_ps(kj[t]));
         }
         for (int d = 1; d < 8; d++) {
