@@ -20,9 +20,10 @@ from pathlib import Path
 
 import torch
 
-SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "attention.c")]
+SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "attention.c", "pool.c")]
+HEADERS = [Path(__file__).with_name("pool.h")]
 PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
-FLAGS = ["-O3", "-mavx2", "-mfma", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC"]
+FLAGS = ["-O3", "-mavx2", "-mfma", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 ATTENTION_HEAD_DIM = 64   # attention.c is written for 64-dim heads (SmolLM2, Qwen2.5-0.5B)
 
 
@@ -50,7 +51,7 @@ class NativeKernel:
         self._linear.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4
         self._linear.restype = None
         self._pack = lib.hexa_pack
-        self._pack.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] * 2
+        self._pack.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] * 3
         self._pack.restype = None
         self._attention = lib.hexa_attention
         self._attention.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_int64, ctypes.c_int]
@@ -61,7 +62,7 @@ class NativeKernel:
         w = w.to(torch.float32).contiguous()
         N, K = w.shape
         data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
-        self._pack(w.data_ptr(), data.data_ptr(), N, K)
+        self._pack(w.data_ptr(), data.data_ptr(), N, K, self.threads)
         return PackedWeight(data, (N, K))
 
     def linear(self, x: torch.Tensor, w: PackedWeight, b: torch.Tensor | None = None) -> torch.Tensor:
@@ -148,7 +149,7 @@ def native_kernel(cache_dir: Path, threads: int) -> tuple[NativeKernel | None, s
     why = _cpu_supported()
     if why:
         return None, why
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES) + " ".join(FLAGS).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES + HEADERS) + " ".join(FLAGS).encode()).hexdigest()[:16]
     path = Path(cache_dir) / "kernels" / f"packed-gemm-{digest}.so"
     if not path.exists():
         why = _build(path)

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "pool.h"
+
 #define CHUNK 128
 
 static const float zeros[64] __attribute__((aligned(32)));
@@ -86,80 +88,94 @@ static void softmax_numerators(float *s, int n, float mx, float *l) {
     *l = sum;
 }
 
+struct attention_job {
+    const float *q, *k, *v, *mask;
+    float *out, *part_m, *part_l, *part_o;   /* per (head, chunk, row): max, sum, weighted V */
+    int H, R, L, C;
+    int64_t head_stride;
+};
+
+/* item = (head, chunk): partial softmax of every query row of the head over the chunk's keys */
+static void attend_chunk(void *ctx, int item) {
+    const struct attention_job *a = ctx;
+    const int D = 64, R = a->R, L = a->L, h = item / a->C, c = item % a->C;
+    const float *mask = a->mask;
+    const int j0 = c * CHUNK, n = L - j0 < CHUNK ? L - j0 : CHUNK;
+    const float *kh = a->k + h * a->head_stride, *vh = a->v + h * a->head_stride;
+    float s[RT][CHUNK];
+    for (int r0 = 0; r0 < R; r0 += RT) {
+        const int rt = R - r0 < RT ? R - r0 : RT;
+        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, s, rt, n);
+        float mx[RT], l[RT];
+        for (int i = 0; i < rt; i++) {
+            mx[i] = -INFINITY;
+            for (int j = 0; j < n; j++) {
+                if (mask) s[i][j] += mask[(int64_t)(r0 + i) * L + j0 + j];
+                mx[i] = s[i][j] > mx[i] ? s[i][j] : mx[i];
+            }
+            softmax_numerators(s[i], n, mx[i], &l[i]);
+        }
+        for (int half = 0; half < 2; half++) {      /* 32 of the 64 dims at a time */
+            __m256 o[RT][4];
+            for (int i = 0; i < RT; i++)
+                for (int d = 0; d < 4; d++) o[i][d] = _mm256_setzero_ps();
+            for (int j = 0; j < n; j++) {
+                const float *vj = vh + (int64_t)(j0 + j) * D + 32 * half;
+                const __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 8),
+                             v2 = _mm256_loadu_ps(vj + 16), v3 = _mm256_loadu_ps(vj + 24);
+                for (int i = 0; i < rt; i++) {
+                    const __m256 pv = _mm256_set1_ps(s[i][j]);
+                    o[i][0] = _mm256_fmadd_ps(pv, v0, o[i][0]);
+                    o[i][1] = _mm256_fmadd_ps(pv, v1, o[i][1]);
+                    o[i][2] = _mm256_fmadd_ps(pv, v2, o[i][2]);
+                    o[i][3] = _mm256_fmadd_ps(pv, v3, o[i][3]);
+                }
+            }
+            for (int i = 0; i < rt; i++) {
+                const int64_t slot = ((int64_t)h * a->C + c) * R + r0 + i;
+                for (int d = 0; d < 4; d++) _mm256_store_ps(a->part_o + slot * D + 32 * half + 8 * d, o[i][d]);
+                a->part_m[slot] = mx[i];
+                a->part_l[slot] = l[i];
+            }
+        }
+    }
+}
+
+/* item = (head, row): combine the row's chunks in key order */
+static void combine_chunks(void *ctx, int item) {
+    const struct attention_job *a = ctx;
+    const int D = 64, C = a->C, R = a->R, h = item / R, r = item % R;
+    float M = -INFINITY;
+    for (int c = 0; c < C; c++) {
+        const float m = a->part_m[((int64_t)h * C + c) * R + r];
+        M = m > M ? m : M;
+    }
+    __m256 o[8];
+    for (int d = 0; d < 8; d++) o[d] = _mm256_setzero_ps();
+    float l = 0.f;
+    for (int c = 0; c < C; c++) {
+        const int64_t slot = ((int64_t)h * C + c) * R + r;
+        if (a->part_m[slot] == -INFINITY) continue;
+        const float w = expf(a->part_m[slot] - M);
+        l += a->part_l[slot] * w;
+        const __m256 wv = _mm256_set1_ps(w);
+        for (int d = 0; d < 8; d++) o[d] = _mm256_fmadd_ps(wv, _mm256_load_ps(a->part_o + slot * D + 8 * d), o[d]);
+    }
+    const __m256 inv = _mm256_set1_ps(1.f / l);
+    float *dst = a->out + ((int64_t)h * R + r) * D;
+    for (int d = 0; d < 8; d++) _mm256_storeu_ps(dst + 8 * d, _mm256_mul_ps(o[d], inv));
+}
+
 /* q [H, R, 64] (R query rows per kv head, already scaled), k/v: head h row j at
    k + h*head_stride + j*64, mask [R, L] additive or NULL, out [H, R, 64]. */
 void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out,
                     int H, int R, int L, int64_t head_stride, int threads) {
     const int D = 64, C = (L + CHUNK - 1) / CHUNK;
-    /* per (head, chunk, row): max, sum, and the 64-wide weighted sum of V */
-    float *part_m = malloc(sizeof(float) * H * C * R), *part_l = malloc(sizeof(float) * H * C * R);
-    float *part_o = aligned_alloc(32, sizeof(float) * ((int64_t)H * C * R * D + 8));
-    #pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
-    for (int h = 0; h < H; h++)
-        for (int c = 0; c < C; c++) {
-            const int j0 = c * CHUNK, n = L - j0 < CHUNK ? L - j0 : CHUNK;
-            const float *kh = k + h * head_stride, *vh = v + h * head_stride;
-            float s[RT][CHUNK];
-            for (int r0 = 0; r0 < R; r0 += RT) {
-                const int rt = R - r0 < RT ? R - r0 : RT;
-                scores(q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, s, rt, n);
-                float mx[RT], l[RT];
-                for (int i = 0; i < rt; i++) {
-                    mx[i] = -INFINITY;
-                    for (int j = 0; j < n; j++) {
-                        if (mask) s[i][j] += mask[(int64_t)(r0 + i) * L + j0 + j];
-                        mx[i] = s[i][j] > mx[i] ? s[i][j] : mx[i];
-                    }
-                    softmax_numerators(s[i], n, mx[i], &l[i]);
-                }
-                for (int half = 0; half < 2; half++) {      /* 32 of the 64 dims at a time */
-                    __m256 o[RT][4];
-                    for (int i = 0; i < RT; i++)
-                        for (int d = 0; d < 4; d++) o[i][d] = _mm256_setzero_ps();
-                    for (int j = 0; j < n; j++) {
-                        const float *vj = vh + (int64_t)(j0 + j) * D + 32 * half;
-                        const __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 8),
-                                     v2 = _mm256_loadu_ps(vj + 16), v3 = _mm256_loadu_ps(vj + 24);
-                        for (int i = 0; i < rt; i++) {
-                            const __m256 pv = _mm256_set1_ps(s[i][j]);
-                            o[i][0] = _mm256_fmadd_ps(pv, v0, o[i][0]);
-                            o[i][1] = _mm256_fmadd_ps(pv, v1, o[i][1]);
-                            o[i][2] = _mm256_fmadd_ps(pv, v2, o[i][2]);
-                            o[i][3] = _mm256_fmadd_ps(pv, v3, o[i][3]);
-                        }
-                    }
-                    for (int i = 0; i < rt; i++) {
-                        const int64_t slot = ((int64_t)h * C + c) * R + r0 + i;
-                        for (int d = 0; d < 4; d++) _mm256_store_ps(part_o + slot * D + 32 * half + 8 * d, o[i][d]);
-                        part_m[slot] = mx[i];
-                        part_l[slot] = l[i];
-                    }
-                }
-            }
-        }
-    /* combine the chunks in key order */
-    #pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
-    for (int h = 0; h < H; h++)
-        for (int r = 0; r < R; r++) {
-            float M = -INFINITY;
-            for (int c = 0; c < C; c++) {
-                const float m = part_m[((int64_t)h * C + c) * R + r];
-                M = m > M ? m : M;
-            }
-            __m256 o[8];
-            for (int d = 0; d < 8; d++) o[d] = _mm256_setzero_ps();
-            float l = 0.f;
-            for (int c = 0; c < C; c++) {
-                const int64_t slot = ((int64_t)h * C + c) * R + r;
-                if (part_m[slot] == -INFINITY) continue;
-                const float w = expf(part_m[slot] - M);
-                l += part_l[slot] * w;
-                const __m256 wv = _mm256_set1_ps(w);
-                for (int d = 0; d < 8; d++) o[d] = _mm256_fmadd_ps(wv, _mm256_load_ps(part_o + slot * D + 8 * d), o[d]);
-            }
-            const __m256 inv = _mm256_set1_ps(1.f / l);
-            float *dst = out + ((int64_t)h * R + r) * D;
-            for (int d = 0; d < 8; d++) _mm256_storeu_ps(dst + 8 * d, _mm256_mul_ps(o[d], inv));
-        }
-    free(part_m); free(part_l); free(part_o);
+    struct attention_job a = {q, k, v, mask, out,
+                              malloc(sizeof(float) * H * C * R), malloc(sizeof(float) * H * C * R),
+                              aligned_alloc(32, sizeof(float) * ((int64_t)H * C * R * D + 8)),
+                              H, R, L, C, head_stride};
+    hexa_run(attend_chunk, &a, H * C, threads);
+    hexa_run(combine_chunks, &a, H * R, threads);
+    free(a.part_m); free(a.part_l); free(a.part_o);
 }

@@ -16,19 +16,26 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "pool.h"
+
 #define PW 16   /* panel width: output columns per packed panel */
 #define GP 6    /* panels per work item */
 
+struct pack_job { const float *w; float *packed; int N, K; };
+
+static void pack_panel(void *ctx, int p) {
+    const struct pack_job *a = ctx;
+    for (int k = 0; k < a->K; k++)
+        for (int j = 0; j < PW; j++) {
+            const int n = p * PW + j;
+            a->packed[((int64_t)p * a->K + k) * PW + j] = n < a->N ? a->w[(int64_t)n * a->K + k] : 0.f;
+        }
+}
+
 /* packed[p][k][j] = w[p*16 + j][k]; columns past N are zero */
-void hexa_pack(const float *w, float *packed, int N, int K) {
-    const int P = (N + PW - 1) / PW;
-    #pragma omp parallel for schedule(static)
-    for (int p = 0; p < P; p++)
-        for (int k = 0; k < K; k++)
-            for (int j = 0; j < PW; j++) {
-                const int n = p * PW + j;
-                packed[((int64_t)p * K + k) * PW + j] = n < N ? w[(int64_t)n * K + k] : 0.f;
-            }
+void hexa_pack(const float *w, float *packed, int N, int K, int threads) {
+    struct pack_job a = {w, packed, N, K};
+    hexa_run(pack_panel, &a, (N + PW - 1) / PW, threads);
 }
 
 /* y rows [m0, m0+MR) x panels [p0, p0+NPAN). Exact-size arrays and fully unrolled small loops,
@@ -88,14 +95,18 @@ static void group(const float *x, const float *pk, const float *b, float *y, int
     }
 }
 
+struct linear_job { const float *x, *packed, *b; float *y; int M, N, K, P; };
+
+static void linear_group(void *ctx, int g) {
+    const struct linear_job *a = ctx;
+    const int p0 = g * GP;
+    group(a->x, a->packed, a->b, a->y, a->M, p0, a->P - p0 < GP ? a->P - p0 : GP, a->N, a->K);
+}
+
 /* y[M,N] = x[M,K] @ w[N,K]^T (+ b[N]), w given packed by hexa_pack; x and y rows contiguous. */
 void hexa_linear(const float *x, const float *packed, const float *b, float *y,
                  int M, int N, int K, int threads) {
     const int P = (N + PW - 1) / PW;
-    const int G = (P + GP - 1) / GP;
-    #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int g = 0; g < G; g++) {
-        const int p0 = g * GP;
-        group(x, packed, b, y, M, p0, P - p0 < GP ? P - p0 : GP, N, K);
-    }
+    struct linear_job a = {x, packed, b, y, M, N, K, P};
+    hexa_run(linear_group, &a, (P + GP - 1) / GP, threads);
 }

@@ -1,0 +1,140 @@
+/* The kernels' own worker pool: OpenMP's fork/join, as configured for hexa, was the largest cost
+ * of a decoding step.
+ *
+ * hexa runs OpenMP with OMP_WAIT_POLICY=PASSIVE (engine/threads.py): a spinning OpenMP worker made
+ * every pass 3-10x slower whenever another process held a core. But passive workers sleep between
+ * parallel regions, and one step has ~150 of them (a linear per projection, an attention per
+ * layer); waking a sleeping vCPU cost ~100 us each on the 2-core VM, ~20 ms of a ~45 ms step.
+ *
+ * This pool keeps both properties. Workers spin for a short while after each job (HEXA_SPIN_US,
+ * default 200 us: longer than the Python glue between two kernel calls of a step, far shorter
+ * than the gap between requests), yielding the CPU now and then, and sleep on a futex after
+ * that. Work items are claimed one at a time from a shared counter, so a worker that another
+ * process has descheduled never holds the step up: the caller runs the items it does not claim.
+ * Which thread runs an item never changes its result (each item writes its own outputs).
+ */
+#define _GNU_SOURCE
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pool.h"
+
+#define MAX_WORKERS 63
+
+static _Atomic(hexa_task) job_fn;
+static _Atomic(void *) job_ctx;
+static _Atomic int job_items;
+static _Atomic uint64_t claim;     /* job generation << 32 | next item */
+static _Atomic uint32_t generation; /* futex word: bumped per job */
+static _Atomic int finished;       /* items of the current job done */
+static _Atomic int sleepers;
+static int workers;                /* started so far */
+static int64_t spin_ns = 200000;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;   /* one job at a time */
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Claim and run items of job `gen` until none is left (none at all if that job is over). */
+static void run_items(uint32_t gen) {
+    hexa_task fn = atomic_load(&job_fn);
+    void *ctx = atomic_load(&job_ctx);
+    const int items = atomic_load(&job_items);
+    uint64_t c = atomic_load(&claim);
+    for (;;) {
+        if ((uint32_t)(c >> 32) != gen || (int)(uint32_t)c >= items)
+            return;   /* a newer job, or nothing left: fn/ctx above may be stale, do not use them */
+        if (!atomic_compare_exchange_weak(&claim, &c, c + 1))
+            continue;
+        /* the claim succeeded while the job was unfinished, so fn/ctx were read for this job */
+        fn(ctx, (int)(uint32_t)c);
+        atomic_fetch_add(&finished, 1);
+        c = atomic_load(&claim);
+    }
+}
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    uint32_t seen = atomic_load(&generation);
+    for (;;) {
+        int64_t t0 = now_ns();
+        unsigned spins = 0;
+        uint32_t gen;
+        while ((gen = atomic_load(&generation)) == seen) {
+            _mm_pause();
+            if ((++spins & 255) == 0) {
+                if (now_ns() - t0 > spin_ns) {   /* idle for a while: sleep until the next job */
+                    atomic_fetch_add(&sleepers, 1);
+                    if (atomic_load(&generation) == seen)
+                        syscall(SYS_futex, &generation, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+                    atomic_fetch_sub(&sleepers, 1);
+                    t0 = now_ns();
+                } else if ((spins & 4095) == 0) {
+                    sched_yield();   /* let another runnable thread on this core go first */
+                }
+            }
+        }
+        seen = gen;
+        run_items(gen);
+    }
+    return NULL;
+}
+
+static void start_workers(int n) {
+    pthread_mutex_lock(&start_lock);
+    if (workers == 0) {
+        const char *env = getenv("HEXA_SPIN_US");
+        if (env && *env) spin_ns = (int64_t)atol(env) * 1000;
+    }
+    for (; workers < n && workers < MAX_WORKERS; workers++) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, worker_main, NULL) != 0) {
+            pthread_attr_destroy(&attr);
+            break;   /* fewer workers: the caller runs more items itself */
+        }
+        pthread_attr_destroy(&attr);
+    }
+    pthread_mutex_unlock(&start_lock);
+}
+
+/* Run fn(ctx, i) for i in [0, items) on the caller plus threads-1 workers; returns when all are
+   done. Calls from several threads take turns. */
+void hexa_run(hexa_task fn, void *ctx, int items, int threads) {
+    if (threads <= 1 || items <= 1) {
+        for (int i = 0; i < items; i++) fn(ctx, i);
+        return;
+    }
+    pthread_mutex_lock(&run_lock);
+    if (workers < threads - 1) start_workers(threads - 1);
+    atomic_store(&job_fn, fn);
+    atomic_store(&job_ctx, ctx);
+    atomic_store(&job_items, items);
+    atomic_store(&finished, 0);
+    const uint32_t gen = atomic_load(&generation) + 1;
+    atomic_store(&claim, (uint64_t)gen << 32);
+    atomic_store(&generation, gen);
+    if (atomic_load(&sleepers) > 0)
+        syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    run_items(gen);
+    unsigned spins = 0;
+    while (atomic_load(&finished) < items) {   /* a worker is finishing its last item */
+        _mm_pause();
+        if ((++spins & 4095) == 0) sched_yield();
+    }
+    pthread_mutex_unlock(&run_lock);
+}
