@@ -144,7 +144,8 @@ def profile_key(model, model_name: str, threads: int) -> str:
             cpu = next((line for line in f if line.startswith("model name")), "")
     except OSError:
         pass
-    raw = "|".join([model_name, model.kernel, str(threads), torch.__version__, platform.machine(), cpu])
+    raw = "|".join([model_name, model.kernel, getattr(model, "kernel_build", ""), str(threads),
+                    torch.__version__, platform.machine(), cpu])
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 

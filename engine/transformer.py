@@ -85,8 +85,9 @@ class CompactTransformer:
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
         self.linear = _LINEAR
-        self.attention = None    # the native kernel's, for decoding steps and verifications
+        self.native = None       # the native kernel, when it runs whole layers (64-dim heads)
         self.kernel = _LINEAR_NAME
+        self.kernel_build = ""   # the native kernel's source digest, if in use
 
     def use_native_kernel(self, kernel, name: str) -> None:
         """Pack every projection (and the output head, which may be the tied embedding) for the
@@ -109,8 +110,9 @@ class CompactTransformer:
             return kernel.linear(x, w, b) if isinstance(w, PackedWeight) else library(x, w, b)
         self.linear = linear
         if self.config.head_dim == ATTENTION_HEAD_DIM:
-            self.attention = kernel.attention
+            self.native = kernel
         self.kernel = f"{name} packed + {_LINEAR_NAME}"
+        self.kernel_build = kernel.build
 
     @classmethod
     def load(cls, folder: Path) -> "CompactTransformer":
@@ -162,12 +164,46 @@ class CompactTransformer:
             if self._group > 1:
                 mask = mask.repeat(self._group, 1)
             mask = mask.view(1, 1, self._group * S, end)
-        # steps and tree verifications: the native attention (one kernel for every row count, so
-        # tree rows equal plain steps); prefill chunks: torch's flash kernel
-        few_rows = self.attention is not None and S <= ATTENTION_ROWS
-        mask2d = mask.view(self._group * S, end) if few_rows and mask is not None else None
-        cos, sin = self.cos[positions].unsqueeze(0), self.sin[positions].unsqueeze(0)
+        cos, sin = self.cos[positions], self.sin[positions]
         x = self.embed[tokens]
+        if self.native is not None:
+            x = self._native_layers(x, cos, sin, cache, mask)
+            return self.native.rmsnorm(x, self.norm, c.rms_eps)
+        x = self._torch_layers(x, cos.unsqueeze(0), sin.unsqueeze(0), cache, mask)
+        return self._rms(x, self.norm)
+
+    def _native_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
+                       mask: torch.Tensor | None) -> torch.Tensor:
+        """The layers with the native kernel doing everything but prefill attention: ~6 calls per
+        layer instead of ~25 torch ops. Steps and tree verifications (<= ATTENTION_ROWS tokens) use
+        one attention kernel for every row count, so tree rows equal plain steps bit for bit."""
+        c, k = self.config, self.native
+        S = x.shape[0]
+        start, end = cache.length, cache.length + S
+        few_rows = S <= ATTENTION_ROWS
+        scale = c.head_dim ** -0.5 if few_rows else 1.0   # SDPA scales q itself
+        mask2d = mask.view(self._group * S, end) if few_rows and mask is not None else None
+        x = x.contiguous()
+        for i, L in enumerate(self.layers):
+            qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv)
+            q = k.rope_split(qkv, cos, sin, c.num_heads, cache.k[i], cache.v[i], start, scale)
+            q = q.view(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
+            if few_rows:
+                o = k.attention(q, cache.k[i], cache.v[i], end, mask2d, tokens=S, scaled=True)
+            else:
+                o = F.scaled_dot_product_attention(q[None], cache.k[i, None, :, :end], cache.v[i, None, :, :end],
+                                                   attn_mask=mask)
+                o = o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q)
+            x = k.linear(o, L.wo, residual=x)
+            gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
+            x = k.linear(k.silu_mul(gu), L.wdown, residual=x)
+        return x
+
+    def _torch_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
+                      mask: torch.Tensor | None) -> torch.Tensor:
+        c = self.config
+        S = x.shape[0]
+        start, end = cache.length, cache.length + S
         lin = self.linear
         for i, L in enumerate(self.layers):
             h = self._rms(x, L.ln_in)
@@ -180,17 +216,14 @@ class CompactTransformer:
             cache.v[i, :, start:end] = v
             # GQA without copying K/V: fold each kv head's query group into the sequence axis
             q = q.reshape(c.num_kv_heads, self._group * S, c.head_dim)
-            if few_rows:
-                o = self.attention(q, cache.k[i], cache.v[i], end, mask2d)
-            else:
-                o = F.scaled_dot_product_attention(q[None], cache.k[i, None, :, :end], cache.v[i, None, :, :end],
-                                                   attn_mask=mask)
+            o = F.scaled_dot_product_attention(q[None], cache.k[i, None, :, :end], cache.v[i, None, :, :end],
+                                               attn_mask=mask)
             x = x + lin(o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q), L.wo)
             h = self._rms(x, L.ln_post)
             gu = lin(h, L.wgu)
             g, u = gu.chunk(2, dim=-1)
             x = x + lin(F.silu(g) * u, L.wdown)
-        return self._rms(x, self.norm)
+        return x
 
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:

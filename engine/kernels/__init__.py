@@ -1,8 +1,9 @@
 """Native kernels, compiled on first use with the system C compiler and cached by source hash.
 
 ``native_kernel(cache_dir, threads)`` returns ``(kernel, why_not)``: a ``NativeKernel`` whose
-``pack(w)`` turns an fp32 weight [N, K] into a ``PackedWeight`` once, at load, and whose
-``linear(x, packed, b)`` computes ``x @ w.T + b``; or None with the reason it is not available (not
+``pack(w)`` turns an fp32 weight [N, K] into a ``PackedWeight`` once, at load, whose
+``linear(x, packed, b)`` computes ``x @ w.T + b``, and whose ``attention``, ``rmsnorm``,
+``rope_split`` and ``silu_mul`` run the rest of a decoder layer (``CompactTransformer``); or None with the reason it is not available (not
 x86 with AVX2/FMA, no C compiler, a failed build or self-check). Callers keep torch's own linear
 then: hexa stays lossless either way, since plain and speculative decoding share whichever kernel
 is in use.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "attention.c", "pool.c")]
+SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "attention.c", "glue.c", "pool.c")]
 HEADERS = [Path(__file__).with_name("pool.h")]
 PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
 FLAGS = ["-O3", "-mavx2", "-mfma", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
@@ -45,17 +46,28 @@ class PackedWeight:
         return self.data.view(-1, self.shape[1], PANEL)[ids // PANEL, :, ids % PANEL]
 
 
+def _bind(lib: ctypes.CDLL, name: str, *argtypes):
+    fn = getattr(lib, name)
+    fn.argtypes, fn.restype = list(argtypes), None
+    return fn
+
+
+_P, _I, _F, _L = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_int64
+
+
+def _ptr(t: torch.Tensor | None):
+    return None if t is None else t.data_ptr()
+
+
 class NativeKernel:
-    def __init__(self, lib: ctypes.CDLL, threads: int):
-        self._linear = lib.hexa_linear
-        self._linear.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4
-        self._linear.restype = None
-        self._pack = lib.hexa_pack
-        self._pack.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int] * 3
-        self._pack.restype = None
-        self._attention = lib.hexa_attention
-        self._attention.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_int64, ctypes.c_int]
-        self._attention.restype = None
+    def __init__(self, lib: ctypes.CDLL, threads: int, build: str = ""):
+        self.build = build   # the sources' digest: a rebuilt kernel gets a fresh cost profile
+        self._linear = _bind(lib, "hexa_linear", _P, _P, _P, _P, _P, _I, _I, _I, _I)
+        self._pack = _bind(lib, "hexa_pack", _P, _P, _I, _I, _I)
+        self._attention = _bind(lib, "hexa_attention", _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _I)
+        self._rmsnorm = _bind(lib, "hexa_rmsnorm", _P, _P, _P, _I, _I, _F, _I)
+        self._silu_mul = _bind(lib, "hexa_silu_mul", _P, _P, _I, _I, _I)
+        self._rope_split = _bind(lib, "hexa_rope_split", _P, _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _F, _I)
         self.threads = threads
 
     def pack(self, w: torch.Tensor) -> PackedWeight:
@@ -65,33 +77,72 @@ class NativeKernel:
         self._pack(w.data_ptr(), data.data_ptr(), N, K, self.threads)
         return PackedWeight(data, (N, K))
 
-    def linear(self, x: torch.Tensor, w: PackedWeight, b: torch.Tensor | None = None) -> torch.Tensor:
+    def linear(self, x: torch.Tensor, w: PackedWeight, b: torch.Tensor | None = None,
+               residual: torch.Tensor | None = None) -> torch.Tensor:
+        """``x @ w.T + b``; with ``residual`` (contiguous [M, N]), adds the product to it in place
+        and returns it (the residual stream's update, without a separate add)."""
         x = x.contiguous()
         M, K = x.shape
         N = w.shape[0]
         if K != w.shape[1]:
             raise ValueError(f"linear: input has {K} features, weight expects {w.shape[1]}")
-        y = torch.empty(M, N, dtype=torch.float32)
+        if residual is not None and (residual.shape != (M, N) or not residual.is_contiguous()):
+            raise ValueError("linear: the residual must be a contiguous [rows, outputs] tensor")
+        y = torch.empty(M, N, dtype=torch.float32) if residual is None else residual
         if b is not None:
             b = b.contiguous()
-        self._linear(x.data_ptr(), w.data.data_ptr(), None if b is None else b.data_ptr(), y.data_ptr(),
-                     M, N, K, self.threads)
+        self._linear(x.data_ptr(), w.data.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(), M, N, K,
+                     self.threads)
         return y
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, length: int,
-                  mask: torch.Tensor | None) -> torch.Tensor:
+                  mask: torch.Tensor | None, tokens: int = 0, scaled: bool = False) -> torch.Tensor:
         """Softmax attention of q [H, R, 64] over the first ``length`` rows of one layer's cache
-        k/v [H, capacity, 64]; ``mask`` is additive [R, length] or None. Returns [H, R, 64]."""
+        k/v [H, capacity, 64]; ``mask`` is additive [R, length] or None. Returns [H, R, 64]; with
+        ``tokens`` = S (the R rows being R/S query heads of S tokens), token-major [S, R/S*H*64].
+        ``scaled``: q already carries the 1/sqrt(64) factor."""
         H, R, D = q.shape
         if D != ATTENTION_HEAD_DIM or k.stride(2) != 1 or k.stride(1) != D or k.stride() != v.stride():
             raise ValueError("attention: needs 64-dim heads and a row-major cache")
-        q = (q * D ** -0.5).contiguous()
-        out = torch.empty(H, R, D, dtype=torch.float32)
+        if tokens and R % tokens:
+            raise ValueError("attention: rows are not a whole number of query heads")
+        q = (q if scaled else q * D ** -0.5).contiguous()
+        out = torch.empty((tokens, H * R // tokens * D) if tokens else (H, R, D), dtype=torch.float32)
         if mask is not None:
             mask = mask.contiguous()
-        self._attention(q.data_ptr(), k.data_ptr(), v.data_ptr(), None if mask is None else mask.data_ptr(),
-                        out.data_ptr(), H, R, length, k.stride(0), self.threads)
+        self._attention(q.data_ptr(), k.data_ptr(), v.data_ptr(), _ptr(mask), out.data_ptr(), H, R, length,
+                        k.stride(0), tokens, self.threads)
         return out
+
+    def rmsnorm(self, x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        self._rmsnorm(x.data_ptr(), w.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1], eps, self.threads)
+        return out
+
+    def silu_mul(self, gu: torch.Tensor) -> torch.Tensor:
+        """silu(g) * u for rows [g | u]."""
+        M, F2 = gu.shape
+        out = torch.empty(M, F2 // 2, dtype=torch.float32)
+        self._silu_mul(gu.contiguous().data_ptr(), out.data_ptr(), M, F2 // 2, self.threads)
+        return out
+
+    def rope_split(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, heads: int,
+                   k_cache: torch.Tensor, v_cache: torch.Tensor, start: int, q_scale: float) -> torch.Tensor:
+        """Rotate q and k of ``qkv`` [S, (heads + 2*kv_heads)*64] (cos/sin [S, 64]); write k and v
+        to one layer's cache [kv_heads, capacity, 64] at rows start..start+S-1; return q
+        [heads, S, 64] times ``q_scale``."""
+        S = qkv.shape[0]
+        kv_heads = k_cache.shape[0]
+        if qkv.shape[1] != (heads + 2 * kv_heads) * 64 or k_cache.stride() != v_cache.stride() \
+                or k_cache.stride(1) != 64 or start + S > k_cache.shape[1]:
+            raise ValueError("rope_split: shapes do not match the cache")
+        q = torch.empty(heads, S, 64, dtype=torch.float32)
+        cos, sin = cos.contiguous(), sin.contiguous()
+        self._rope_split(qkv.contiguous().data_ptr(), cos.data_ptr(), sin.data_ptr(), q.data_ptr(),
+                         k_cache.data_ptr(), v_cache.data_ptr(), S, heads, kv_heads, k_cache.stride(0), start,
+                         q_scale, self.threads)
+        return q
 
 
 def _cpu_supported() -> str | None:
@@ -142,6 +193,12 @@ def _self_check(kernel: NativeKernel) -> str | None:
                                                            attn_mask=mask[None, None])[0]
     if not torch.allclose(kernel.attention(q, kc, vc, 290, mask), ref, atol=1e-5):
         return "the attention kernel's self-check gave wrong results"
+    x, gu = torch.randn(3, 70, generator=g), torch.randn(3, 40, generator=g)
+    norm = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+    act = torch.nn.functional.silu(gu[:, :20]) * gu[:, 20:]
+    if not (torch.allclose(kernel.rmsnorm(x, torch.ones(70), 1e-5), norm, atol=1e-5)
+            and torch.allclose(kernel.silu_mul(gu), act, atol=1e-5)):
+        return "the layer-glue kernels' self-check gave wrong results"
     return None
 
 
@@ -156,7 +213,7 @@ def native_kernel(cache_dir: Path, threads: int) -> tuple[NativeKernel | None, s
         if why:
             return None, why
     try:
-        kernel = NativeKernel(ctypes.CDLL(str(path)), threads)
+        kernel = NativeKernel(ctypes.CDLL(str(path)), threads, digest)
     except OSError as exc:
         return None, f"cannot load {path.name}: {exc}"
     why = _self_check(kernel)

@@ -91,7 +91,7 @@ static void softmax_numerators(float *s, int n, float mx, float *l) {
 struct attention_job {
     const float *q, *k, *v, *mask;
     float *out, *part_m, *part_l, *part_o;   /* per (head, chunk, row): max, sum, weighted V */
-    int H, R, L, C;
+    int H, R, L, C, S;
     int64_t head_stride;
 };
 
@@ -163,18 +163,24 @@ static void combine_chunks(void *ctx, int item) {
     }
     const __m256 inv = _mm256_set1_ps(1.f / l);
     float *dst = a->out + ((int64_t)h * R + r) * D;
+    if (a->S) {   /* token-major: row r of kv head h is query head h*G + r/S at token r%S */
+        const int G = R / a->S, Hq = a->H * G;
+        dst = a->out + ((int64_t)(r % a->S) * Hq + h * G + r / a->S) * D;
+    }
     for (int d = 0; d < 8; d++) _mm256_storeu_ps(dst + 8 * d, _mm256_mul_ps(o[d], inv));
 }
 
 /* q [H, R, 64] (R query rows per kv head, already scaled), k/v: head h row j at
-   k + h*head_stride + j*64, mask [R, L] additive or NULL, out [H, R, 64]. */
+   k + h*head_stride + j*64, mask [R, L] additive or NULL. out: [H, R, 64] if S is 0; else the
+   R rows are G = R/S query heads of S tokens each, and out is token-major [S, H*G, 64] (the
+   layout the output projection reads). */
 void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out,
-                    int H, int R, int L, int64_t head_stride, int threads) {
+                    int H, int R, int L, int64_t head_stride, int S, int threads) {
     const int D = 64, C = (L + CHUNK - 1) / CHUNK;
     struct attention_job a = {q, k, v, mask, out,
                               malloc(sizeof(float) * H * C * R), malloc(sizeof(float) * H * C * R),
                               aligned_alloc(32, sizeof(float) * ((int64_t)H * C * R * D + 8)),
-                              H, R, L, C, head_stride};
+                              H, R, L, C, S, head_stride};
     hexa_run(attend_chunk, &a, H * C, threads);
     hexa_run(combine_chunks, &a, H * R, threads);
     free(a.part_m); free(a.part_l); free(a.part_o);

@@ -106,3 +106,84 @@ def test_attention_matches_torch_and_rows_do_not_depend_on_the_batch(kernel, len
 def test_attention_rejects_other_head_sizes(kernel):
     with pytest.raises(ValueError, match="64-dim"):
         kernel.attention(torch.randn(1, 2, 32), torch.randn(1, 9, 32), torch.randn(1, 9, 32), 9, None)
+
+
+def test_attention_writes_token_major_rows_for_the_output_projection(kernel):
+    g = torch.Generator().manual_seed(3)
+    S, group, H = 4, 3, 2                          # 4 tokens, 3 query heads per kv head, 2 kv heads
+    q = torch.randn(H, group * S, 64, generator=g)
+    k, v = torch.randn(H, 300, 64, generator=g), torch.randn(H, 300, 64, generator=g)
+    heads = kernel.attention(q, k, v, 290, None)                    # [H, group*S, 64]
+    tokens = kernel.attention(q, k, v, 290, None, tokens=S)          # [S, H*group*64]
+    expected = heads.view(H * group, S, 64).transpose(0, 1).reshape(S, -1)
+    assert torch.equal(tokens, expected)
+    assert torch.equal(kernel.attention(q * 0.125, k, v, 290, None, scaled=True), heads)
+
+
+def test_linear_adds_into_the_residual_in_place(kernel):
+    g = torch.Generator().manual_seed(4)
+    x, w, b = torch.randn(5, 40, generator=g), torch.randn(48, 40, generator=g), torch.randn(48, generator=g)
+    packed = kernel.pack(w)
+    res = torch.randn(5, 48, generator=g)
+    expected = res + kernel.linear(x, packed, b)
+    out = kernel.linear(x, packed, b, residual=res)
+    assert out is res and torch.equal(out, expected)
+    with pytest.raises(ValueError, match="residual"):
+        kernel.linear(x, packed, residual=torch.zeros(5, 47))
+
+
+@pytest.mark.parametrize("M", [1, 3, 70])
+def test_rmsnorm_and_silu_match_torch_and_do_not_depend_on_the_batch(kernel, M):
+    g = torch.Generator().manual_seed(M)
+    x, w = torch.randn(M, 576, generator=g) * 3, torch.randn(576, generator=g)
+    ref = w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5))
+    out = kernel.rmsnorm(x, w, 1e-5)
+    assert torch.allclose(out, ref, atol=1e-5, rtol=1e-5)
+    gu = torch.randn(M, 2 * 1536, generator=g) * 4
+    g_, u = gu.chunk(2, dim=-1)
+    act = kernel.silu_mul(gu)
+    assert torch.allclose(act, F.silu(g_) * u, atol=1e-5, rtol=1e-5)
+    for m in range(M):
+        assert torch.equal(kernel.rmsnorm(x[m:m + 1], w, 1e-5)[0], out[m])
+        assert torch.equal(kernel.silu_mul(gu[m:m + 1])[0], act[m])
+
+
+def test_rope_split_rotates_q_and_k_and_fills_the_cache(kernel):
+    from engine.transformer import CompactTransformer
+
+    g = torch.Generator().manual_seed(5)
+    S, Hq, Hkv, start = 5, 9, 3, 7
+    qkv = torch.randn(S, (Hq + 2 * Hkv) * 64, generator=g)
+    angles = torch.randn(S, 64, generator=g)
+    cos, sin = angles.cos(), angles.sin()
+    kc, vc = torch.zeros(Hkv, 20, 64), torch.zeros(Hkv, 20, 64)
+    q = kernel.rope_split(qkv, cos, sin, Hq, kc, vc, start, 0.125)
+    heads = qkv.view(S, Hq + 2 * Hkv, 64).transpose(0, 1)
+    rope = CompactTransformer._rope
+    assert torch.equal(q, rope(heads[:Hq], cos, sin) * 0.125)            # same operations, same bits
+    assert torch.equal(kc[:, start:start + S], rope(heads[Hq:Hq + Hkv], cos, sin))
+    assert torch.equal(vc[:, start:start + S], heads[Hq + Hkv:])
+    assert not kc[:, :start].any() and not kc[:, start + S:].any()     # nothing else written
+    with pytest.raises(ValueError, match="cache"):
+        kernel.rope_split(qkv, cos, sin, Hq, kc, vc, 18, 1.0)            # would run past the cache
+
+
+def test_native_layers_match_the_torch_layers(real_engine):
+    """The fused native path computes the same model as the torch glue (to fp32 rounding)."""
+    model = real_engine.model
+    assert model.native is not None
+    tokens = torch.randint(0, model.config.vocab_size, (70,), generator=torch.Generator().manual_seed(6))
+
+    def run():
+        cache = model.new_cache(80)
+        first = model.forward(tokens[:66], torch.arange(66), cache)      # a prefill chunk (flash attention)
+        cache.commit(66)
+        return first[-1:], model.forward(tokens[66:], torch.arange(66, 70), cache)   # a 4-token step
+    native = run()
+    kernel, model.native = model.native, None
+    try:
+        plain = run()
+    finally:
+        model.native = kernel
+    for a, b in zip(native, plain):
+        assert torch.allclose(model.logits(a), model.logits(b), atol=1e-3)

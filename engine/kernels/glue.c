@@ -1,0 +1,94 @@
+/* The per-layer glue between the projections, fused: RMSNorm, RoPE + the KV cache write, SiLU·up.
+ *
+ * In torch this glue was ~25 small ops per layer (~800 per decoding step, several ms of a ~30 ms
+ * step in dispatch alone) and, in prefill chunks, elementwise passes each waking OpenMP's
+ * workers. Each function here is one call per layer, parallel over rows through the pool. Every
+ * row is computed alone, in a fixed order, so results never depend on how many rows share a call
+ * (batch invariance, as in packed_gemm.c).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "pool.h"
+
+struct rms_job { const float *x, *w; float *out; int D; float eps; };
+
+/* out = w * (x * (1 / sqrt(mean(x^2) + eps))), torch's order of operations */
+static void rms_row(void *ctx, int m) {
+    const struct rms_job *a = ctx;
+    const float *x = a->x + (int64_t)m * a->D;
+    float *out = a->out + (int64_t)m * a->D;
+    __m256 acc = _mm256_setzero_ps();
+    int d = 0;
+    for (; d + 8 <= a->D; d += 8) {
+        const __m256 v = _mm256_loadu_ps(x + d);
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(v, v));
+    }
+    float lanes[8], sum = 0.f;
+    _mm256_storeu_ps(lanes, acc);
+    for (int i = 0; i < 8; i++) sum += lanes[i];
+    for (; d < a->D; d++) sum += x[d] * x[d];
+    const float r = 1.f / sqrtf(sum / (float)a->D + a->eps);
+    for (d = 0; d < a->D; d++) out[d] = a->w[d] * (x[d] * r);
+}
+
+void hexa_rmsnorm(const float *x, const float *w, float *out, int M, int D, float eps, int threads) {
+    struct rms_job a = {x, w, out, D, eps};
+    hexa_run(rms_row, &a, M, threads);
+}
+
+struct silu_job { const float *gu; float *out; int F; };
+
+/* out = silu(g) * u for a row [g | u] of width 2F */
+static void silu_row(void *ctx, int m) {
+    const struct silu_job *a = ctx;
+    const float *g = a->gu + (int64_t)m * 2 * a->F, *u = g + a->F;
+    float *out = a->out + (int64_t)m * a->F;
+    for (int j = 0; j < a->F; j++) out[j] = g[j] / (1.f + expf(-g[j])) * u[j];
+}
+
+void hexa_silu_mul(const float *gu, float *out, int M, int F, int threads) {
+    struct silu_job a = {gu, out, F};
+    hexa_run(silu_row, &a, M, threads);
+}
+
+struct rope_job {
+    const float *qkv, *cos, *sin;
+    float *q, *k, *v;
+    int M, Hq, Hkv, start;
+    int64_t head_stride;
+    float qscale;
+};
+
+/* rotate-half RoPE of one 64-dim head: x*cos + [-x2, x1]*sin, times scale (a power of two) */
+static void rope64(const float *x, const float *c, const float *s, float scale, float *out) {
+    for (int d = 0; d < 32; d++) {
+        out[d] = (x[d] * c[d] + -x[d + 32] * s[d]) * scale;
+        out[d + 32] = (x[d + 32] * c[d + 32] + x[d] * s[d + 32]) * scale;
+    }
+}
+
+/* one token: q heads -> q[h][m], k heads (rotated) and v heads -> the cache at start + m */
+static void rope_row(void *ctx, int m) {
+    const struct rope_job *a = ctx;
+    const int D = 64;
+    const float *row = a->qkv + (int64_t)m * (a->Hq + 2 * a->Hkv) * D;
+    const float *c = a->cos + (int64_t)m * D, *s = a->sin + (int64_t)m * D;
+    for (int h = 0; h < a->Hq; h++)
+        rope64(row + h * D, c, s, a->qscale, a->q + ((int64_t)h * a->M + m) * D);
+    for (int h = 0; h < a->Hkv; h++) {
+        const int64_t slot = h * a->head_stride + (int64_t)(a->start + m) * D;
+        rope64(row + (a->Hq + h) * D, c, s, 1.f, a->k + slot);
+        const float *v = row + (a->Hq + a->Hkv + h) * D;
+        for (int d = 0; d < D; d++) a->v[slot + d] = v[d];
+    }
+}
+
+/* qkv [M, (Hq + 2 Hkv) * 64] -> q [Hq, M, 64] (rotated, times qscale); rotated k and v written to
+   cache rows start..start+M-1 (head h row j at k + h*head_stride + j*64). */
+void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, float *k, float *v,
+                     int M, int Hq, int Hkv, int64_t head_stride, int start, float qscale, int threads) {
+    struct rope_job a = {qkv, cos, sin, q, k, v, M, Hq, Hkv, start, head_stride, qscale};
+    hexa_run(rope_row, &a, M, threads);
+}
