@@ -95,8 +95,10 @@ static void *worker_main(void *arg) {
 static void start_workers(int n) {
     pthread_mutex_lock(&start_lock);
     if (workers == 0) {
-        const char *env = getenv("HEXA_SPIN_US");
-        if (env && *env) spin_ns = (int64_t)atol(env) * 1000;
+        const char *env = getenv("HEXA_SPIN_US");   /* a bad value keeps the default */
+        char *end = NULL;
+        const long us = env ? strtol(env, &end, 10) : -1;
+        if (env && *env && *end == '\0' && us >= 0 && us <= 1000000) spin_ns = (int64_t)us * 1000;
     }
     for (; workers < n && workers < MAX_WORKERS; workers++) {
         pthread_t t;

@@ -187,3 +187,27 @@ def test_native_layers_match_the_torch_layers(real_engine):
         model.native = kernel
     for a, b in zip(native, plain):
         assert torch.allclose(model.logits(a), model.logits(b), atol=1e-3)
+
+
+def test_calls_from_several_threads_take_turns(kernel):
+    """The worker pool runs one job at a time; concurrent callers (a TUI worker and a bench, say)
+    queue instead of mixing their jobs."""
+    import threading
+
+    g = torch.Generator().manual_seed(7)
+    w = kernel.pack(torch.randn(200, 64, generator=g))
+    inputs = [torch.randn(m, 64, generator=g) for m in (1, 5, 9)]
+    expected = [kernel.linear(x, w) for x in inputs]
+    failures = []
+
+    def hammer(x, want):
+        for _ in range(300):
+            if not torch.equal(kernel.linear(x, w), want):
+                failures.append(x.shape[0])
+                return
+    threads = [threading.Thread(target=hammer, args=pair) for pair in zip(inputs, expected)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
