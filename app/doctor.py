@@ -57,7 +57,8 @@ def _check_kernel(args) -> tuple[bool, str]:
         kernel, why_not = native_kernel(Path(args.cache_dir), configure(None))
     except ImportError as exc:
         return False, f"cannot import engine: {exc}"
-    return (True, "avx2 on packed weights (prefill, decoding steps, draft verification)") if kernel \
+    return (True, f"avx2 packed-weight linear, attention and layer glue on {kernel.threads} pool threads "
+                  "(prefill, decoding steps, draft verification)") if kernel \
         else (False, f"{why_not}; torch's linear is used")
 
 
@@ -71,7 +72,7 @@ def run(args) -> int:
         rows.append(("backend torch", True, f"torch {torch.__version__}, {torch.get_num_threads()} threads"))
     except ImportError:
         rows.append(("backend torch", False, "torch not installed"))
-    rows.append(("small-batch kernel", *_check_kernel(args)))
+    rows.append(("native kernels", *_check_kernel(args)))
     ok_qnn, msg_qnn = _check_qnn()
     rows.append(("backend qnn", ok_qnn, msg_qnn))
     rows.append(("python", True, platform.python_version() + " " + platform.machine()))
