@@ -191,9 +191,7 @@ class CompactTransformer:
             if few_rows:
                 o = k.attention(q, cache.k[i], cache.v[i], end, mask2d, tokens=S, scaled=True)
             else:
-                o = F.scaled_dot_product_attention(q[None], cache.k[i, None, :, :end], cache.v[i, None, :, :end],
-                                                   attn_mask=mask)
-                o = o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q)
+                o = self._sdpa(q, cache, i, end, mask)
             x = k.linear(o, L.wo, residual=x)
             gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
             x = k.linear(k.silu_mul(gu), L.wdown, residual=x)
@@ -216,14 +214,22 @@ class CompactTransformer:
             cache.v[i, :, start:end] = v
             # GQA without copying K/V: fold each kv head's query group into the sequence axis
             q = q.reshape(c.num_kv_heads, self._group * S, c.head_dim)
-            o = F.scaled_dot_product_attention(q[None], cache.k[i, None, :, :end], cache.v[i, None, :, :end],
-                                               attn_mask=mask)
-            x = x + lin(o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q), L.wo)
+            x = x + lin(self._sdpa(q, cache, i, end, mask), L.wo)
             h = self._rms(x, L.ln_post)
             gu = lin(h, L.wgu)
             g, u = gu.chunk(2, dim=-1)
             x = x + lin(F.silu(g) * u, L.wdown)
         return x
+
+    def _sdpa(self, q: torch.Tensor, cache: KVCache, layer: int, end: int, mask: torch.Tensor | None
+              ) -> torch.Tensor:
+        """torch's attention of q [kv_heads, group*S, head_dim] over cache rows [0, end); returns the
+        token-major [S, heads*head_dim] rows the output projection reads."""
+        c = self.config
+        S = q.shape[1] // self._group
+        o = F.scaled_dot_product_attention(q[None], cache.k[layer, None, :, :end], cache.v[layer, None, :, :end],
+                                           attn_mask=mask)
+        return o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q)
 
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -3,8 +3,9 @@
 ``native_kernel(cache_dir, threads)`` returns ``(kernel, why_not)``: a ``NativeKernel`` whose
 ``pack(w)`` turns an fp32 weight [N, K] into a ``PackedWeight`` once, at load, whose
 ``linear(x, packed, b)`` computes ``x @ w.T + b``, and whose ``attention``, ``rmsnorm``,
-``rope_split`` and ``silu_mul`` run the rest of a decoder layer (``CompactTransformer``); or None with the reason it is not available (not
-x86 with AVX2/FMA, no C compiler, a failed build or self-check). Callers keep torch's own linear
+``rope_split`` and ``silu_mul`` run the rest of a decoder layer (``CompactTransformer``); or None
+with the reason it is not available (not x86 with AVX2/FMA, no C compiler, a failed build or
+self-check). Callers keep torch's own linear
 then: hexa stays lossless either way, since plain and speculative decoding share whichever kernel
 is in use.
 """
@@ -207,7 +208,7 @@ def native_kernel(cache_dir: Path, threads: int) -> tuple[NativeKernel | None, s
     if why:
         return None, why
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES + HEADERS) + " ".join(FLAGS).encode()).hexdigest()[:16]
-    path = Path(cache_dir) / "kernels" / f"packed-gemm-{digest}.so"
+    path = Path(cache_dir) / "kernels" / f"native-{digest}.so"
     if not path.exists():
         why = _build(path)
         if why:

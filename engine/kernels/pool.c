@@ -38,7 +38,6 @@ static _Atomic int finished;       /* items of the current job done */
 static _Atomic int sleepers;
 static int workers;                /* started so far */
 static int64_t spin_ns = 200000;
-static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;   /* one job at a time */
 
 static int64_t now_ns(void) {
@@ -92,8 +91,8 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* called under run_lock */
 static void start_workers(int n) {
-    pthread_mutex_lock(&start_lock);
     if (workers == 0) {
         const char *env = getenv("HEXA_SPIN_US");   /* a bad value keeps the default */
         char *end = NULL;
@@ -111,7 +110,6 @@ static void start_workers(int n) {
         }
         pthread_attr_destroy(&attr);
     }
-    pthread_mutex_unlock(&start_lock);
 }
 
 /* Run fn(ctx, i) for i in [0, items) on the caller plus threads-1 workers; returns when all are
