@@ -3,7 +3,10 @@
 ``vanilla`` drafts nothing. ``sam`` is the SAM-Decoding baseline (suffix automata over the prompt +
 generated text and over history, one linear draft). ``hexa`` is everything: context, history,
 calibrated and reused drafts merged into one tree whose size follows the backend's measured cost
-curve. ``hexa-no*`` drop one technique each, for ablations.
+curve. ``hexa-no*`` drop one technique each, for ablations. ``hexa-fill`` drafts like ``hexa`` but
+fills a fixed 32-token tree every step, as on an NPU whose verification graph costs the same
+however full it is: it measures drafting quality at a budget where sam's linear draft has as much
+room (a CPU pays for every token, so it is slower there).
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ class MethodSpec:
     history: bool = True
     calibration: bool = True
     reuse: bool = True
+    fill: int = 0                 # >0: every tree fills this many drafts; 0: sized by the cost curve
+    branches: int = 4             # continuations taken per suffix-automaton match
 
 
 METHOD_SPECS: dict[str, MethodSpec | None] = {
@@ -33,8 +38,11 @@ METHOD_SPECS: dict[str, MethodSpec | None] = {
     "hexa-nocal": MethodSpec(calibration=False),
     "hexa-noreuse": MethodSpec(reuse=False),
     "hexa-nohist": MethodSpec(history=False),
+    "hexa-fill": MethodSpec(fill=32, branches=8),
 }
 CALIBRATION_TOPK = 4
+ALPHA0 = 0.01          # EdgeLLM's starting fallback threshold
+FILL_ALPHA0 = 1e-4     # a static graph's empty slots are paid anyway: start from the floor
 
 
 class Speculator:
@@ -57,8 +65,9 @@ class Speculator:
         s = self.spec
         self.drafter = Drafter(prompt_ids, self.history if s.history else None, use_context=s.context,
                                use_history=s.history, use_calibration=s.calibration, use_reuse=s.reuse,
-                               mode=s.mode, cost_curve=None if s.mode == "linear" else self.cost_curve,
-                               confidence=self.confidence)
+                               mode=s.mode, cost_curve=None if s.mode == "linear" or s.fill else self.cost_curve,
+                               confidence=self.confidence, max_branches=s.branches,
+                               alpha0=FILL_ALPHA0 if s.fill else ALPHA0)
         t0 = time.perf_counter()
         if topk is not None and s.calibration:
             self.drafter.set_calibration(*topk)
@@ -68,6 +77,8 @@ class Speculator:
 
     def propose(self) -> DraftTree:
         d = self.drafter
+        if self.spec.fill:
+            return d.propose(min(self.spec.fill, self.max_tree), self.max_depth)
         if d.cost_curve is not None and hasattr(self.cost_curve, "at"):
             d.cost_curve = self.cost_curve.at(len(d.seq))   # cost at the current context length
         return d.propose(self.max_tree, self.max_depth)
