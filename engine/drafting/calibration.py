@@ -29,10 +29,13 @@ import torch
 @dataclass
 class CalibrationConfig:
     k: int = 4                # successors per position read from the top-k view
-    p_threshold: float = 0.1  # Sample: keep a successor only with p >= this (and per step after averaging)
-    min_cum: float = 0.02     # Search: stop a path once its probability product falls below this
+    # Thresholds and the node cap were tuned on the dev set's summary and rag prompts (an offline
+    # replay of the drafter against recorded greedy outputs): at a 32-token budget, 0.03 / 0.01 /
+    # 64 accept ~8% more per verification than 0.1 / 0.02 / 24, for < 0.3 ms per prompt token.
+    p_threshold: float = 0.03 # Sample: keep a successor only with p >= this (and per step after averaging)
+    min_cum: float = 0.01     # Search: stop a path once its probability product falls below this
     max_depth: int = 8
-    max_nodes: int = 24       # per context key
+    max_nodes: int = 64       # per context key
     order: int = 2            # context keys of length 1..order
 
 
