@@ -16,7 +16,7 @@ def add_model_options(parser: argparse.ArgumentParser, top_level: bool = True) -
                    help="runtime backend: torch (CPU) or qnn (static graphs on the Hexagon NPU; default: torch)")
     g.add_argument("--context", type=int, default=default,
                    help="context window in tokens (default: 4096 on torch, 1024 on qnn, whose graphs are built for it)")
-    g.add_argument("--method", default=default, help="decoding method: vanilla, sam, hexa (default: hexa)")
+    g.add_argument("--method", default=default, help="decoding method: vanilla, sam, hexa, hexa-fill, hexa-nocal, hexa-noreuse, hexa-nohist (default: hexa)")
     g.add_argument("--threads", type=int, default=default, help="torch threads (default: all cores)")
 
 
