@@ -22,25 +22,28 @@ from pathlib import Path
 
 import torch
 
-SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "attention.c", "glue.c", "pool.c")]
+SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "q4_gemm.c", "attention.c", "glue.c", "pool.c")]
 HEADERS = [Path(__file__).with_name("pool.h")]
 PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
+Q4_ROWS = 12  # calls with at most this many rows read the 4-bit copy of a weight, when it has one
 FLAGS = ["-O3", "-mavx2", "-mfma", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 ATTENTION_HEAD_DIM = 64   # attention.c is written for 64-dim heads (SmolLM2, Qwen2.5-0.5B)
 
 
 class PackedWeight:
     """A weight [N, K] in the kernel's panel layout; ``w[ids]`` gives original rows back (the
-    embedding lookup and the calibration head read rows of the tied output projection)."""
-    __slots__ = ("data", "shape")
+    embedding lookup and the calibration head read rows of the tied output projection).
+    ``q4``: the same weights as 4-bit codes (``quant.pack_q4``) when they are exactly Q4_1, else None."""
+    __slots__ = ("data", "shape", "q4")
 
-    def __init__(self, data: torch.Tensor, shape: tuple[int, int]):
+    def __init__(self, data: torch.Tensor, shape: tuple[int, int], q4: torch.Tensor | None = None):
         self.data = data
         self.shape = torch.Size(shape)
+        self.q4 = q4
 
     @property
     def nbytes(self) -> int:
-        return self.data.nbytes
+        return self.data.nbytes + (self.q4.nbytes if self.q4 is not None else 0)
 
     def __getitem__(self, ids) -> torch.Tensor:
         ids = torch.as_tensor(ids, dtype=torch.long)
@@ -64,6 +67,7 @@ class NativeKernel:
     def __init__(self, lib: ctypes.CDLL, threads: int, build: str = ""):
         self.build = build   # the sources' digest: a rebuilt kernel gets a fresh cost profile
         self._linear = _bind(lib, "hexa_linear", _P, _P, _P, _P, _P, _I, _I, _I, _I)
+        self._linear_q4 = _bind(lib, "hexa_linear_q4", _P, _P, _P, _P, _P, _I, _I, _I, _I)
         self._pack = _bind(lib, "hexa_pack", _P, _P, _I, _I, _I)
         self._attention = _bind(lib, "hexa_attention", _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _I)
         self._rmsnorm = _bind(lib, "hexa_rmsnorm", _P, _P, _P, _I, _I, _F, _I)
@@ -71,17 +75,23 @@ class NativeKernel:
         self._rope_split = _bind(lib, "hexa_rope_split", _P, _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _F, _I)
         self.threads = threads
 
-    def pack(self, w: torch.Tensor) -> PackedWeight:
+    def pack(self, w: torch.Tensor, q4: bool = True) -> PackedWeight:
+        """Pack for the fp32 kernel and, with ``q4`` and weights that are exactly Q4_1, also as
+        4-bit codes, which calls of at most ``Q4_ROWS`` rows then read (the same bits, ~5x fewer
+        bytes)."""
+        from .quant import pack_q4
+
         w = w.to(torch.float32).contiguous()
         N, K = w.shape
         data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
         self._pack(w.data_ptr(), data.data_ptr(), N, K, self.threads)
-        return PackedWeight(data, (N, K))
+        return PackedWeight(data, (N, K), pack_q4(w, PANEL) if q4 else None)
 
     def linear(self, x: torch.Tensor, w: PackedWeight, b: torch.Tensor | None = None,
                residual: torch.Tensor | None = None) -> torch.Tensor:
         """``x @ w.T + b``; with ``residual`` (contiguous [M, N]), adds the product to it in place
-        and returns it (the residual stream's update, without a separate add)."""
+        and returns it (the residual stream's update, without a separate add). Both kernels give
+        identical bits, so which one a call takes never changes a result."""
         x = x.contiguous()
         M, K = x.shape
         N = w.shape[0]
@@ -92,8 +102,8 @@ class NativeKernel:
         y = torch.empty(M, N, dtype=torch.float32) if residual is None else residual
         if b is not None:
             b = b.contiguous()
-        self._linear(x.data_ptr(), w.data.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(), M, N, K,
-                     self.threads)
+        fn, data = (self._linear_q4, w.q4) if w.q4 is not None and M <= Q4_ROWS else (self._linear, w.data)
+        fn(x.data_ptr(), data.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(), M, N, K, self.threads)
         return y
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, length: int,
