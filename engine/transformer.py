@@ -100,7 +100,7 @@ class CompactTransformer:
             for slot in ("wqkv", "wo", "wgu", "wdown"):
                 setattr(L, slot, kernel.pack(getattr(L, slot)))
         tied = self.lm_head is self.embed
-        self.lm_head = kernel.pack(self.lm_head, q4=False)   # Q8_0 at the source: no 4-bit form
+        self.lm_head = kernel.pack(self.lm_head)
         if tied:
             self.embed = self.lm_head
         library = _LINEAR

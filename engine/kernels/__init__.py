@@ -22,28 +22,30 @@ from pathlib import Path
 
 import torch
 
-SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "q4_gemm.c", "attention.c", "glue.c", "pool.c")]
+SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "quant_gemm.c", "attention.c", "glue.c", "pool.c")]
 HEADERS = [Path(__file__).with_name("pool.h")]
 PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
-Q4_ROWS = 12  # calls with at most this many rows read the 4-bit copy of a weight, when it has one
-FLAGS = ["-O3", "-mavx2", "-mfma", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
+QUANT_BLOCK_BYTES = {4: 2 * PANEL * 4 + 16 * PANEL, 8: PANEL * 4 + 32 * PANEL}   # per panel and 32 inputs
+QUANT_ROWS = 12  # calls with at most this many rows read the quantized copy of a weight, if it has one
+FLAGS = ["-O3", "-mavx2", "-mfma", "-mf16c", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 ATTENTION_HEAD_DIM = 64   # attention.c is written for 64-dim heads (SmolLM2, Qwen2.5-0.5B)
 
 
 class PackedWeight:
     """A weight [N, K] in the kernel's panel layout; ``w[ids]`` gives original rows back (the
     embedding lookup and the calibration head read rows of the tied output projection).
-    ``q4``: the same weights as 4-bit codes (``quant.pack_q4``) when they are exactly Q4_1, else None."""
-    __slots__ = ("data", "shape", "q4")
+    ``quant``/``bits``: the same weights as 4- or 8-bit codes (``quant_gemm.c``) when they are
+    exactly Q4_1 or Q8_0, else None/0."""
+    __slots__ = ("data", "shape", "quant", "bits")
 
-    def __init__(self, data: torch.Tensor, shape: tuple[int, int], q4: torch.Tensor | None = None):
+    def __init__(self, data: torch.Tensor, shape: tuple[int, int], quant: tuple[torch.Tensor, int] | None = None):
         self.data = data
         self.shape = torch.Size(shape)
-        self.q4 = q4
+        self.quant, self.bits = quant if quant is not None else (None, 0)
 
     @property
     def nbytes(self) -> int:
-        return self.data.nbytes + (self.q4.nbytes if self.q4 is not None else 0)
+        return self.data.nbytes + (self.quant.nbytes if self.quant is not None else 0)
 
     def __getitem__(self, ids) -> torch.Tensor:
         ids = torch.as_tensor(ids, dtype=torch.long)
@@ -67,7 +69,9 @@ class NativeKernel:
     def __init__(self, lib: ctypes.CDLL, threads: int, build: str = ""):
         self.build = build   # the sources' digest: a rebuilt kernel gets a fresh cost profile
         self._linear = _bind(lib, "hexa_linear", _P, _P, _P, _P, _P, _I, _I, _I, _I)
-        self._linear_q4 = _bind(lib, "hexa_linear_q4", _P, _P, _P, _P, _P, _I, _I, _I, _I)
+        self._linear_quant = _bind(lib, "hexa_linear_quant", _P, _P, _P, _P, _P, _I, _I, _I, _I, _I)
+        self._pack_quant = _bind(lib, "hexa_pack_quant", _P, _P, _I, _I, _I, _I)
+        self._pack_quant.restype = ctypes.c_int
         self._pack = _bind(lib, "hexa_pack", _P, _P, _I, _I, _I)
         self._attention = _bind(lib, "hexa_attention", _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _I)
         self._rmsnorm = _bind(lib, "hexa_rmsnorm", _P, _P, _P, _I, _I, _F, _I)
@@ -75,17 +79,27 @@ class NativeKernel:
         self._rope_split = _bind(lib, "hexa_rope_split", _P, _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _F, _I)
         self.threads = threads
 
-    def pack(self, w: torch.Tensor, q4: bool = True) -> PackedWeight:
-        """Pack for the fp32 kernel and, with ``q4`` and weights that are exactly Q4_1, also as
-        4-bit codes, which calls of at most ``Q4_ROWS`` rows then read (the same bits, ~5x fewer
-        bytes)."""
-        from .quant import pack_q4
-
+    def pack(self, w: torch.Tensor, quantized: bool = True) -> PackedWeight:
+        """Pack for the fp32 kernel and, with ``quantized`` and weights that are exactly Q4_1 or
+        Q8_0, also as their codes, which calls of at most ``QUANT_ROWS`` rows then read (the same
+        bits from 5x / 3.5x fewer bytes)."""
         w = w.to(torch.float32).contiguous()
         N, K = w.shape
         data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
         self._pack(w.data_ptr(), data.data_ptr(), N, K, self.threads)
-        return PackedWeight(data, (N, K), pack_q4(w, PANEL) if q4 else None)
+        return PackedWeight(data, (N, K), self.pack_quantized(w) if quantized else None)
+
+    def pack_quantized(self, w: torch.Tensor) -> tuple[torch.Tensor, int] | None:
+        """(codes, bits) of a weight [N, K] that is exactly Q4_1 or Q8_0 (every block checked
+        bit for bit by ``hexa_pack_quant``), in ``quant_gemm.c``'s layout; None otherwise."""
+        N, K = w.shape
+        if K % 32:
+            return None
+        for bits, size in QUANT_BLOCK_BYTES.items():
+            out = torch.empty(-(-N // PANEL) * (K // 32) * size, dtype=torch.uint8)
+            if self._pack_quant(w.data_ptr(), out.data_ptr(), N, K, bits, self.threads):
+                return out, bits
+        return None
 
     def linear(self, x: torch.Tensor, w: PackedWeight, b: torch.Tensor | None = None,
                residual: torch.Tensor | None = None) -> torch.Tensor:
@@ -102,8 +116,12 @@ class NativeKernel:
         y = torch.empty(M, N, dtype=torch.float32) if residual is None else residual
         if b is not None:
             b = b.contiguous()
-        fn, data = (self._linear_q4, w.q4) if w.q4 is not None and M <= Q4_ROWS else (self._linear, w.data)
-        fn(x.data_ptr(), data.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(), M, N, K, self.threads)
+        if w.quant is not None and M <= QUANT_ROWS:
+            self._linear_quant(x.data_ptr(), w.quant.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(),
+                               M, N, K, w.bits, self.threads)
+        else:
+            self._linear(x.data_ptr(), w.data.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(), M, N, K,
+                         self.threads)
         return y
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, length: int,
@@ -164,7 +182,7 @@ def _cpu_supported() -> str | None:
                       if line.startswith("flags")), "").split()
     except OSError:
         return "cannot read /proc/cpuinfo"
-    missing = [f for f in ("avx2", "fma") if f not in flags]
+    missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
     return f"CPU lacks {', '.join(missing)}" if missing else None
 
 

@@ -1,0 +1,217 @@
+/* hexa's linear on 4-bit weights (AVX2+FMA), for decoding steps and tree verifications.
+ *
+ * A model shipped as Q4_1 (every block of 32 inputs of an output row is d * q + m, q in 0..15)
+ * is converted to fp32 once; a 1-row step then reads 4 bytes per weight and is bound by memory.
+ * When every block of a weight is exactly d * q + m again (hexa_pack_quant finds d, m and q and
+ * checks it, block by block), this kernel reads the 4-bit codes instead (0.75 bytes per
+ * weight) and rebuilds each weight in registers with the same fp32 operations, a multiply then
+ * an add (d * q is exact for these d and q, so only the add rounds, as in the conversion). It
+ * therefore sees exactly the fp32 weights, and every y[m][n] is the same FMA chain over k as in
+ * packed_gemm.c: the two kernels give identical bits, and which one runs a call never changes a
+ * token. Over all 210 projections of SmolLM2-135M: 1 row 9.2 ms (fp32 15.5), 8 rows 19.4 (23.0);
+ * from 16 rows on the fp32 kernel is as fast, so more rows go there (Q4_ROWS).
+ *
+ * Layout, per panel of 16 output columns and per block of 32 inputs (384 bytes, in the order the
+ * kernel streams them): d[16] and m[16] as fp32, then 16 pairs of inputs, 16 bytes each, byte c
+ * holding column c's code for the even input in its low nibble and for the odd one in its high.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pool.h"
+
+#define PW 16          /* output columns per panel, as in packed_gemm.c */
+#define QB 32          /* inputs per quantization block */
+#define Q4_HEAD (2 * PW * 4)              /* d[16], m[16] */
+#define Q4_BYTES (Q4_HEAD + QB / 2 * PW)     /* + 16 bytes per input pair */
+#define Q8_HEAD (PW * 4)                  /* d[16] */
+#define Q8_BYTES (Q8_HEAD + QB * PW)         /* + 16 bytes per input */
+#define BYTES_q4 Q4_BYTES
+#define BYTES_q8 Q8_BYTES
+#define GP 6           /* panels per work item */
+
+/* Columns 0-7 and 8-15 of one input, from 16 unsigned codes (one byte per column): d * q + m. */
+static inline void dequant4(__m128i codes, const float *d, const float *m, __m256 *w) {
+    w[0] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes)), _mm256_loadu_ps(d)),
+                         _mm256_loadu_ps(m));
+    w[1] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8))),
+                                       _mm256_loadu_ps(d + 8)), _mm256_loadu_ps(m + 8));
+}
+
+/* Inputs 2kk and 2kk+1 of a Q4_1 block: w[0..1] for the even input, w[2..3] for the odd one. */
+static inline void pair_q4(const uint8_t *bp, int kk, __m256 *w) {
+    const float *d = (const float *)bp, *m = d + PW;
+    const __m128i both = _mm_loadu_si128((const __m128i *)(bp + Q4_HEAD) + kk), low = _mm_set1_epi8(0x0f);
+    dequant4(_mm_and_si128(both, low), d, m, w);
+    dequant4(_mm_and_si128(_mm_srli_epi16(both, 4), low), d, m, w + 2);
+}
+
+/* The same for a Q8_0 block: signed codes, one byte each, and d * q (exact: no rounding at all). */
+static inline void pair_q8(const uint8_t *bp, int kk, __m256 *w) {
+    const float *d = (const float *)bp;
+    const __m128i *c = (const __m128i *)(bp + Q8_HEAD) + 2 * kk;
+    for (int h = 0; h < 2; h++) {
+        const __m128i codes = _mm_loadu_si128(c + h);
+        w[2 * h] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), _mm256_loadu_ps(d));
+        w[2 * h + 1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(codes, 8))),
+                                     _mm256_loadu_ps(d + 8));
+    }
+}
+
+#define TILE(FMT, MR, NPAN)                                                                       \
+static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const float *b,          \
+                                       const float *res, float *y, int m0, int p0, int N, int K) { \
+    __m256 acc[MR][2 * NPAN];                                                                     \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
+        _Pragma("GCC unroll 16") for (int j = 0; j < 2 * NPAN; j++) acc[i][j] = _mm256_setzero_ps(); \
+    const float *xr = x + (int64_t)m0 * K;                                                        \
+    const int nb = K / QB;                                                                        \
+    for (int blk = 0; blk < nb; blk++) {                                                          \
+        for (int kk = 0; kk < QB / 2; kk++) {                                                     \
+            const int k = blk * QB + 2 * kk;                                                      \
+            _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++) {                             \
+                __m256 w[4];                                                                      \
+                pair_##FMT(pk + ((int64_t)(p0 + q) * nb + blk) * BYTES_##FMT, kk, w);              \
+                _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                           \
+                    const __m256 u0 = _mm256_broadcast_ss(xr + (int64_t)i * K + k);               \
+                    const __m256 u1 = _mm256_broadcast_ss(xr + (int64_t)i * K + k + 1);           \
+                    acc[i][2 * q] = _mm256_fmadd_ps(u1, w[2], _mm256_fmadd_ps(u0, w[0], acc[i][2 * q])); \
+                    acc[i][2 * q + 1] = _mm256_fmadd_ps(u1, w[3], _mm256_fmadd_ps(u0, w[1], acc[i][2 * q + 1])); \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
+        _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++) {                                 \
+            float out[PW];                                                                        \
+            _mm256_storeu_ps(out, acc[i][2 * q]);                                                 \
+            _mm256_storeu_ps(out + 8, acc[i][2 * q + 1]);                                         \
+            for (int j = 0; j < PW; j++) {                                                        \
+                const int n = (p0 + q) * PW + j;                                                  \
+                if (n >= N) continue;                                                            \
+                const int64_t at = (int64_t)(m0 + i) * N + n;                                     \
+                const float v = b ? out[j] + b[n] : out[j];                                       \
+                y[at] = res ? res[at] + v : v;                                                    \
+            }                                                                                     \
+        }                                                                                         \
+}
+#define TILES(FMT) TILE(FMT, 1, 1) TILE(FMT, 1, 3) TILE(FMT, 2, 1) TILE(FMT, 2, 3) TILE(FMT, 3, 1) \
+                   TILE(FMT, 3, 2) TILE(FMT, 4, 1) TILE(FMT, 5, 1) TILE(FMT, 6, 1)
+TILES(q4) TILES(q8)
+
+/* Rows [0, M) x panels [p0, p0+np), tiled as in packed_gemm.c: 6-row tiles panel by panel, 1-3
+   leftover rows across several panels so the dequantized weights serve more accumulators. */
+#define GROUP(FMT)                                                                                \
+static void group_##FMT(const float *x, const uint8_t *pk, const float *b, const float *res,      \
+                        float *y, int M, int p0, int np, int N, int K) {                          \
+    const int full = M / 6 * 6, rest = M - full;                                                  \
+    const int wide = rest > 0 && rest <= 3 && np == GP;                                           \
+    for (int p = p0; p < p0 + np; p++) {                                                          \
+        for (int m = 0; m < full; m += 6) tile_##FMT##_6_1(x, pk, b, res, y, m, p, N, K);        \
+        if (wide) continue;                                                                       \
+        switch (rest) {                                                                           \
+        case 5: tile_##FMT##_5_1(x, pk, b, res, y, full, p, N, K); break;                         \
+        case 4: tile_##FMT##_4_1(x, pk, b, res, y, full, p, N, K); break;                         \
+        case 3: tile_##FMT##_3_1(x, pk, b, res, y, full, p, N, K); break;                         \
+        case 2: tile_##FMT##_2_1(x, pk, b, res, y, full, p, N, K); break;                         \
+        case 1: tile_##FMT##_1_1(x, pk, b, res, y, full, p, N, K); break;                         \
+        }                                                                                         \
+    }                                                                                             \
+    if (!wide) return;                                                                            \
+    if (rest == 3) { for (int p = p0; p < p0 + GP; p += 2) tile_##FMT##_3_2(x, pk, b, res, y, full, p, N, K); return; } \
+    for (int p = p0; p < p0 + GP; p += 3) {                                                       \
+        if (rest == 1) tile_##FMT##_1_3(x, pk, b, res, y, full, p, N, K);                         \
+        else tile_##FMT##_2_3(x, pk, b, res, y, full, p, N, K);                                   \
+    }                                                                                             \
+}                                                                                                 \
+static void run_##FMT(void *ctx, int g) {                                                         \
+    const struct quant_job *a = ctx;                                                              \
+    const int p0 = g * GP;                                                                        \
+    group_##FMT(a->x, a->packed, a->b, a->res, a->y, a->M, p0, a->P - p0 < GP ? a->P - p0 : GP, a->N, a->K); \
+}
+
+struct quant_job { const float *x; const uint8_t *packed; const float *b, *res; float *y; int M, N, K, P; };
+GROUP(q4) GROUP(q8)
+
+/* y[M,N] = res[M,N] + (x[M,K] @ w[N,K]^T + b[N]) with w in the Q4_1 (bits 4) or Q8_0 (bits 8)
+   layout above (K a multiple of 32); b and res may be NULL, res may be y itself. */
+void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
+                       int M, int N, int K, int bits, int threads) {
+    const int P = (N + PW - 1) / PW;
+    struct quant_job a = {x, packed, b, res, y, M, N, K, P};
+    hexa_run(bits == 8 ? run_q8 : run_q4, &a, (P + GP - 1) / GP, threads);
+}
+
+/* ---- packing: recover the codes from fp32 weights, exactly or not at all ----------------------
+ * The model cache holds the fp32 weights that dequantization produced, not the codes. Per block
+ * of 32 inputs of an output row: Q4_1 has m = the block's minimum (code 0 always occurs) and d =
+ * the fp16 value nearest (max - m) / 15 or a neighbour; Q8_0 has m = 0 and d = the fp16 value
+ * nearest max|w| / 127 or a neighbour; q = round((w - m) / d). A block counts only if every w is
+ * rebuilt bit for bit by the kernel's own operations; one failing block fails the weight. */
+struct pack_job { const float *w; uint8_t *packed; int N, K, bits; volatile int failed; };
+
+static int fit_block(const float *w, int bits, float *d_out, float *m_out, int *q) {
+    const int lo = bits == 4 ? 0 : -127, hi = bits == 4 ? 15 : 127;
+    float mn = w[0], mx = w[0], amax = 0.f;
+    for (int i = 0; i < QB; i++) {
+        if (!isfinite(w[i])) return 0;
+        mn = w[i] < mn ? w[i] : mn;
+        mx = w[i] > mx ? w[i] : mx;
+        amax = fabsf(w[i]) > amax ? fabsf(w[i]) : amax;
+    }
+    const float m = bits == 4 ? mn : 0.f;
+    const int base = _cvtss_sh(bits == 4 ? (mx - m) / 15.f : amax / 127.f, _MM_FROUND_TO_NEAREST_INT);
+    static const int steps[] = {0, 1, -1, 2, -2};
+    for (int s = 0; s < 5; s++) {
+        const int h = base + steps[s];
+        if (h < 0 || h >= 0x7c00) continue;          /* negative, inf or nan */
+        const float d = _cvtsh_ss((unsigned short)h);
+        int ok = 1;
+        for (int i = 0; i < QB && ok; i++) {
+            const float c = d > 0.f ? nearbyintf((w[i] - m) / d) : 0.f;
+            q[i] = c < lo ? lo : c > hi ? hi : (int)c;
+            const float prod = d * (float)q[i];       /* the kernel's operations, in order */
+            const float rebuilt = bits == 4 ? prod + m : prod;
+            ok = memcmp(&rebuilt, &w[i], sizeof rebuilt) == 0;   /* bits: a -0 must stay -0 */
+        }
+        if (ok) { *d_out = d; *m_out = m; return 1; }
+    }
+    return 0;
+}
+
+static void pack_quant_panel(void *ctx, int p) {
+    struct pack_job *a = ctx;
+    const int nb = a->K / QB, head = a->bits == 4 ? Q4_HEAD : Q8_HEAD;
+    const int bytes = a->bits == 4 ? Q4_BYTES : Q8_BYTES;
+    int q[QB];
+    for (int blk = 0; blk < nb && !a->failed; blk++) {
+        uint8_t *out = a->packed + ((int64_t)p * nb + blk) * bytes;
+        memset(out, 0, bytes);                        /* columns past N: d = m = 0, code 0 */
+        float *d = (float *)out, *m = d + PW;
+        for (int c = 0; c < PW; c++) {
+            const int n = p * PW + c;
+            if (n >= a->N) break;
+            float dc, mc;
+            if (!fit_block(a->w + (int64_t)n * a->K + blk * QB, a->bits, &dc, &mc, q)) { a->failed = 1; return; }
+            d[c] = dc;
+            if (a->bits == 4) {
+                m[c] = mc;
+                for (int i = 0; i < QB; i++)
+                    out[head + (i / 2) * PW + c] |= (uint8_t)(q[i] << (4 * (i & 1)));
+            } else {
+                for (int i = 0; i < QB; i++) out[head + i * PW + c] = (uint8_t)(int8_t)q[i];
+            }
+        }
+    }
+}
+
+/* Fill ``packed`` (P * K/32 blocks of Q4_BYTES / Q8_BYTES) from w[N, K]; 1 if every block of w
+   is exactly Q4_1 (bits 4) / Q8_0 (bits 8), else 0 (packed is then garbage). */
+int hexa_pack_quant(const float *w, uint8_t *packed, int N, int K, int bits, int threads) {
+    if (K % QB || (bits != 4 && bits != 8)) return 0;
+    struct pack_job a = {w, packed, N, K, bits, 0};
+    hexa_run(pack_quant_panel, &a, (N + PW - 1) / PW, threads);
+    return !a.failed;
+}

@@ -1,0 +1,99 @@
+"""The quantized kernel: weights that came from Q4_1 or Q8_0 are found exactly, and decoding on
+their codes gives the fp32 kernel's results bit for bit; anything else keeps the fp32 path only."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from engine.kernels import QUANT_ROWS, PackedWeight, _cpu_supported, native_kernel
+
+pytestmark = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    k, why_not = native_kernel(tmp_path_factory.mktemp("cache"), threads=2)
+    assert k is not None, why_not
+    return k
+
+
+def gguf_weights(fmt: str, N: int, K: int, seed: int = 0) -> torch.Tensor:
+    """Quantize random weights as llama.cpp does (fp16 scales per 32 inputs) and dequantize them
+    as gguf does (numpy, fp32): what the model cache holds for a Q4_1 / Q8_0 model."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((N, K // 32, 32)).astype(np.float32) * rng.uniform(0.01, 2, (N, K // 32, 1)).astype(np.float32)
+    if fmt == "Q4_1":
+        lo, hi = w.min(-1, keepdims=True), w.max(-1, keepdims=True)
+        d, m = ((hi - lo) / 15).astype(np.float16).astype(np.float32), lo.astype(np.float16).astype(np.float32)
+        q = np.clip(np.floor((w - m) / np.maximum(d, 1e-30) + 0.5), 0, 15)
+        return torch.from_numpy((d * q + m).astype(np.float32).reshape(N, K))
+    d = (np.abs(w).max(-1, keepdims=True) / 127).astype(np.float16).astype(np.float32)
+    q = np.round(w / np.maximum(d, 1e-30)).astype(np.int8)
+    return torch.from_numpy((d * q).astype(np.float32).reshape(N, K))
+
+
+def fp32_only(p: PackedWeight) -> PackedWeight:
+    return PackedWeight(p.data, tuple(p.shape), None)
+
+
+def bits(kernel, w: torch.Tensor) -> int:
+    found = kernel.pack_quantized(w)
+    return found[1] if found else 0
+
+
+def test_each_weight_gets_its_own_format(kernel):
+    assert bits(kernel, gguf_weights("Q4_1", 16, 64)) == 4
+    assert bits(kernel, gguf_weights("Q8_0", 16, 64)) == 8
+
+
+def test_constant_blocks_and_zero_rows_are_quantized(kernel):
+    w = gguf_weights("Q4_1", 16, 64)
+    w[3] = 0.0
+    w[5, :32] = 0.25
+    assert bits(kernel, w) == 4
+
+
+@pytest.mark.parametrize("why", ["random", "one changed weight", "a negative zero", "width not a multiple of 32",
+                                 "nan"])
+def test_other_weights_get_no_quantized_copy(kernel, why):
+    w = {"random": torch.randn(32, 64),
+         "width not a multiple of 32": gguf_weights("Q4_1", 32, 96)[:, :80].contiguous()}.get(why, gguf_weights("Q8_0", 32, 64))
+    if why == "one changed weight":
+        w[7, 9] = torch.nextafter(w[7, 9], torch.tensor(10.0))
+    if why == "a negative zero":      # == would accept it; the kernel would rebuild +0
+        w[2, 3] = -0.0 if w[2, 3] == 0 else w[2, 3]
+        w[2, 3 + 32] = -0.0
+        w[2, 4 + 32] = 0.0
+    if why == "nan":
+        w[0, 0] = float("nan")
+    assert bits(kernel, w) == 0
+
+
+@pytest.mark.parametrize("fmt", ["Q4_1", "Q8_0"])
+@pytest.mark.parametrize("N", [1536, 40, 16, 5])
+@pytest.mark.parametrize("M", [1, 2, 3, 4, 5, 6, 7, 8, 9, 12])
+def test_quantized_kernel_gives_the_fp32_kernels_bits(kernel, fmt, M, N):
+    """Every tile shape (1-6 rows, 1-3 leftover rows across panels), a ragged last panel, bias
+    and in-place residual: bit-identical to the fp32 kernel on the same weights."""
+    g = torch.Generator().manual_seed(M * 1000 + N)
+    w = gguf_weights(fmt, N, 576, seed=N)
+    packed = kernel.pack(w)
+    assert packed.bits == (4 if fmt == "Q4_1" else 8) and M <= QUANT_ROWS
+    x, b = torch.randn(M, 576, generator=g), torch.randn(N, generator=g)
+    assert torch.equal(kernel.linear(x, packed, b), kernel.linear(x, fp32_only(packed), b))
+    r = torch.randn(M, N, generator=g)
+    r2 = r.clone()
+    assert torch.equal(kernel.linear(x, packed, residual=r), kernel.linear(x, fp32_only(packed), residual=r2))
+    assert torch.allclose(kernel.linear(x, packed, b), torch.nn.functional.linear(x, w, b), atol=1e-3, rtol=1e-4)
+
+
+def test_engine_weights_use_their_source_codes(real_engine):
+    """The embedded model is Q4_1 (projections) and Q8_0 (the tied embedding / output head) at its
+    source: every one of them decodes from its codes, in 0.19 / 0.28 of the fp32 bytes."""
+    model = real_engine.model
+    slots = [getattr(L, s) for L in model.layers for s in ("wqkv", "wo", "wgu", "wdown")]
+    assert all(isinstance(w, PackedWeight) and w.bits == 4 for w in slots)
+    assert model.lm_head.bits == 8
+    assert slots[0].quant.nbytes / slots[0].data.nbytes == pytest.approx(0.1875)
+    assert model.lm_head.quant.nbytes / model.lm_head.data.nbytes == pytest.approx(0.28125)
