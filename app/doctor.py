@@ -57,8 +57,8 @@ def _check_kernel(args) -> tuple[bool, str]:
         kernel, why_not = native_kernel(Path(args.cache_dir), configure(None))
     except ImportError as exc:
         return False, f"cannot import engine: {exc}"
-    return (True, f"avx2 packed-weight linear, attention and layer glue on {kernel.threads} pool threads "
-                  "(prefill, decoding steps, draft verification)") if kernel \
+    return (True, f"avx2 packed-weight linear (fp32, and Q4_1/Q8_0 codes for decoding), attention and "
+                  f"layer glue on {kernel.threads} pool threads (prefill, decoding steps, draft verification)") if kernel \
         else (False, f"{why_not}; torch's linear is used")
 
 

@@ -216,6 +216,13 @@ def _self_check(kernel: NativeKernel) -> str | None:
         return "the kernel's self-check found results that depend on the batch size"
     if not torch.equal(packed[torch.tensor([0, 17, 20])], w[[0, 17, 20]]):
         return "the kernel's self-check could not read packed rows back"
+    codes = torch.randint(0, 16, (21, 64), generator=g).float()
+    codes[:, ::32], codes[:, 1::32] = 0, 15            # each block's extremes, as Q4_1 has them
+    d, m = (t.half().float().repeat_interleave(32, 1) for t in (torch.rand(21, 2, generator=g), torch.randn(21, 2, generator=g)))
+    quant = kernel.pack(codes * d + m)
+    xq = torch.randn(3, 64, generator=g)
+    if quant.bits != 4 or not torch.equal(kernel.linear(xq, quant), kernel.linear(xq, PackedWeight(quant.data, (21, 64)))):
+        return "the quantized kernel's self-check gave results that differ from the fp32 kernel"
     q, kc, vc = (torch.randn(s, generator=g) for s in ((2, 6, 64), (2, 300, 64), (2, 300, 64)))
     mask = torch.zeros(6, 290).index_fill_(1, torch.tensor([5, 289]), float("-inf"))
     ref = torch.nn.functional.scaled_dot_product_attention(q[None], kc[None, :, :290], vc[None, :, :290],
