@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "quant_gemm.c", "attention.c", "glue.c", "pool.c")]
-HEADERS = [Path(__file__).with_name("pool.h")]
+HEADERS = [Path(__file__).with_name(n) for n in ("pool.h", "tile.h")]
 PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
 QUANT_BLOCK_BYTES = {4: 2 * PANEL * 4 + 16 * PANEL, 8: PANEL * 4 + 32 * PANEL}   # per panel and 32 inputs
 QUANT_ROWS = 12  # calls with at most this many rows read the quantized copy of a weight, if it has one

@@ -17,9 +17,8 @@
 #include <stdint.h>
 
 #include "pool.h"
+#include "tile.h"
 
-#define PW 16   /* panel width: output columns per packed panel */
-#define GP 6    /* panels per work item */
 
 struct pack_job { const float *w; float *packed; int N, K; };
 
@@ -62,18 +61,8 @@ static void tile_##MR##_##NPAN(const float *x, const float *pk, const float *b, 
         }                                                                                         \
     }                                                                                             \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
-        _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++) {                                 \
-            float out[PW];                                                                        \
-            _mm256_storeu_ps(out, acc[i][2 * q]);                                                 \
-            _mm256_storeu_ps(out + 8, acc[i][2 * q + 1]);                                         \
-            for (int j = 0; j < PW; j++) {                                                        \
-                const int n = (p0 + q) * PW + j;                                                  \
-                if (n >= N) continue;                                                            \
-                const int64_t at = (int64_t)(m0 + i) * N + n;                                     \
-                const float v = b ? out[j] + b[n] : out[j];                                       \
-                y[at] = res ? res[at] + v : v;                                                    \
-            }                                                                                     \
-        }                                                                                         \
+        _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++)                                   \
+            store_panel(acc[i][2 * q], acc[i][2 * q + 1], b, res, y, m0 + i, (p0 + q) * PW, N);   \
 }
 TILE(1, 1) TILE(1, 6) TILE(2, 1) TILE(2, 3) TILE(3, 1) TILE(3, 2) TILE(4, 1) TILE(5, 1) TILE(6, 1)
 

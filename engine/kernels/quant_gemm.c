@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "pool.h"
+#include "tile.h"
 
-#define PW 16          /* output columns per panel, as in packed_gemm.c */
 #define QB 32          /* inputs per quantization block */
 #define Q4_HEAD (2 * PW * 4)              /* d[16], m[16] */
 #define Q4_BYTES (Q4_HEAD + QB / 2 * PW)     /* + 16 bytes per input pair */
@@ -30,7 +30,6 @@
 #define Q8_BYTES (Q8_HEAD + QB * PW)         /* + 16 bytes per input */
 #define BYTES_q4 Q4_BYTES
 #define BYTES_q8 Q8_BYTES
-#define GP 6           /* panels per work item */
 
 /* Columns 0-7 and 8-15 of one input, from 16 unsigned codes (one byte per column): d * q + m. */
 static inline void dequant4(__m128i codes, const float *d, const float *m, __m256 *w) {
@@ -84,18 +83,8 @@ static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const 
         }                                                                                         \
     }                                                                                             \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
-        _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++) {                                 \
-            float out[PW];                                                                        \
-            _mm256_storeu_ps(out, acc[i][2 * q]);                                                 \
-            _mm256_storeu_ps(out + 8, acc[i][2 * q + 1]);                                         \
-            for (int j = 0; j < PW; j++) {                                                        \
-                const int n = (p0 + q) * PW + j;                                                  \
-                if (n >= N) continue;                                                            \
-                const int64_t at = (int64_t)(m0 + i) * N + n;                                     \
-                const float v = b ? out[j] + b[n] : out[j];                                       \
-                y[at] = res ? res[at] + v : v;                                                    \
-            }                                                                                     \
-        }                                                                                         \
+        _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++)                                   \
+            store_panel(acc[i][2 * q], acc[i][2 * q + 1], b, res, y, m0 + i, (p0 + q) * PW, N);   \
 }
 #define TILES(FMT) TILE(FMT, 1, 1) TILE(FMT, 1, 3) TILE(FMT, 2, 1) TILE(FMT, 2, 3) TILE(FMT, 3, 1) \
                    TILE(FMT, 3, 2) TILE(FMT, 4, 1) TILE(FMT, 5, 1) TILE(FMT, 6, 1)

@@ -22,3 +22,13 @@ def dev_cases() -> list[dict]:
             "north bank to the old town and is expected to cost 40 million dollars. ")
     return [{"id": "builtin-summary", "task": "summary", "turns": ["Summarize: " + text * 6]},
             {"id": "builtin-chat", "task": "chat", "turns": ["Write a short poem about the sea."]}]
+
+
+@pytest.fixture(scope="session")
+def kernel(tmp_path_factory):
+    """The native kernels, built into a fresh cache folder (tests that need them skip without AVX2)."""
+    from engine.kernels import native_kernel
+
+    k, why_not = native_kernel(tmp_path_factory.mktemp("kernel-cache"), threads=2)
+    assert k is not None, why_not
+    return k

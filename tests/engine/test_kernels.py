@@ -11,13 +11,6 @@ from engine.kernels import _cpu_supported, native_kernel
 pytestmark = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
 
 
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory):
-    k, why_not = native_kernel(tmp_path_factory.mktemp("cache"), threads=2)
-    assert k is not None, why_not
-    return k
-
-
 @pytest.mark.parametrize("K", [576, 83, 8, 5])
 @pytest.mark.parametrize("N", [1536, 100, 21, 16, 3])
 @pytest.mark.parametrize("M", [1, 2, 3, 4, 5, 9, 70])

@@ -6,16 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine.kernels import QUANT_ROWS, PackedWeight, _cpu_supported, native_kernel
+from engine.kernels import QUANT_ROWS, PackedWeight, _cpu_supported
 
 pytestmark = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory):
-    k, why_not = native_kernel(tmp_path_factory.mktemp("cache"), threads=2)
-    assert k is not None, why_not
-    return k
 
 
 def gguf_weights(fmt: str, N: int, K: int, seed: int = 0) -> torch.Tensor:

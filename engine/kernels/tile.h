@@ -1,0 +1,25 @@
+/* What the linear kernels (packed_gemm.c, quant_gemm.c) share: how a tile's accumulators reach y. */
+#ifndef HEXA_TILE_H
+#define HEXA_TILE_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#define PW 16   /* panel width: output columns per packed panel */
+#define GP 6    /* panels per work item */
+
+/* Row m, columns n0 .. n0+15 (those < N): y = res + (acc + b), the bias added last so every
+   output stays one FMA chain over the inputs; b and res may be NULL, res may be y. */
+static inline void store_panel(__m256 lo, __m256 hi, const float *b, const float *res, float *y,
+                               int m, int n0, int N) {
+    float out[PW];
+    _mm256_storeu_ps(out, lo);
+    _mm256_storeu_ps(out + 8, hi);
+    for (int j = 0; j < PW && n0 + j < N; j++) {
+        const int64_t at = (int64_t)m * N + n0 + j;
+        const float v = b ? out[j] + b[n0 + j] : out[j];
+        y[at] = res ? res[at] + v : v;
+    }
+}
+
+#endif
