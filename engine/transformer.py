@@ -44,10 +44,7 @@ def _onednn_linear():
 
 _LINEAR = (None if os.environ.get("HEXA_LINEAR") == "mkl" else _onednn_linear()) or F.linear
 _LINEAR_NAME = "mkl" if _LINEAR is F.linear else "onednn"
-# tokens per pass up to which the native attention runs: every step and tree, and prefill chunks
-# (256 by default; 1,487-token prefill 4.2 -> 3.65 s against torch's flash kernel). Longer passes
-# use torch's kernel, whose memory does not grow with an explicit [rows, keys] mask.
-ATTENTION_ROWS = 512
+ATTENTION_ROWS = 64   # tokens per pass up to which the native attention runs (every step and tree)
 
 
 class Layer:
@@ -177,9 +174,9 @@ class CompactTransformer:
 
     def _native_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
                        mask: torch.Tensor | None) -> torch.Tensor:
-        """The layers with the native kernel doing everything: ~6 calls per layer instead of ~25
-        torch ops. Passes of <= ATTENTION_ROWS tokens use one attention kernel for every row count,
-        so tree rows equal plain steps bit for bit."""
+        """The layers with the native kernel doing everything but prefill attention: ~6 calls per
+        layer instead of ~25 torch ops. Steps and tree verifications (<= ATTENTION_ROWS tokens) use
+        one attention kernel for every row count, so tree rows equal plain steps bit for bit."""
         c, k = self.config, self.native
         S = x.shape[0]
         start, end = cache.length, cache.length + S
