@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import torch
 
 from .drafting import ConfidenceMap, Drafter, SuffixAutomaton
+from .drafting.calibration import WIDE as WIDE_CALIBRATION
 from .drafting.tree import DraftTree
 
 
@@ -67,6 +68,7 @@ class Speculator:
                                use_history=s.history, use_calibration=s.calibration, use_reuse=s.reuse,
                                mode=s.mode, cost_curve=None if s.mode == "linear" or s.fill else self.cost_curve,
                                confidence=self.confidence, max_branches=s.branches,
+                               calibration=WIDE_CALIBRATION if s.fill else None,
                                alpha0=FILL_ALPHA0 if s.fill else ALPHA0)
         t0 = time.perf_counter()
         if topk is not None and s.calibration:
