@@ -37,6 +37,7 @@ static _Atomic uint32_t generation; /* futex word: bumped per job */
 static _Atomic int finished;       /* items of the current job done */
 static _Atomic int sleepers;
 static int workers;                /* started so far */
+static int cannot_start;           /* pthread_create failed once: do not retry on every call */
 static int64_t spin_ns = 200000;
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;   /* one job at a time */
 
@@ -106,6 +107,7 @@ static void start_workers(int n) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         if (pthread_create(&t, &attr, worker_main, NULL) != 0) {
             pthread_attr_destroy(&attr);
+            cannot_start = 1;
             break;   /* fewer workers: the caller runs more items itself */
         }
         pthread_attr_destroy(&attr);
@@ -120,7 +122,7 @@ void hexa_run(hexa_task fn, void *ctx, int items, int threads) {
         return;
     }
     pthread_mutex_lock(&run_lock);
-    if (workers < threads - 1) start_workers(threads - 1);
+    if (workers < threads - 1 && !cannot_start) start_workers(threads - 1);
     atomic_store(&job_fn, fn);
     atomic_store(&job_ctx, ctx);
     atomic_store(&job_items, items);
