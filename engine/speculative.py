@@ -18,7 +18,7 @@ import torch
 
 from .drafting import ConfidenceMap, Drafter, SuffixAutomaton
 from .drafting.calibration import WIDE as WIDE_CALIBRATION
-from .drafting.tree import DraftTree
+from .drafting.tree import ALPHA0, ALPHA_FLOOR, DraftTree
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,6 @@ METHOD_SPECS: dict[str, MethodSpec | None] = {
     "hexa-fill": MethodSpec(fill=32, branches=8),
 }
 CALIBRATION_TOPK = 4
-ALPHA0 = 0.01          # EdgeLLM's starting fallback threshold
-FILL_ALPHA0 = 1e-4     # a static graph's empty slots are paid anyway: start from the floor
 
 
 class Speculator:
@@ -69,7 +67,8 @@ class Speculator:
                                mode=s.mode, cost_curve=None if s.mode == "linear" or s.fill else self.cost_curve,
                                confidence=self.confidence, max_branches=s.branches,
                                calibration=WIDE_CALIBRATION if s.fill else None,
-                               alpha0=FILL_ALPHA0 if s.fill else ALPHA0)
+                               # a static graph's empty slots are paid anyway: start from the floor
+                               alpha0=ALPHA_FLOOR if s.fill else ALPHA0)
         t0 = time.perf_counter()
         if topk is not None and s.calibration:
             self.drafter.set_calibration(*topk)

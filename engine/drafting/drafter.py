@@ -28,7 +28,7 @@ import torch
 from .calibration import CalibratedTree, CalibrationConfig, CalibrationStats
 from .reuse import ReuseBuffer, best_run
 from .suffix_automaton import Continuation, Matcher, SuffixAutomaton
-from .tree import AdaptiveCutoff, Candidate, ConfidenceMap, DraftTree, TreeBuilder
+from .tree import ALPHA0, AdaptiveCutoff, Candidate, ConfidenceMap, DraftTree, TreeBuilder
 
 _MAX_P = 0.98
 
@@ -55,7 +55,7 @@ class Drafter:
                  use_context: bool = True, use_history: bool = True, use_calibration: bool = True,
                  use_reuse: bool = True, calibration: CalibrationConfig | None = None, *,
                  mode: str = "tree", linear_len: int = 16, pacer: bool = False,
-                 alpha0: float = 0.01, tc: float = 0.9, max_branches: int = 4,
+                 alpha0: float = ALPHA0, tc: float = 0.9, max_branches: int = 4,
                  min_match_context: int = 1, min_match_history: int = 2,
                  cost_curve: Callable[[int], float] | None = None,
                  reuse: ReuseBuffer | None = None, confidence: ConfidenceMap | None = None) -> None:

@@ -90,6 +90,10 @@ def choose_budget(cums_sorted: Sequence[float], cost_curve: Callable[[int], floa
     return best_n
 
 
+ALPHA0 = 0.01        # EdgeLLM's starting fallback threshold
+ALPHA_FLOOR = 1e-4   # the lowest the threshold adapts down to
+
+
 class AdaptiveCutoff:
     """EdgeLLM self-adaptive fallback: nodes with cumulative confidence < alpha are not drafted.
 
@@ -98,7 +102,7 @@ class AdaptiveCutoff:
     proportion to the rejected fraction (a full rejection doubles it at tc = 0.5).
     """
 
-    def __init__(self, alpha0: float = 0.01, tc: float = 0.5, lo: float = 1e-4, hi: float = 0.5) -> None:
+    def __init__(self, alpha0: float = ALPHA0, tc: float = 0.5, lo: float = ALPHA_FLOOR, hi: float = 0.5) -> None:
         if not 0.0 < tc < 1.0:
             raise ValueError("tc must be in (0, 1)")
         self.alpha, self.tc, self.lo, self.hi = alpha0, tc, lo, hi

@@ -25,7 +25,6 @@ import torch
 SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "quant_gemm.c", "attention.c", "glue.c", "pool.c")]
 HEADERS = [Path(__file__).with_name(n) for n in ("pool.h", "tile.h")]
 PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
-QUANT_BLOCK_BYTES = {4: 2 * PANEL * 4 + 16 * PANEL, 8: PANEL * 4 + 32 * PANEL}   # per panel and 32 inputs
 QUANT_ROWS = 12  # calls with at most this many rows read the quantized copy of a weight, if it has one
 FLAGS = ["-O3", "-mavx2", "-mfma", "-mf16c", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 ATTENTION_HEAD_DIM = 64   # attention.c is written for 64-dim heads (SmolLM2, Qwen2.5-0.5B)
@@ -72,6 +71,8 @@ class NativeKernel:
         self._linear_quant = _bind(lib, "hexa_linear_quant", _P, _P, _P, _P, _P, _I, _I, _I, _I, _I)
         self._pack_quant = _bind(lib, "hexa_pack_quant", _P, _P, _I, _I, _I, _I)
         self._pack_quant.restype = ctypes.c_int
+        self._quant_block_bytes = _bind(lib, "hexa_quant_block_bytes", _I)
+        self._quant_block_bytes.restype = ctypes.c_int
         self._pack = _bind(lib, "hexa_pack", _P, _P, _I, _I, _I)
         self._attention = _bind(lib, "hexa_attention", _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _I)
         self._rmsnorm = _bind(lib, "hexa_rmsnorm", _P, _P, _P, _I, _I, _F, _I)
@@ -79,15 +80,15 @@ class NativeKernel:
         self._rope_split = _bind(lib, "hexa_rope_split", _P, _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _F, _I)
         self.threads = threads
 
-    def pack(self, w: torch.Tensor, quantized: bool = True) -> PackedWeight:
-        """Pack for the fp32 kernel and, with ``quantized`` and weights that are exactly Q4_1 or
-        Q8_0, also as their codes, which calls of at most ``QUANT_ROWS`` rows then read (the same
-        bits from 5x / 3.5x fewer bytes)."""
+    def pack(self, w: torch.Tensor) -> PackedWeight:
+        """Pack for the fp32 kernel and, for weights that are exactly Q4_1 or Q8_0, also as their
+        codes, which calls of at most ``QUANT_ROWS`` rows then read (the same bits from 5x / 3.5x
+        fewer bytes)."""
         w = w.to(torch.float32).contiguous()
         N, K = w.shape
         data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
         self._pack(w.data_ptr(), data.data_ptr(), N, K, self.threads)
-        return PackedWeight(data, (N, K), self.pack_quantized(w) if quantized else None)
+        return PackedWeight(data, (N, K), self.pack_quantized(w))
 
     def pack_quantized(self, w: torch.Tensor) -> tuple[torch.Tensor, int] | None:
         """(codes, bits) of a weight [N, K] that is exactly Q4_1 or Q8_0 (every block checked
@@ -95,8 +96,8 @@ class NativeKernel:
         N, K = w.shape
         if K % 32:
             return None
-        for bits, size in QUANT_BLOCK_BYTES.items():
-            out = torch.empty(-(-N // PANEL) * (K // 32) * size, dtype=torch.uint8)
+        for bits in (4, 8):
+            out = torch.empty(-(-N // PANEL) * (K // 32) * self._quant_block_bytes(bits), dtype=torch.uint8)
             if self._pack_quant(w.data_ptr(), out.data_ptr(), N, K, bits, self.threads):
                 return out, bits
         return None

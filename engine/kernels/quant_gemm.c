@@ -1,4 +1,4 @@
-/* hexa's linear on 4-bit weights (AVX2+FMA), for decoding steps and tree verifications.
+/* hexa's linear on Q4_1 and Q8_0 codes (AVX2+FMA), for decoding steps and tree verifications.
  *
  * A model shipped as Q4_1 (every block of 32 inputs of an output row is d * q + m, q in 0..15)
  * is converted to fp32 once; a 1-row step then reads 4 bytes per weight and is bound by memory.
@@ -9,11 +9,13 @@
  * therefore sees exactly the fp32 weights, and every y[m][n] is the same FMA chain over k as in
  * packed_gemm.c: the two kernels give identical bits, and which one runs a call never changes a
  * token. Over all 210 projections of SmolLM2-135M: 1 row 9.2 ms (fp32 15.5), 8 rows 19.4 (23.0);
- * from 16 rows on the fp32 kernel is as fast, so more rows go there (Q4_ROWS).
+ * from 16 rows on the fp32 kernel is as fast, so more rows go there (QUANT_ROWS). Q8_0 (w = d * q,
+ * the tied output head of SmolLM2) works the same way with signed 8-bit codes.
  *
- * Layout, per panel of 16 output columns and per block of 32 inputs (384 bytes, in the order the
- * kernel streams them): d[16] and m[16] as fp32, then 16 pairs of inputs, 16 bytes each, byte c
- * holding column c's code for the even input in its low nibble and for the odd one in its high.
+ * Layout, per panel of 16 output columns and per block of 32 inputs, in the order the kernel
+ * streams them: Q4_1 (384 bytes) d[16] and m[16] as fp32, then 16 pairs of inputs, 16 bytes each,
+ * byte c holding column c's code for the even input in its low nibble and for the odd one in its
+ * high; Q8_0 (576 bytes) d[16] as fp32, then 32 inputs, 16 bytes each, byte c column c's code.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -203,4 +205,10 @@ int hexa_pack_quant(const float *w, uint8_t *packed, int N, int K, int bits, int
     struct pack_job a = {w, packed, N, K, bits, 0};
     hexa_run(pack_quant_panel, &a, (N + PW - 1) / PW, threads);
     return !a.failed;
+}
+
+/* Bytes per panel and block of 32 inputs in the layout for ``bits`` (4: Q4_1, 8: Q8_0), so
+   callers size the buffers hexa_pack_quant fills from here. */
+int hexa_quant_block_bytes(int bits) {
+    return bits == 8 ? Q8_BYTES : Q4_BYTES;
 }
