@@ -3,6 +3,7 @@
 ``respond`` stores the user turn first (nothing typed is lost on a crash), builds the prompt
 (system prompt + retrieved context + conversation, cut to fit the context window), runs the
 engine, then stores the response with its token ids and stats and indexes it for drafting.
+Every method runs on the caller's worker thread: memory and engine work alike.
 """
 from __future__ import annotations
 
@@ -12,11 +13,17 @@ from typing import Any, Iterator
 from engine.events import Done, Notice
 
 from . import prompts
-from .common import AgentError, fit_chat, keep_response, method_for, prompt_budget
+from .common import MIN_PROMPT_TOKENS, AgentError, fit_chat, keep_response, prompt_budget, stats_of
 from .events import Saved
 
 MODE = "assistant"
 DEFAULT_TITLE = "New chat"
+TITLE_CHARS = 40
+
+
+def title_of(text: str) -> str:
+    title = " ".join(text.split())
+    return title[:TITLE_CHARS] + ("…" if len(title) > TITLE_CHARS else "")
 
 
 class Assistant:
@@ -29,9 +36,13 @@ class Assistant:
 
     # -- requests ---------------------------------------------------------------------------------
     def respond(self, session_id, user_text: str, cancel: threading.Event | None = None) -> Iterator:
+        """Answer ``user_text`` in session ``session_id`` (None: a new session, titled after it)."""
         user_text = user_text.strip()
         if not user_text:
             raise AgentError("Nothing to send.")
+        if session_id is None:
+            session_id = self.memory.new_session(MODE, title=title_of(user_text),
+                                                 model=self.engine.model_name).id
         history = self.memory.messages(session_id)
         msg = self.memory.add_message(session_id, "user", user_text, mode=MODE,
                                       model=self.engine.model_name)
@@ -49,14 +60,62 @@ class Assistant:
         user = history.pop()
         yield from self._generate(session_id, history, user.text, cancel)
 
+    def continue_last(self, session_id, cancel: threading.Event | None = None) -> Iterator:
+        """Generate more of the session's last response (one cut by the token limit, say); the
+        stored message grows in place. Text events carry only the new part."""
+        history = self.memory.messages(session_id)
+        if len(history) < 2 or history[-1].role != "assistant" or history[-2].role != "user":
+            raise AgentError("Nothing to continue: the last message is not a response.")
+        answer, user = history[-1], history[-2]
+        # the response's own token ids, so the model resumes exactly where it stopped
+        # (an edited response has none: its text is tokenized again)
+        done_ids = list(answer.token_ids) or self.engine.encode(answer.text)
+        budget, max_new = prompt_budget(self.engine, self.settings.max_tokens)
+        room = budget - len(done_ids)
+        ids, cuts = fit_chat(self.engine, self._system(session_id), self._turns(history[:-2]), user.text,
+                             room) if room >= MIN_PROMPT_TOKENS else ([], [])
+        if not ids or len(ids) > room:
+            raise AgentError("The response already fills the context window: it cannot be continued.")
+        for note in cuts:
+            yield Notice(note)
+        done = None
+        for event in self._run(ids + done_ids, max_new, self._sources(user.text), cancel):
+            if isinstance(event, Done):
+                done = event
+            yield event
+        if done is not None and not done.text and done.stop_reason == "eos":
+            yield Notice("The response was complete: the model has nothing to add.")
+        if done is not None and done.text:
+            stats = stats_of(done)
+            self.memory.update_message(answer.id, text=answer.text + done.text,
+                                       token_ids=done_ids + list(done.token_ids) if answer.token_ids else None,
+                                       stats=stats)
+            if done.stop_reason != "cancelled" and answer.token_ids:
+                self.engine.index_response(done_ids + list(done.token_ids))
+            yield Saved(session_id, answer.id, "assistant", answer.text + done.text)
+
+    def context_tokens(self, session_id) -> int:
+        """Tokens the session's conversation takes in the prompt now (system prompt and turns,
+        before retrieval), for the context gauge."""
+        turns = self._turns(self.memory.messages(session_id))
+        return len(self.engine.chat_ids([{"role": "system", "content": self._system(session_id)}] + turns))
+
     # -- internals --------------------------------------------------------------------------------
     def _maybe_title(self, session_id, history, user_text: str) -> None:
         if history:
             return
         session = self.memory.get_session(session_id)
         if session is not None and session.title in ("", DEFAULT_TITLE):
-            title = " ".join(user_text.split())
-            self.memory.rename_session(session_id, title[:40] + ("…" if len(title) > 40 else ""))
+            self.memory.rename_session(session_id, title_of(user_text))
+
+    def _system(self, session_id) -> str:
+        session = self.memory.get_session(session_id)
+        return (getattr(session, "system_prompt", "") or "").strip() or prompts.load("assistant_system")
+
+    @staticmethod
+    def _turns(messages) -> list[dict]:
+        return [{"role": m.role, "content": m.text} for m in messages
+                if m.role in ("user", "assistant") and m.text]
 
     def _context(self, session_id, user_text: str, history) -> tuple[str, list[str]]:
         if not self.settings.retrieval:
@@ -77,21 +136,20 @@ class Assistant:
         except Exception:
             return []
 
+    def _run(self, ids: list[int], max_new: int, sources, cancel) -> Iterator:
+        return self.engine.generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
+                                    top_p=self.settings.top_p, method=self.settings.method,
+                                    sources=sources, cancel=cancel)
+
     def _generate(self, session_id, history, user_text: str, cancel) -> Iterator:
-        session = self.memory.get_session(session_id)
-        system = (getattr(session, "system_prompt", "") or "").strip() or prompts.load("assistant_system")
         context, notes = self._context(session_id, user_text, history)
-        turns = [{"role": m.role, "content": m.text} for m in history
-                 if m.role in ("user", "assistant") and m.text]
         budget, max_new = prompt_budget(self.engine, self.settings.max_tokens)
-        ids, cuts = fit_chat(self.engine, system, turns, user_text, budget, context)
+        ids, cuts = fit_chat(self.engine, self._system(session_id), self._turns(history), user_text,
+                             budget, context)
         for note in notes + cuts:
             yield Notice(note)
         done: Done | None = None
-        for event in self.engine.generate(
-                ids, max_new_tokens=max_new, temperature=self.settings.temperature,
-                top_p=self.settings.top_p, method=method_for(self.engine, self.settings.method),
-                sources=self._sources(user_text), cancel=cancel):
+        for event in self._run(ids, max_new, self._sources(user_text), cancel):
             if isinstance(event, Done):
                 done = event
             yield event

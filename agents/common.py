@@ -21,6 +21,11 @@ def stats_of(done: Done) -> dict[str, Any]:
     return stats
 
 
+def cancelled_done(method: str = "") -> Done:
+    """The Done of a request cancelled before the engine produced anything."""
+    return Done("cancelled", "", (), 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, method=method or "vanilla")
+
+
 def keep_response(engine: Any, memory: Any, session_id: int, done: Done | None, mode: str):
     """Store a finished response (text, token ids, stats); a complete one also becomes a drafting
     source for the engine. Returns the stored message, or None when there was nothing to keep."""
@@ -82,22 +87,3 @@ def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, bu
             ids = build(context, engine.decode(text_ids[:keep]))
         notices.append(f"Message too long for the context window: cut to its first {keep} tokens.")
     return ids, notices
-
-
-def available_methods(engine: Any) -> tuple[str, ...]:
-    """Decoding methods of the real engine (empty for anything else, e.g. a test double)."""
-    try:
-        import engine as engine_pkg
-    except ImportError:
-        return ()
-    if not isinstance(engine, getattr(engine_pkg, "Engine", ())):
-        return ()
-    return tuple(getattr(engine_pkg, "METHODS", ()))
-
-
-def method_for(engine: Any, wanted: str) -> str:
-    """``wanted`` if the engine has it, else vanilla (the engine grows methods over time)."""
-    methods = available_methods(engine)
-    if not methods or wanted in methods:
-        return wanted
-    return "vanilla" if "vanilla" in methods else methods[0]

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 from engine.events import Done, Notice, Prefill, Step
 
 from . import prompts
-from .common import AgentError, keep_response, method_for, prompt_budget
+from .common import AgentError, cancelled_done, keep_response, prompt_budget
 from .events import Part, Saved
 
 MODE = "summarizer"
@@ -30,10 +30,11 @@ class Summarizer:
         self.part_tokens = part_tokens      # force smaller parts (tests, slow devices)
 
     def ingest(self, path: str | Path, progress: Callable[[int, int], None] | None = None,
-               session_id=None):
-        """Store one file in memory (raises memory.DocumentError with a one-line reason)."""
+               session_id=None, cancel: threading.Event | None = None):
+        """Store one file in memory (raises memory.DocumentError with a one-line reason, and
+        memory.IngestCancelled, leaving nothing behind, when ``cancel`` is set meanwhile)."""
         return self.memory.add_document(Path(path).expanduser(), progress=progress,
-                                        session_id=session_id)
+                                        session_id=session_id, cancel=cancel)
 
     # -- summarizing ------------------------------------------------------------------------------
     def summarize(self, session_id, doc_ids: Sequence, style: str = "short",
@@ -46,6 +47,7 @@ class Summarizer:
         if not texts:
             raise AgentError("The document has no text to summarize.")
         request = f"Summarize ({style}): " + ", ".join(n for n, _ in texts)
+        session_id = self._session(session_id, [n for n, _ in texts])
         msg = self.memory.add_message(session_id, "user", request, mode=MODE, model=self.engine.model_name)
         yield Saved(session_id, msg.id, "user", request)
         document = texts[0][1] if len(texts) == 1 else "\n\n".join(f"# {n}\n\n{t}" for n, t in texts)
@@ -76,7 +78,7 @@ class Summarizer:
                     elif isinstance(event, Done):
                         done = event
                 if done is None or done.stop_reason == "cancelled":
-                    yield done or Done("cancelled", "", (), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0)
+                    yield done or cancelled_done(self.settings.method)
                     return
                 summaries.append(done.text.strip())
             tokens = self.engine.encode("\n\n".join(f"Part {i}: {s}" for i, s in enumerate(summaries, 1)))
@@ -97,6 +99,17 @@ class Summarizer:
             yield Saved(session_id, answer.id, "assistant", done.text)
 
     # -- internals --------------------------------------------------------------------------------
+    def _session(self, session_id, names: list[str]):
+        """The session to summarize in: a new one (None) or one still untitled is named after the
+        documents, so the sessions list tells summaries apart."""
+        title = "Summary: " + names[0] + (f" + {len(names) - 1} more" if len(names) > 1 else "")
+        if session_id is None:
+            return self.memory.new_session(MODE, title=title, model=self.engine.model_name).id
+        session = self.memory.get_session(session_id)
+        if session is not None and session.title in ("", "New chat", "Summary"):
+            self.memory.rename_session(session_id, title)
+        return session_id
+
     def _ids(self, system: str, template: str, document: str, style: str) -> list[int]:
         user = prompts.render(template, document=document, style_hint=prompts.STYLE_HINTS[style])
         return self.engine.chat_ids([{"role": "system", "content": system},
@@ -112,7 +125,7 @@ class Summarizer:
 
     def _run(self, ids, max_new: int, sources, cancel) -> Iterator:
         return self.engine.generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
-                                    top_p=self.settings.top_p, method=method_for(self.engine, self.settings.method),
+                                    top_p=self.settings.top_p, method=self.settings.method,
                                     sources=sources, cancel=cancel)
 
 

@@ -1,4 +1,9 @@
-"""The one CLI, ``hexa``: no argument opens the TUI; subcommands for one-shot use and benchmarks."""
+"""The one CLI, ``hexa``: no argument opens the TUI; subcommands for one-shot use and benchmarks.
+
+Error contract, the same for every subcommand: an error the user can cause (a bad setting, a
+missing model or file, a refused document) prints one line and exits 2; an unexpected error also
+prints one line and leaves its traceback in ``errors.log`` in the log folder.
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +12,7 @@ import sys
 import traceback
 from importlib.metadata import PackageNotFoundError, version
 
-from . import cli_engine
+from . import cli_ask, cli_bench, cli_info, cli_memory, settings
 from .locations import locations
 
 
@@ -31,21 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Terminal chat and agent app with NPU-aligned speculative decoding. "
                     "Run without a command to open the app.")
     parser.add_argument("--version", action="version", version=f"hexa {hexa_version()}")
-    cli_engine.add_model_options(parser)
+    settings.add_flags(parser.add_argument_group("model"), settings.MODEL_FLAGS, top_level=True)
+    settings.add_flags(parser.add_argument_group("generation"), settings.GENERATION_FLAGS, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    cli_engine.register(sub)
-    try:
-        from . import cli_memory
-    except ImportError:
-        cli_memory = None
-    if cli_memory is not None:
-        cli_memory.register(sub)
+    for module in (cli_ask, cli_bench, cli_memory, cli_info):
+        module.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     loc = locations()
     args.locations = loc
     args.data_dir = loc.data
@@ -54,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             from .tui import run_tui
 
-            return run_tui(args) or 0
+            # the app reports a bad value in a notification and carries on without it
+            loaded = settings.load(loc.config_file, flags=settings.flag_values(args), strict=False)
+            return run_tui(loaded, loc) or 0
+        if getattr(args, "uses_settings", False):
+            args.loaded = settings.load(loc.config_file, flags=settings.flag_values(args))
         return args.func(args) or 0
     except KeyboardInterrupt:
         print("hexa: interrupted", file=sys.stderr)
@@ -68,18 +72,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def describe_error(exc: Exception, log_dir) -> str:
-    """One line for the user; an unexpected error's traceback goes to the log folder."""
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions whose message is meant for the user as is."""
+    from agents.common import AgentError
     from engine.errors import EngineError
+    from memory import StoreError
 
-    expected: tuple[type, ...] = (EngineError, OSError)
-    try:
-        from memory import MemoryError as StoreError  # noqa: A004
+    return (settings.ConfigError, EngineError, StoreError, AgentError, OSError)
 
-        expected += (StoreError,)
-    except ImportError:
-        pass
-    if isinstance(exc, expected):
+
+def describe_error(exc: BaseException, log_dir) -> str:
+    """One line for the user; an unexpected error's traceback goes to the log folder."""
+    if isinstance(exc, user_errors()):
         return str(exc) or exc.__class__.__name__
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -88,7 +92,8 @@ def describe_error(exc: Exception, log_dir) -> str:
         where = f" (details in {log_dir / 'errors.log'})"
     except OSError:
         where = ""
-    return f"internal error: {exc.__class__.__name__}: {exc}{where}"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"internal error: {exc.__class__.__name__}: {first}{where}"
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import settings as config
 
-def register(sub):
+
+def register(sub) -> None:
     p = sub.add_parser("bench", help="benchmark decoding methods on a JSONL prompt set")
     p.add_argument("--data", required=True, type=Path, help="JSONL file: {id, task, turns}")
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
@@ -16,8 +18,11 @@ def register(sub):
     p.add_argument("--history", action="store_true",
                    help="stream the data set: earlier responses of a task become drafting sources")
     p.add_argument("--json", type=Path, default=None, help="write every figure and output here")
-    p.set_defaults(func=cmd_bench)
-    return p
+    p.add_argument("--app", action="store_true",
+                   help="measure the app instead: each prompt sent in the (headless) app, then given "
+                        "to the engine alone on the same ids; compares their decode speed")
+    config.add_flags(p.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
+    p.set_defaults(func=cmd_bench, uses_settings=True)
 
 
 def cmd_bench(args) -> int:
@@ -25,7 +30,7 @@ def cmd_bench(args) -> int:
     from engine.bench.runner import BenchOptions, format_table, run_bench, write_json
     from engine.errors import EngineError
 
-    from .cli_engine import load_engine
+    from .loading import load_engine
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
@@ -34,12 +39,27 @@ def cmd_bench(args) -> int:
         raise EngineError("--max-new-tokens and --n must be positive")
     tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
     cases = load_cases(args.data, tasks, args.n)
-    engine = load_engine(args, quiet=True)
+    engine = load_engine(args.loaded.settings, args.locations)
+    if args.app:
+        return bench_app(engine, cases, methods, args)
     opts = BenchOptions(methods=methods, max_new_tokens=args.max_new_tokens,
                         max_prompt_tokens=args.max_prompt_tokens, history=args.history)
     result = run_bench(engine, cases, opts)
     print(format_table(result))
     if args.json:
         write_json(result, args.json)
+        print(f"hexa: wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def bench_app(engine, cases, methods: list[str], args) -> int:
+    import json
+
+    from .tui import bench
+
+    rows = bench.run(engine, cases, methods, args.max_new_tokens, log=sys.stderr)
+    print(bench.format_table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
         print(f"hexa: wrote {args.json}", file=sys.stderr)
     return 0

@@ -13,16 +13,16 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def _check_model(args) -> tuple[bool, str]:
+def _check_model(settings, locs) -> tuple[bool, str]:
     from engine.errors import EngineError
     from engine.model_cache import entry_dir, is_valid
     from engine.model_source import resolve
 
     try:
-        source = resolve(args.model)
+        source = resolve(settings.model)
     except EngineError as exc:
         return False, str(exc)
-    entry = entry_dir(source, args.cache_dir / "models")
+    entry = entry_dir(source, locs.model_cache)
     cached = "cached" if is_valid(entry) else "not converted yet (first load converts it)"
     return True, f"{source.name} [{source.kind}] {source.path or source.hub_id} — {cached}"
 
@@ -48,13 +48,13 @@ def _check_qnn() -> tuple[bool, str]:
                   f"devices: {kinds}); select with --backend qnn")
 
 
-def _check_kernel(args) -> tuple[bool, str]:
+def _check_kernel(settings, locs) -> tuple[bool, str]:
     """The native AVX2 kernel for the torch backend (built once into the cache folder); optional."""
     try:
         from engine.kernels import native_kernel
         from engine.threads import configure
 
-        kernel, why_not = native_kernel(Path(args.cache_dir), configure(None))
+        kernel, why_not = native_kernel(Path(locs.cache), configure(settings.threads))
     except ImportError as exc:
         return False, f"cannot import engine: {exc}"
     return (True, f"avx2 packed-weight linear (fp32, and Q4_1/Q8_0 codes for decoding), attention and "
@@ -62,9 +62,13 @@ def _check_kernel(args) -> tuple[bool, str]:
         else (False, f"{why_not}; torch's linear is used")
 
 
-def run(args) -> int:
+def run(loaded, locs) -> int:
+    """One line per check; exit status 1 when the settings, the model or torch are not usable."""
     rows: list[tuple[str, bool, str]] = []
-    ok, msg = _check_model(args)
+    rows.append(("settings", not loaded.problems,
+                 "; ".join(loaded.problems) or f"{loaded.path}" + ("" if loaded.path.exists() else " (not created yet)")))
+    settings = loaded.settings
+    ok, msg = _check_model(settings, locs)
     rows.append(("model", ok, msg))
     try:
         import torch
@@ -72,7 +76,7 @@ def run(args) -> int:
         rows.append(("backend torch", True, f"torch {torch.__version__}, {torch.get_num_threads()} threads"))
     except ImportError:
         rows.append(("backend torch", False, "torch not installed"))
-    rows.append(("native kernels", *_check_kernel(args)))
+    rows.append(("native kernels", *_check_kernel(settings, locs)))
     ok_qnn, msg_qnn = _check_qnn()
     rows.append(("backend qnn", ok_qnn, msg_qnn))
     rows.append(("python", True, platform.python_version() + " " + platform.machine()))
@@ -82,4 +86,4 @@ def run(args) -> int:
         rows.append((dist, v != "not installed", v))
     for name, ok, msg in rows:
         print(f"{'ok ' if ok else '-- '} {name:<22} {msg}")
-    return 0 if rows[0][1] and rows[1][1] else 1
+    return 0 if all(ok for _, ok, _ in rows[:3]) else 1

@@ -1,35 +1,40 @@
 """HexaApp: one app, a screen per mode (see modes.py), live panels, settings, help and palette."""
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from textual import work
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from agents.common import available_methods
-from app.config import Settings, save_settings
+from app.keys import KEYS
+from app.settings import ConfigError, Loaded, apply, save_changes
 
-from .commands import SessionsProvider
+from .commands import DocumentsProvider, SessionsProvider
+from .jobs import job_threads, one_line
 from .keys import bind
 from .messages import RuntimeReady
-from .metrics import Metrics, process_rss_mb
+from .metrics import DeviceInfo, process_rss_mb
 from .modes import mode_specs
-from .runtime import EngineFactory, MemoryFactory, Runtime, load_engine, open_memory
-from .screens.base import ModeScreen, one_line
+from .runtime import EngineFactory, MemoryFactory, Runtime, build_runtime, default_memory, load_engine
+from .screens.base import ModeScreen
 from .screens.help import HelpScreen
 from .screens.settings import SettingsScreen
 
 SPECS = mode_specs()
 ENGINE_FIELDS = ("model", "backend", "threads", "context")
+QUIT_WAIT_S = 5.0     # how long Ctrl+Q waits for a cancelled request to store its partial answer
 
 
 class HexaApp(App):
-    CSS_PATH = "hexa.tcss"
+    CSS_PATH = Path(__file__).with_name("hexa.tcss")     # absolute: subclasses live elsewhere
     TITLE = "hexa"
     MODES = {spec.name: spec.screen for spec in SPECS}
-    COMMANDS = App.COMMANDS | {SessionsProvider}
+    COMMANDS = App.COMMANDS | {SessionsProvider, DocumentsProvider}
     BINDINGS = [
         bind("app.quit", "quit", priority=True, show=False),
         bind("app.palette", "command_palette", priority=True, show=False),
@@ -39,56 +44,56 @@ class HexaApp(App):
         *[bind(spec.binding_id, f"mode('{spec.name}')", show=False) for spec in SPECS],
     ]
 
-    def __init__(self, settings: Settings, locations: Any, *, engine_factory: EngineFactory = load_engine,
-                 memory: Any = None, memory_factory: MemoryFactory = open_memory,
-                 rss_probe: Callable[[], float] = process_rss_mb, config_error: str | None = None,
-                 start_mode: str | None = None):
+    def __init__(self, loaded: Loaded, locations: Any, *, engine_factory: EngineFactory = load_engine,
+                 memory_factory: MemoryFactory = default_memory,
+                 rss_probe: Callable[[], float] = process_rss_mb, start_mode: str | None = None):
         super().__init__()
-        self.settings, self.locs = settings, locations
+        self.loaded, self.settings, self.locs = loaded, loaded.settings, locations
         self.engine_factory, self.memory_factory = engine_factory, memory_factory
-        self._memory = memory
         self.rss_probe = rss_probe
-        self.config_error = config_error
         self.start_mode = start_mode or SPECS[0].name
         self.specs = SPECS
+        self.mode_screens: list[ModeScreen] = []      # every mode screen mounted so far
         self.runtime: Runtime | None = None
-        self.load_error: str | None = None        # why the last model load failed
-        self.metrics = Metrics(method=settings.method, backend=settings.backend)
+        self.load_error: str | None = None            # why the last model load failed
+        self.device = DeviceInfo(method=self.settings.method, backend=self.settings.backend)
         self.status = "loading model…"
+        self.quitting = False
+        self.job_threads = job_threads()
+
+    def key_label(self, binding_id: str) -> str:
+        return self.settings.keymap.get(binding_id, KEYS[binding_id][0]).upper()
 
     # -- start-up -----------------------------------------------------------------------------------
     def on_mount(self) -> None:
         if self.settings.keymap:
             self.set_keymap(self.settings.keymap)
         self.switch_mode(self.start_mode)
-        if self.config_error:
-            self.notify(f"{self.config_error} — using defaults.", title="Config", severity="error", timeout=10)
+        for problem in self.loaded.problems:
+            self.notify(f"{problem} — ignored.", title="Settings", severity="error", timeout=12)
         self._probe()
         self.set_interval(2.0, self._probe)
         self.load_runtime()
 
     def _probe(self) -> None:
-        self.metrics.rss_mb = self.rss_probe()
+        self.device.rss_mb = self.rss_probe()
 
     def set_status(self, text: str) -> None:
         self.status = text
-        for screen in self.mode_screens():
+        for screen in self.mode_screens:
             screen.refresh_bar()
 
-    def mode_screens(self) -> list[ModeScreen]:
-        return [s for stack in self._screen_stacks.values() for s in stack if isinstance(s, ModeScreen)]
-
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def load_runtime(self, memory: Any = None) -> None:
+    def load_runtime(self, previous: Runtime | None = None) -> None:
         def progress(text: str) -> None:
             self.call_from_thread(self.set_status, f"loading: {text}")
         try:
-            engine = self.engine_factory(self.settings, self.locs, progress)
-            memory = memory or self._memory or self.memory_factory(self.locs, engine)
+            runtime = build_runtime(self.settings, self.locs, progress, self.engine_factory,
+                                    self.memory_factory, previous)
         except Exception as exc:
             self.call_from_thread(self._load_failed, one_line(exc))
             return
-        self.call_from_thread(self._runtime_ready, Runtime(engine, memory, self.settings))
+        self.call_from_thread(self._runtime_ready, runtime)
 
     def _load_failed(self, error: str) -> None:
         self.load_error = error
@@ -97,29 +102,21 @@ class HexaApp(App):
 
     def _runtime_ready(self, runtime: Runtime) -> None:
         self.runtime, self.load_error = runtime, None
-        methods = available_methods(runtime.engine)
-        if methods and self.settings.method not in methods:
-            fallback = "vanilla" if "vanilla" in methods else methods[0]
-            self.notify(f"Decoding method {self.settings.method!r} is not available: using {fallback!r}.",
-                        severity="warning")
-            self.settings = replace(self.settings, method=fallback)
-            runtime.update_settings(self.settings)
-            self.metrics.method = fallback
-        self.metrics.model = runtime.engine.model_name
-        self.metrics.backend = runtime.engine.backend_name
-        self.set_status("")
-        for screen in self.mode_screens():
+        self.device = replace(self.device, model=runtime.engine.model_name, backend=runtime.engine.backend_name,
+                              memory="temporary (not saved)" if runtime.memory_problem else "")
+        if runtime.memory_problem:
+            self.notify(f"{runtime.memory_problem}. Chatting with a temporary memory: nothing is kept "
+                        f"after you quit.", title="Memory unavailable", severity="error", timeout=20)
+        self.set_status("[yellow]memory: temporary[/yellow]" if runtime.memory_problem else "")
+        for screen in self.mode_screens:
             screen.post_message(RuntimeReady())
         self.warm_memory(runtime.memory)
 
     @work(thread=True, exclusive=True, group="warmup", exit_on_error=False)
     def warm_memory(self, memory: Any) -> None:
         """Load the vector index and embedding model now, so the first reply isn't the one that waits."""
-        warmup = getattr(memory, "warmup", None)
-        if warmup is None:
-            return
         try:
-            warmup()
+            memory.warmup()
         except Exception as exc:
             self.call_from_thread(self.notify, one_line(exc), title="Memory", severity="warning")
 
@@ -138,29 +135,32 @@ class HexaApp(App):
 
     def action_settings(self) -> None:
         if not isinstance(self.screen, SettingsScreen):
-            self.push_screen(SettingsScreen(self.settings, str(self.locs.config_file)), self.apply_settings)
+            self.push_screen(SettingsScreen(self.settings, self.loaded), self.apply_changes)
 
-    def apply_settings(self, new: Settings | None, save: bool = True) -> None:
-        if new is None:
+    def apply_changes(self, changes: dict | None, save: bool = True) -> None:
+        """Settings changed in F8: saved to config.toml (only these), applied to this run."""
+        if not changes:
             return
-        old, self.settings = self.settings, new
         if save:
             try:
-                path = save_settings(new, self.locs.config_file)
+                path = save_changes(self.locs.config_file, changes)
                 self.notify(f"Settings saved to {path}")
-            except OSError as exc:
-                self.notify(f"Cannot save settings: {exc.strerror}", severity="error")
-        self.set_keymap(new.keymap)
-        self.metrics.method = new.method
+            except (ConfigError, OSError) as exc:
+                self.notify(f"Settings not saved: {one_line(exc)}", severity="error", timeout=12)
+        old, self.settings = self.settings, apply(self.settings, **changes)
+        self.loaded.settings = self.settings
+        for name in changes:                       # the user's choice now beats a one-off override
+            self.loaded.origins[name] = "config.toml"
+        self.set_keymap(self.settings.keymap)
+        self.device.method = self.settings.method
         if self.runtime is not None:
-            self.runtime.update_settings(new)
+            self.runtime.update_settings(self.settings)
         # reload on a model change, also after a failed load (the user just fixed the model in F8)
-        if any(getattr(old, f) != getattr(new, f) for f in ENGINE_FIELDS) and (
+        if any(getattr(old, f) != getattr(self.settings, f) for f in ENGINE_FIELDS) and (
                 self.runtime is not None or self.load_error is not None):
-            memory = self.runtime.memory if self.runtime is not None else None
-            self.runtime, self.load_error = None, None
+            previous, self.runtime, self.load_error = self.runtime, None, None
             self.set_status("reloading model…")
-            self.load_runtime(memory)
+            self.load_runtime(previous)
 
     async def open_session(self, session) -> None:
         await self.switch_mode(session.mode)
@@ -179,15 +179,27 @@ class HexaApp(App):
             for title, help_text, callback in screen.palette_commands():
                 yield SystemCommand(title, help_text, callback)
 
-    async def on_unmount(self) -> None:
-        runtime = self.runtime
-        for screen in self.mode_screens():
-            if screen.cancel_event is not None:
-                screen.cancel_event.set()
-        if runtime is not None and self._memory is None:
+    # -- quitting -----------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """Cancel what is running, give it a moment to store its partial answer, then quit."""
+        if self.quitting:
+            self.exit()                            # a second Ctrl+Q: do not wait
+            return
+        self.quitting = True
+        jobs = [job for screen in self.mode_screens for job in screen.cancel_all()]
+        if jobs:
+            self.set_status("saving the partial answer…")
+            deadline = time.monotonic() + QUIT_WAIT_S
+            while not all(job.done.is_set() for job in jobs) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+        self.exit()
+
+    def on_unmount(self) -> None:
+        for screen in self.mode_screens:
+            screen.cancel_all()
+        self.job_threads.shutdown(wait=False, cancel_futures=True)
+        if self.runtime is not None:
             try:
-                runtime.memory.close()
+                self.runtime.close()
             except Exception:
                 pass
-
-

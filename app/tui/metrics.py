@@ -1,15 +1,21 @@
-"""Live figures of the current request, computed only from engine events (never the wall clock),
-so a deterministic event source gives deterministic panels."""
+"""Live figures, computed only from engine events (never the wall clock), so a deterministic
+event source gives deterministic panels.
+
+``RequestMetrics`` belongs to one mode screen (a chat sent while a summary runs never mixes the two
+jobs' figures) and covers one generation pass: a summary made of parts starts over at each part,
+so at the end the panel, the histogram and the answer's footer all describe the same pass.
+``DeviceInfo`` is the app's: model, backend, method, memory.
+"""
 from __future__ import annotations
 
 import os
 import resource
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from engine.events import SOURCES, Done, Prefill, Step, Text
 
-MAX_STEPS = 120
+SPARK_STEPS = 60      # steps drawn in the sparkline (the mean and histogram count every step)
 
 
 def process_rss_mb() -> float:
@@ -22,17 +28,22 @@ def process_rss_mb() -> float:
 
 
 @dataclass
-class Metrics:
+class DeviceInfo:
     model: str = "-"
     backend: str = "-"
     method: str = "-"
     rss_mb: float = 0.0
-    # acceptance
+    memory: str = ""          # why memory is limited this run ("" when it is the normal store)
+
+
+@dataclass
+class RequestMetrics:
     last_accepted: int = 0
-    steps: list[int] = field(default_factory=list)
+    steps: int = 0
+    accepted: int = 0
+    recent: deque = field(default_factory=lambda: deque(maxlen=SPARK_STEPS))
     histogram: Counter = field(default_factory=Counter)
     sources: Counter = field(default_factory=Counter)
-    # latency
     start_t: float | None = None
     first_token_t: float | None = None
     last_t: float | None = None
@@ -48,15 +59,13 @@ class Metrics:
     exposed_load_ms: float = 0.0
     done: Done | None = None
 
-    def begin(self, method: str, t: float | None = None) -> None:
-        """Reset the per-request figures (device figures stay)."""
-        keep = dict(model=self.model, backend=self.backend, rss_mb=self.rss_mb)
-        self.__init__(**keep, method=method)  # type: ignore[misc]
-        self.start_t = t
+    def reset(self) -> None:
+        self.__init__()  # type: ignore[misc]
 
     @property
     def mean_accepted(self) -> float:
-        return sum(self.steps) / len(self.steps) if self.steps else 0.0
+        """Emitted tokens per decoding step over the whole pass (the same figure as Done's)."""
+        return self.accepted / self.steps if self.steps else 0.0
 
     @property
     def prefill_tok_s(self) -> float:
@@ -81,6 +90,8 @@ class Metrics:
 
     def feed(self, event) -> None:
         if isinstance(event, Prefill):
+            if event.done == event.chunk and (self.steps or self.done):   # a new pass begins
+                self.reset()
             if self.start_t is None:
                 self.start_t = event.t - event.ms / 1000
             self.prefill_done, self.prefill_total = event.done, event.total
@@ -89,7 +100,9 @@ class Metrics:
             self.exposed_load_ms = event.exposed_load_ms
         elif isinstance(event, Step):
             self.last_accepted = event.accepted
-            self.steps = (self.steps + [event.accepted])[-MAX_STEPS:]
+            self.steps += 1
+            self.accepted += event.accepted
+            self.recent.append(event.accepted)
             self.histogram[event.accepted] += 1
             self.sources.update(event.sources)
             self.draft_ms, self.verify_ms = event.draft_ms, event.verify_ms
@@ -102,8 +115,6 @@ class Metrics:
             self.ttft_ms = event.ttft_ms
             if not self.steps and event.new_tokens:
                 self.tokens = event.new_tokens
-            if event.accepted_by_source and not self.sources:
-                self.sources.update(event.accepted_by_source)
 
     def _stamp(self, t: float) -> None:
         if self.first_token_t is None:
@@ -132,6 +143,8 @@ def footer_text(stats: dict) -> str:
         parts.append(f"{stats['ms_per_token']:.1f} ms/tok")
     parts.append(str(stats.get("method", "")))
     reason = stats.get("stop_reason")
-    if reason and reason != "eos":
+    if reason == "max_tokens":
+        parts.append("token limit (F5 continues)")
+    elif reason and reason != "eos":
         parts.append(reason)
     return " · ".join(p for p in parts if p)

@@ -8,12 +8,10 @@ import pytest
 from agents.assistant import Assistant
 from agents.common import AgentError, fit_chat
 from agents.events import Saved
-from app.config import Settings
+from app.settings import Settings
 from engine.events import Done, Notice, Text
 
 pytestmark = pytest.mark.timeout(300)
-
-
 
 def test_respond_stores_turns_and_indexes(real_engine, memory):
     agent = Assistant(real_engine, memory, Settings(max_tokens=8))
@@ -82,3 +80,36 @@ def test_a_small_context_window_keeps_half_for_the_prompt():
     assert budget == 92 and max_new == 92
     budget, max_new = prompt_budget(SimpleNamespace(context_window=4096), 256)
     assert (budget, max_new) == (3840, 256)
+
+
+def test_a_first_message_opens_a_session_titled_after_it(real_engine, memory):
+    agent = Assistant(real_engine, memory, Settings(max_tokens=4))
+    events = list(agent.respond(None, "  How do   tides work, and why are there two a day?"))
+    sid = [e for e in events if isinstance(e, Saved)][0].session_id
+    assert memory.get_session(sid).title == "How do tides work, and why are there tw…"
+    assert [m.role for m in memory.messages(sid)] == ["user", "assistant"]
+
+
+def test_continue_resumes_from_the_responses_own_tokens(real_engine, memory):
+    """Greedy decoding continued after a cut gives the tokens one longer run would have given."""
+    agent = Assistant(real_engine, memory, Settings(max_tokens=6, retrieval=False, history_drafting=False))
+    sid = memory.new_session("assistant").id
+    list(agent.respond(sid, "Count from one to twenty in words."))
+    first = memory.messages(sid)[1]
+    assert first.stats["stop_reason"] == "max_tokens"
+    events = list(agent.continue_last(sid))
+    grown = memory.messages(sid)[1]
+    assert grown.id == first.id and grown.token_ids[:6] == first.token_ids and len(grown.token_ids) == 12
+    longer = Assistant(real_engine, memory, Settings(max_tokens=12, retrieval=False, history_drafting=False))
+    other = memory.new_session("assistant").id
+    list(longer.respond(other, "Count from one to twenty in words."))
+    assert memory.messages(other)[1].token_ids == grown.token_ids
+    assert grown.text == first.text + [e for e in events if isinstance(e, Done)][0].text
+
+
+def test_context_tokens_counts_the_conversation(real_engine, memory):
+    agent = Assistant(real_engine, memory, Settings(max_tokens=4))
+    sid = memory.new_session("assistant").id
+    empty = agent.context_tokens(sid)
+    memory.add_message(sid, "user", "word " * 50)
+    assert agent.context_tokens(sid) >= empty + 50

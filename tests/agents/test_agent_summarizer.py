@@ -5,12 +5,10 @@ import pytest
 
 from agents.events import Part, Saved
 from agents.summarizer import Summarizer
-from app.config import Settings
+from app.settings import Settings
 from engine.events import Done, Notice, Text
 
 pytestmark = pytest.mark.timeout(300)
-
-
 
 def test_short_document_single_pass(real_engine, memory, tmp_path):
     doc = tmp_path / "a.txt"
@@ -18,8 +16,9 @@ def test_short_document_single_pass(real_engine, memory, tmp_path):
     agent = Summarizer(real_engine, memory, Settings(max_tokens=8))
     seen = []
     d = agent.ingest(doc, progress=lambda done, total: seen.append((done, total)))
-    sid = memory.new_session("summarizer").id
-    events = list(agent.summarize(sid, [d.id], "bullets"))
+    events = list(agent.summarize(None, [d.id], "bullets"))
+    sid = [e for e in events if isinstance(e, Saved)][0].session_id
+    assert memory.get_session(sid).title == "Summary: a.txt"
     assert not any(isinstance(e, Part) for e in events)
     assert any(isinstance(e, Text) for e in events)
     saved = [e for e in events if isinstance(e, Saved)]

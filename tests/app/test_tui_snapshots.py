@@ -1,5 +1,6 @@
-"""Snapshots of each mode and the settings screen, made stable: fixed size, no cursor blink, fixed
-paths and memory figure, and a deterministic event source (tui_fakes.FakeEngine) for the panels."""
+"""Snapshots of each mode and the settings and help screens, made stable: fixed size, no cursor
+blink, fixed paths and memory figure, a deterministic event source (fakes.FakeEngine) for the
+panels and the deterministic test embedder for the memory."""
 from __future__ import annotations
 
 import shutil
@@ -7,20 +8,21 @@ from pathlib import Path
 
 from textual.widgets import Input, TextArea
 
-from app.config import Settings
-from app.locations import Locations
+from app.settings import Loaded, Settings
 from app.tui.app import HexaApp
-from tui_fakes import FakeEngine
+from fakes import FakeEngine
+from tui_helpers import hash_memory, idle, locations_in
 
 SIZE = (130, 36)
-ROOT = Path("/tmp/hexa-snapshot")   # fixed: the settings screen shows the config path
+ROOT = Path("/tmp/hexa-snapshot")   # fixed: the settings and help screens show the paths
 
 
 def make_app() -> HexaApp:
     shutil.rmtree(ROOT, ignore_errors=True)
-    locs = Locations(ROOT / "config", ROOT / "data", ROOT / "cache", ROOT / "logs")
-    return HexaApp(Settings(retrieval=False, history_drafting=False), locs,
-                   engine_factory=lambda s, l, p: FakeEngine(), rss_probe=lambda: 321.0)
+    locs = locations_in(ROOT)
+    loaded = Loaded(Settings(retrieval=False, history_drafting=False), locs.config_file)
+    return HexaApp(loaded, locs, engine_factory=lambda s, l, p: FakeEngine(), memory_factory=hash_memory,
+                   rss_probe=lambda: 321.0)
 
 
 async def settle(pilot, until=lambda app: True, timeout: float = 60.0) -> None:
@@ -32,6 +34,7 @@ async def settle(pilot, until=lambda app: True, timeout: float = 60.0) -> None:
     for widget in app.screen.query("TextArea, Input"):
         if isinstance(widget, (TextArea, Input)):
             widget.cursor_blink = False
+    await pilot.wait_for_scheduled_animations()
     await pilot.pause(0.3)
 
 
@@ -39,8 +42,7 @@ def test_assistant_mode(snap_compare):
     async def run_before(pilot):
         await settle(pilot)
         await pilot.press(*"hello", "enter")
-        await settle(pilot, lambda app: app.screen.active is None and app.screen.request == 1
-                     and all(w.is_finished for w in app.screen.workers))
+        await settle(pilot, lambda app: app.screen.request == 1 and idle(app.screen))
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
 

@@ -1,20 +1,27 @@
-"""Assistant mode: chat with streaming Markdown."""
+"""Assistant mode: chat with streaming Markdown, regenerate, continue, and a context-usage gauge."""
 from __future__ import annotations
 
 from typing import Callable
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
+
+from engine.events import Done
 
 from ..keys import bind
 from ..widgets.composer import Composer
-from ..widgets.transcript import Transcript, code_blocks
+from ..widgets.transcript import Transcript
 from .base import ModeScreen
+from .session_actions import memory_action
+
+
+def context_label(used: int, window: int) -> str:
+    return f"context {used:,} / {window:,} tokens ({100 * used / max(window, 1):.0f}%)"
 
 
 class AssistantScreen(ModeScreen):
     MODE = "assistant"
-    BINDINGS = [bind("chat.regenerate", "regenerate")]
+    BINDINGS = [bind("chat.regenerate", "regenerate"), bind("chat.continue", "continue_response")]
 
     def compose_input(self) -> ComposeResult:
         composer = Composer(id="composer")
@@ -24,27 +31,23 @@ class AssistantScreen(ModeScreen):
     def focus_input(self) -> None:
         self.query_one(Composer).focus()
 
-    def on_mount(self) -> None:
-        self.focus_input()
-
     @on(Composer.Submitted)
     async def send(self, message: Composer.Submitted) -> None:
         if not self.ready(retry=lambda: self.send(message)):
             return
-        if self.active is not None:
+        if self.busy:
             self.notify("Still generating: Esc cancels.", severity="warning")
             return
         message.composer.clear()
-        sid = self.ensure_session()
         transcript = self.query_one(Transcript)
         await transcript.add("user", message.text)
         view = await transcript.add("assistant")
         view.set_footer("generating…")
-        agent = self.agent
-        self.start(lambda cancel: agent.respond(sid, message.text, cancel), view)
+        sid, agent, text = self.session_id, self.agent, message.text
+        self.start(lambda job: agent.respond(sid, text, job.cancel), view)
 
     async def action_regenerate(self) -> None:
-        if not self._need_session() or self.active is not None:
+        if not self._need_session() or self.busy:
             return
         transcript = self.query_one(Transcript)
         last = transcript.last()
@@ -53,7 +56,40 @@ class AssistantScreen(ModeScreen):
         view = await transcript.add("assistant")
         view.set_footer("regenerating…")
         sid, agent = self.session_id, self.agent
-        self.start(lambda cancel: agent.regenerate(sid, cancel), view)
+        self.start(lambda job: agent.regenerate(sid, job.cancel), view)
+
+    async def action_continue_response(self) -> None:
+        """Generate more of the last response (one that stopped at the token limit, say)."""
+        if not self._need_session() or self.busy:
+            return
+        view = self.query_one(Transcript).last()
+        if view is None or view.role != "assistant" or view.message_id is None:
+            self.notify("No saved response to continue.", severity="warning")
+            return
+        view.set_footer("continuing…")
+        sid, agent = self.session_id, self.agent
+        self.start(lambda job: agent.continue_last(sid, job.cancel), view)
+
+    # -- context usage --------------------------------------------------------------------------
+    def show_context(self, used: int | None) -> None:
+        window = self.runtime.engine.context_window if self.runtime is not None else 0
+        self.query_one(Composer).border_subtitle = context_label(used, window) if used and window else ""
+
+    def request_done(self, done: Done) -> None:
+        if done.prompt_tokens:
+            self.show_context(done.prompt_tokens + done.new_tokens)
+
+    def session_opened(self, session_id) -> None:
+        self.show_context(None)
+        if session_id is not None:
+            self.measure_context(session_id)
+
+    @work(group="context", exclusive=True)
+    @memory_action
+    async def measure_context(self, session_id) -> None:
+        used = await self.mem(self.agent.context_tokens, session_id)
+        if session_id == self.session_id:
+            self.show_context(used)
 
     def _copy_last(self, code: bool) -> None:
         view = self.query_one(Transcript).last("assistant")
@@ -67,10 +103,8 @@ class AssistantScreen(ModeScreen):
     def palette_commands(self) -> list[tuple[str, str, Callable]]:
         return super().palette_commands() + [
             ("Regenerate response", "Answer the last message again", self.action_regenerate),
+            ("Continue response", "Generate more of the last response", self.action_continue_response),
             ("Copy last response", "Copy the last response to the clipboard", lambda: self._copy_last(False)),
             ("Copy last code block", "Copy the last code block of the last response",
              lambda: self._copy_last(True)),
         ]
-
-
-__all__ = ["AssistantScreen", "code_blocks"]

@@ -1,50 +1,51 @@
-"""What every mode screen shares: mode bar, sessions, transcript, live panels and the request pump."""
+"""What every mode screen shares: mode bar, sessions, transcript, live panels and requests.
+
+A request is a job on a worker thread (``jobs.pump``); its events wait in the screen's inbox and
+are drawn once per frame (``drain``). Memory is only touched from threads (``mem``), never on the
+UI thread: a write can wait on SQLite's lock or on a document being embedded.
+"""
 from __future__ import annotations
 
-import re
-import threading
-from functools import partial
-from typing import Awaitable, Callable, Iterator
+import asyncio
+from typing import Any, Awaitable, Callable, Iterator
 
-from textual import events, on
+from textual import events
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, ListView, Static
+from textual.widgets import Footer, Static
 
 from agents.common import stats_of
 from agents.events import Saved
 from engine.events import Done, Notice, Prefill, Step, Text
 
-from ..keys import KEYS, bind
-from ..messages import AgentEvent, AgentFailed, AgentFinished, RuntimeReady
+from ..jobs import FRAME_S, Finished, Inbox, Job, one_line, pump
+from ..keys import bind
+from ..messages import RuntimeReady
+from ..metrics import RequestMetrics
 from ..widgets.panels import Panels
-from ..widgets.sessions import SessionItem, SessionList
+from ..widgets.sessions import SessionList
 from ..widgets.transcript import MessageView, Transcript
-from .dialogs import ConfirmDialog, InputDialog, TextDialog
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+from .session_actions import MemoryCallFailed, SessionActions
 
 
 class ModeBar(Static):
     """Mode tabs (from the app's mode registry) and the load status."""
 
     def render_bar(self, current: str, status: str) -> None:
-        keymap = self.app.settings.keymap  # type: ignore[attr-defined]
         tabs = []
         for spec in self.app.specs:  # type: ignore[attr-defined]
-            key = keymap.get(spec.binding_id, KEYS[spec.binding_id][0]).upper()
+            key = self.app.key_label(spec.binding_id)  # type: ignore[attr-defined]
             style = "reverse b" if spec.name == current else "dim"
             tabs.append(f"[{style}] {key} {spec.title} [/]")
         self.update(" [b]hexa[/b]  " + " ".join(tabs) + (f"   {status}" if status else ""))
 
 
-class ModeScreen(Screen):
+class ModeScreen(SessionActions, Screen):
     MODE = ""
+    NARROW = 110      # below this many columns the sessions list starts hidden (Ctrl+B shows it)
+    TIGHT = 100       # below this many columns the live panels start hidden (F9 shows them)
     BINDINGS = [
         bind("chat.cancel", "cancel", priority=True),
         bind("session.new", "new_session"),
@@ -54,6 +55,7 @@ class ModeScreen(Screen):
         bind("session.system", "system_prompt", show=False),
         bind("session.export", "export_session", show=False, priority=True),
         bind("sessions.toggle", "toggle_sessions", show=False),
+        bind("panels.toggle", "toggle_panels", show=False, priority=True),
     ]
 
     def __init__(self) -> None:
@@ -61,10 +63,13 @@ class ModeScreen(Screen):
         self.session_id = None
         self.request = 0
         self.active: int | None = None          # request whose events are rendered
+        self.jobs: dict[int, Job] = {}          # requests whose thread has not finished
         self.views: dict[int, MessageView] = {}
-        self.cancel_event: threading.Event | None = None
+        self.inbox = Inbox()
+        self.metrics = RequestMetrics()
         self.deferred: Callable[[], Awaitable[None]] | None = None   # a send typed while loading
         self._dirty = False
+        self._frames = None
 
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -80,6 +85,9 @@ class ModeScreen(Screen):
     def compose_input(self) -> ComposeResult:
         return iter(())
 
+    def focus_input(self) -> None:
+        pass
+
     @property
     def runtime(self):
         return self.app.runtime  # type: ignore[attr-defined]
@@ -93,30 +101,40 @@ class ModeScreen(Screen):
         return self.runtime.agents[self.MODE]
 
     async def on_mount(self) -> None:
-        self.set_interval(0.1, self._refresh_panels)
+        self.app.mode_screens.append(self)  # type: ignore[attr-defined]
+        self._frames = self.set_interval(FRAME_S, self.drain, pause=True)
         self.refresh_bar()
+        self.show_panels()
+        self.focus_input()
         if self.runtime is not None:
             await self.on_runtime_ready(RuntimeReady())
 
-    NARROW = 110   # below this many columns the sessions list starts hidden (Ctrl+B shows it)
+    def on_unmount(self) -> None:
+        if self in self.app.mode_screens:  # type: ignore[attr-defined]
+            self.app.mode_screens.remove(self)  # type: ignore[attr-defined]
 
     def on_resize(self, event: events.Resize) -> None:
-        narrow = event.size.width < self.NARROW
-        if narrow != self.has_class("narrow"):     # only on crossing, so Ctrl+B choices stick
-            self.set_class(narrow, "narrow")
-            self.query_one(SessionList).display = not narrow
+        """Sidebars start hidden in narrow terminals; decided on crossing, so Ctrl+B/F9 choices stick."""
+        for cls, limit, widget in (("narrow", self.NARROW, SessionList), ("tight", self.TIGHT, Panels)):
+            small = event.size.width < limit
+            if small != self.has_class(cls):
+                self.set_class(small, cls)
+                self.query_one(widget).display = not small
 
     def on_screen_resume(self) -> None:
         self.refresh_bar()
-        self._dirty = True
+        self.show_panels()
 
     def refresh_bar(self) -> None:
         self.query_one(ModeBar).render_bar(self.MODE, self.app.status)  # type: ignore[attr-defined]
 
-    def _refresh_panels(self) -> None:
-        if self._dirty and self.is_current:
-            self._dirty = False
-            self.query_one(Panels).show(self.app.metrics)  # type: ignore[attr-defined]
+    def show_panels(self) -> None:
+        self.query_one(Panels).show(self.metrics, self.app.device)  # type: ignore[attr-defined]
+        self._dirty = False
+
+    def action_toggle_panels(self) -> None:
+        panels = self.query_one(Panels)
+        panels.display = not panels.display
 
     def ready(self, retry: Callable[[], Awaitable[None]] | None = None) -> bool:
         """True once the model is loaded. While it loads, ``retry`` is kept and run when it is ready,
@@ -134,168 +152,122 @@ class ModeScreen(Screen):
             return False
         return True
 
-    # -- sessions -----------------------------------------------------------------------------------
+    async def mem(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a memory call on a thread; on failure tell the user and raise MemoryCallFailed."""
+        try:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        except Exception as exc:
+            self.notify(one_line(exc), title="Memory", severity="error", timeout=8)
+            raise MemoryCallFailed from exc
+
     async def on_runtime_ready(self, _: RuntimeReady) -> None:
         self.refresh_bar()
-        self._dirty = True
-        sessions = self.memory.list_sessions(mode=self.MODE)
-        if self.session_id is None and sessions:
-            await self.open_session(sessions[0].id)
-        else:
-            await self.refresh_sessions()
+        self.show_panels()
+        try:
+            sessions = await self.mem(self.memory.list_sessions, mode=self.MODE)
+            if self.session_id is None and sessions:
+                await self.open_session(sessions[0].id)
+            else:
+                await self.refresh_sessions()
+        except MemoryCallFailed:
+            pass
         if self.deferred is not None:
             deferred, self.deferred = self.deferred, None
             await deferred()
 
-    async def refresh_sessions(self) -> None:
-        if self.runtime is not None:
-            await self.query_one(SessionList).show(self.memory.list_sessions(mode=self.MODE), self.session_id)
-
-    async def open_session(self, session_id) -> None:
-        self.session_id = session_id
-        await self.query_one(Transcript).load(self.memory.messages(session_id))
-        await self.refresh_sessions()
-
-    def ensure_session(self):
-        if self.session_id is None:
-            self.session_id = self.memory.new_session(self.MODE, model=self.runtime.engine.model_name).id
-        return self.session_id
-
-    @on(ListView.Selected, "#sessions")
-    async def _selected(self, event: ListView.Selected) -> None:
-        if isinstance(event.item, SessionItem) and event.item.session.id != self.session_id:
-            if self.active is not None:
-                self.action_cancel()
-            await self.open_session(event.item.session.id)
-
-    async def action_new_session(self) -> None:
-        if self.ready():
-            if self.active is not None:
-                self.action_cancel()
-            self.session_id = None
-            await self.query_one(Transcript).clear()
-            await self.refresh_sessions()
-            self.focus_input()
-
-    def focus_input(self) -> None:
-        pass
-
-    def _need_session(self) -> bool:
-        if not self.ready():
-            return False
-        if self.session_id is None:
-            self.notify("No session yet: send a message first.", severity="warning")
-            return False
-        return True
-
-    def action_rename_session(self) -> None:
-        if not self._need_session():
-            return
-        session = self.memory.get_session(self.session_id)
-
-        async def done(title: str | None) -> None:
-            if title:
-                self.memory.rename_session(self.session_id, title)
-                await self.refresh_sessions()
-        self.app.push_screen(InputDialog("Rename session", session.title), done)
-
-    def action_delete_session(self) -> None:
-        if not self._need_session():
-            return
-        session = self.memory.get_session(self.session_id)
-
-        async def done(yes: bool | None) -> None:
-            if yes:
-                self.memory.delete_session(session.id)
-                self.session_id = None
-                await self.query_one(Transcript).clear()
-                await self.refresh_sessions()
-                self.notify(f"Deleted “{session.title}”.")
-        self.app.push_screen(ConfirmDialog(f"Delete session “{session.title}” and its messages?"), done)
-
-    def action_system_prompt(self) -> None:
-        if not self.ready():
-            return
-        sid = self.ensure_session()
-        session = self.memory.get_session(sid)
-
-        def done(text: str | None) -> None:
-            if text is not None:
-                self.memory.set_system_prompt(sid, text)
-                self.notify("System prompt saved for this session.")
-        self.app.push_screen(TextDialog("System prompt of this session (empty: default)",
-                                        session.system_prompt), done)
-
-    def action_export_session(self) -> None:
-        if not self._need_session():
-            return
-        from app.locations import ensure
-        session = self.memory.get_session(self.session_id)
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", session.title).strip("-").lower() or "session"
-        path = ensure(self.app.locs.data / "exports") / f"{slug}-{session.id}.md"  # type: ignore[attr-defined]
-        path.write_text(self.memory.export_session(session.id, fmt="md"), encoding="utf-8")
-        self.notify(f"Exported to {path}")
-
-    def action_toggle_sessions(self) -> None:
-        sessions = self.query_one(SessionList)
-        sessions.display = not sessions.display
-
     # -- requests -----------------------------------------------------------------------------------
-    def start(self, job: Callable[[threading.Event], Iterator], view: MessageView | None) -> None:
+    def start(self, events_of: Callable[[Job], Iterator], view: MessageView | None) -> Job:
+        """Run an agent's event generator on a worker thread; its events are drawn frame by frame."""
         self.request += 1
-        rid = self.active = self.request
+        job = Job(self.request)
+        self.active = job.rid
+        self.jobs[job.rid] = job
         if view is not None:
-            self.views[rid] = view
-        self.cancel_event = cancel = threading.Event()
-        self.app.metrics.begin(self.app.settings.method)  # type: ignore[attr-defined]
-        self._dirty = True
-        self.run_worker(partial(self._pump, rid, job, cancel), thread=True, exclusive=True,
-                        group=f"generate-{self.MODE}", exit_on_error=False)
+            self.views[job.rid] = view
+        self.metrics.reset()
+        self.show_panels()
+        self.app.job_threads.submit(pump, job, events_of, self.inbox)  # type: ignore[attr-defined]
+        self._frames.resume()
+        return job
 
-    def _pump(self, rid: int, job, cancel: threading.Event) -> None:
-        """Worker thread: run the agent and post its events, in order, to this screen."""
-        runtime = self.runtime
-        try:
-            with runtime.lock:
-                for event in job(cancel):
-                    self.post_message(AgentEvent(rid, event))
-        except Exception as exc:  # every failure becomes a notification
-            self.post_message(AgentFailed(rid, one_line(exc)))
-        finally:
-            self.post_message(AgentFinished(rid))
+    @property
+    def busy(self) -> bool:
+        return self.active is not None
 
-    async def on_agent_event(self, message: AgentEvent) -> None:
-        event, rid = message.event, message.request
+    async def drain(self) -> None:
+        """One frame: everything the jobs produced since the last one, drawn at once."""
+        items = self.inbox.take()
+        pending: list[str] = []
+        for rid, event in items:
+            if isinstance(event, Text) and rid == self.active:
+                if rid not in self.views:
+                    await self.prepare_event(rid, event)
+                self.metrics.feed(event)
+                pending.append(event.delta)
+                continue
+            await self.write_pending(pending)
+            await self.handle(rid, event)
+        await self.write_pending(pending)
+        if self._dirty and self.is_current:
+            self.show_panels()
+        if not self.jobs and not self.inbox:
+            self._frames.pause()
+
+    async def write_pending(self, pending: list[str]) -> None:
+        """Text of the active request gathered in this frame: one Markdown append, not one per token."""
+        view = self.views.get(self.active) if self.active is not None else None
+        if pending and view is not None:
+            await view.write("".join(pending))
+        pending.clear()
+
+    async def handle(self, rid: int, event: Any) -> None:
         await self.prepare_event(rid, event)
-        if isinstance(event, Saved):
+        if isinstance(event, Finished):
+            await self.job_finished(rid, event.error)
+        elif isinstance(event, Saved):
             await self.on_saved(rid, event)
-            return
-        if rid != self.active:
+        elif rid != self.active:
             return                                      # a cancelled request winding down
-        if isinstance(event, (Prefill, Step, Text, Done)):
-            self.app.metrics.feed(event)  # type: ignore[attr-defined]
+        elif isinstance(event, (Prefill, Step)):
+            self.metrics.feed(event)
             self._dirty = True
-        if isinstance(event, Text):
-            await self.view_for(rid).write(event.delta)
         elif isinstance(event, Notice):
             self.notify(event.message, severity="warning")
             await self.query_one(Transcript).note(event.message)
         elif isinstance(event, Done):
-            await self.view_for(rid).finish(stats_of(event))
+            self.metrics.feed(event)
+            self._dirty = True
+            view = self.views.get(rid)
+            if view is not None:
+                await view.finish(stats_of(event))
             self.active = None
+            self.request_done(event)
         else:
             await self.on_other_event(rid, event)
+
+    async def job_finished(self, rid: int, error: str | None) -> None:
+        self.jobs.pop(rid, None)
+        view = self.views.pop(rid, None)
+        if error:
+            self.notify(error, title="Error", severity="error", timeout=8)
+        if rid == self.active:
+            self.active = None
+            if view is not None and (view.streaming or error):
+                await view.finish(note="error" if error else "")
+        self._dirty = True
 
     async def prepare_event(self, rid: int, event) -> None:
         pass
 
-    def view_for(self, rid: int) -> MessageView:
-        return self.views[rid]
-
     async def on_other_event(self, rid: int, event) -> None:
         pass
 
+    def request_done(self, done: Done) -> None:
+        """A request finished (the context indicator of the assistant listens here)."""
+
     async def on_saved(self, rid: int, event: Saved) -> None:
+        if rid == self.active and self.session_id is None:   # the agent opened the session
+            self.session_id = event.session_id
         if event.role == "assistant" and rid in self.views:
             self.views[rid].message_id = event.message_id
         elif event.role == "user":
@@ -304,39 +276,22 @@ class ModeScreen(Screen):
                 user.message_id = event.message_id
             await self.refresh_sessions()
 
-    async def on_agent_failed(self, message: AgentFailed) -> None:
-        self.notify(message.error, title="Error", severity="error", timeout=8)
-        if message.request == self.active:
-            view = self.views.get(message.request)
-            if view is not None:
-                await view.finish(note="error")
-            self.active = None
-
-    async def on_agent_finished(self, message: AgentFinished) -> None:
-        view = self.views.pop(message.request, None)
-        if message.request == self.active:
-            self.active = None
-            if view is not None and view.streaming:
-                await view.finish()
-        self._dirty = True
-
     def action_cancel(self) -> None:
         if self.active is None:
             raise SkipAction()
         rid, self.active = self.active, None
-        if self.cancel_event is not None:
-            self.cancel_event.set()
+        self.jobs[rid].cancel.set()
         view = self.views.get(rid)
         if view is not None:
             self.run_worker(view.finish(note="cancelled"), group="ui")
-        self.notify("Generation cancelled.")
+        self.cancelled(rid)
 
-    def palette_commands(self) -> list[tuple[str, str, Callable]]:
-        return [
-            ("New session", "Start a new session in this mode", self.action_new_session),
-            ("Rename session", "Rename the current session", self.action_rename_session),
-            ("Delete session", "Delete the current session", self.action_delete_session),
-            ("Edit system prompt", "The system prompt of this session", self.action_system_prompt),
-            ("Export session to Markdown", "Write the session to a .md file", self.action_export_session),
-            ("Toggle sessions list", "Show or hide the sidebar", self.action_toggle_sessions),
-        ]
+    def cancelled(self, rid: int) -> None:
+        self.notify("Cancelled: the partial answer is kept.")
+
+    def cancel_all(self) -> list[Job]:
+        """Cancel every running job of this screen (quitting); returns them."""
+        jobs = list(self.jobs.values())
+        for job in jobs:
+            job.cancel.set()
+        return jobs

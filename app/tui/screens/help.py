@@ -7,7 +7,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from ..keys import KEYS
+from app.keys import KEYS
 
 
 class HelpScreen(ModalScreen):
@@ -15,14 +15,15 @@ class HelpScreen(ModalScreen):
     DEFAULT_CLASSES = "dialog"
 
     def compose(self) -> ComposeResult:
-        keymap = getattr(self.app, "settings").keymap
+        keymap = self.app.settings.keymap  # type: ignore[attr-defined]
         table = DataTable(cursor_type="row", zebra_stripes=True, id="keys")
         table.add_columns("Key", "Action", "Binding id")
         for binding_id, (keys, text) in KEYS.items():
             table.add_row(keymap.get(binding_id, keys), text, binding_id)
+        locs = self.app.locs  # type: ignore[attr-defined]
         with Vertical(classes="box tall"):
-            yield Label("hexa — keys (remap them under [keymap] in config.toml)", classes="title")
+            # markup=False: "[keymap]" is a TOML table name here, not a style
+            yield Label("hexa — keys (remap them under [keymap] in config.toml)", classes="title", markup=False)
             yield table
-            yield Label(f"Config: {self.app.locs.config_file}   Data: {self.app.locs.data}",  # type: ignore[attr-defined]
-                        classes="dim")
-            yield Label("Ctrl+P opens the command palette: modes, sessions and actions.", classes="dim")
+            yield Label(f"Config: {locs.config_file}   Data: {locs.data}", classes="dim", markup=False)
+            yield Label("Ctrl+P opens the command palette: modes, sessions, documents and actions.", classes="dim")

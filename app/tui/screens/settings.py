@@ -1,5 +1,12 @@
-"""Settings screen: edit, validate and save to config.toml (environment and flags still override)."""
+"""Settings screen (F8): edit, check and save to config.toml.
+
+It shows the values in effect. A value set for this run by an environment variable or a flag is
+marked; Save writes only the fields the user changed here, so a one-off override never lands in
+the file. The methods and backends offered are the engine's own (``engine.methods``).
+"""
 from __future__ import annotations
+
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -8,62 +15,69 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Switch
 
-from app.config import BACKENDS, METHODS, ConfigError, Settings
+from app.settings import ConfigError, Loaded, Settings, parse, specs
+from engine.methods import BACKENDS, METHODS
 
-FIELDS = ("model", "backend", "method", "max_tokens", "temperature", "top_p", "retrieval",
-          "history_drafting")
+# (field, label) in the order shown
+FIELDS = (("model", "Model"), ("backend", "Backend"), ("method", "Decoding method"),
+          ("max_tokens", "Max new tokens"), ("temperature", "Temperature"), ("top_p", "Top-p"),
+          ("context", "Context (tokens)"), ("threads", "Threads"),
+          ("retrieval", "Retrieval from memory"), ("history_drafting", "Drafting from history"))
 
 
-class SettingsScreen(ModalScreen[Settings | None]):
+class SettingsScreen(ModalScreen[dict | None]):
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel", show=False)]
     DEFAULT_CLASSES = "dialog"
 
-    def __init__(self, settings: Settings, path: str = ""):
+    def __init__(self, settings: Settings, loaded: Loaded):
         super().__init__()
-        self.settings, self.path = settings, path
+        self.settings, self.loaded = settings, loaded
+
+    def editor(self, name: str):
+        value = getattr(self.settings, name)
+        if name == "backend":
+            return Select([(b, b) for b in BACKENDS], value=value, allow_blank=False, id=name)
+        if name == "method":
+            return Select([(m, m) for m in METHODS], value=value, allow_blank=False, id=name)
+        if name in ("retrieval", "history_drafting"):
+            return Switch(value, id=name)
+        placeholder = {"model": "embedded SmolLM2-135M-Instruct", "context": "backend default",
+                       "threads": "all cores"}.get(name, "")
+        kind = specs()[name][1]
+        return Input("" if value is None else str(value), placeholder=placeholder, id=name,
+                     type={int: "integer", float: "number"}.get(kind, "text"))
 
     def compose(self) -> ComposeResult:
-        s = self.settings
-        methods = list(dict.fromkeys([*METHODS, s.method]))
         with Vertical(classes="box tall", id="settings"):
             yield Label("Settings", classes="title")
             with VerticalScroll(id="settings-scroll"), Grid(id="settings-grid"):
-                yield Label("Model")
-                yield Input(s.model or "", placeholder="embedded SmolLM2-135M-Instruct", id="model")
-                yield Label("Backend")
-                yield Select([(b, b) for b in BACKENDS], value=s.backend, allow_blank=False, id="backend")
-                yield Label("Decoding method")
-                yield Select([(m, m) for m in methods], value=s.method, allow_blank=False, id="method")
-                yield Label("Max new tokens")
-                yield Input(str(s.max_tokens), type="integer", id="max_tokens")
-                yield Label("Temperature")
-                yield Input(str(s.temperature), type="number", id="temperature")
-                yield Label("Top-p")
-                yield Input(str(s.top_p), type="number", id="top_p")
-                yield Label("Retrieval from memory")
-                yield Switch(s.retrieval, id="retrieval")
-                yield Label("Drafting from history")
-                yield Switch(s.history_drafting, id="history_drafting")
-            yield Label(f"Saved to {self.path}", classes="dim")
+                for name, label in FIELDS:
+                    override = self.loaded.overridden(name)
+                    yield Label(label + (f"\n[dim]{override} this run[/dim]" if override else ""))
+                    yield self.editor(name)
+            yield Label(f"Saved to {self.loaded.path} (only what you change here)", classes="dim",
+                        markup=False)
             yield Horizontal(Button("Save", variant="primary", id="ok"), Button("Cancel", id="cancel"),
                              classes="buttons")
 
-    def values(self) -> dict:
+    def changes(self) -> dict[str, Any]:
+        """The fields whose value differs from the one in effect (checked; raises ConfigError)."""
         out = {}
-        for name in FIELDS:
-            widget = self.query_one(f"#{name}")
-            out[name] = widget.value  # type: ignore[attr-defined]
+        for name, _ in FIELDS:
+            raw = self.query_one(f"#{name}").value  # type: ignore[attr-defined]
+            value = parse(name, raw.strip() if isinstance(raw, str) else raw, "settings")
+            if value != getattr(self.settings, name):
+                out[name] = value
         return out
 
     @on(Button.Pressed, "#ok")
     def save(self) -> None:
         try:
-            new = Settings.from_mapping({**self.settings.to_dict(), **self.values(),
-                                         "model": self.values()["model"] or None}, origin="settings")
+            changes = self.changes()
         except ConfigError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.dismiss(new)
+        self.dismiss(changes)
 
     @on(Button.Pressed, "#cancel")
     def action_dismiss_none(self) -> None:

@@ -14,10 +14,12 @@ from agents.common import AgentError
 from agents.events import Ingest, Part, Saved
 from agents.prompts import STYLES
 from engine.events import Done, Text
+from memory import StoreError
 
+from ..jobs import Job, one_line
 from ..keys import bind
 from ..widgets.transcript import Transcript
-from .base import ModeScreen, one_line
+from .base import ModeScreen
 from .dialogs import FilePicker
 
 
@@ -62,22 +64,19 @@ class FileRow(Horizontal):
 
 class SummarizerScreen(ModeScreen):
     MODE = "summarizer"
+    DEFAULT_TITLE = "Summary"
     BINDINGS = [bind("summary.open", "open_file"), bind("summary.style", "cycle_style")]
 
     def compose_input(self) -> ComposeResult:
         with Vertical(id="files"):
             yield Label("", id="parts")
         with Horizontal(id="doc-bar"):
-            yield Input(placeholder="Drop or paste a file path, Enter",
-                        id="path")
+            yield Input(placeholder="Drop or paste a file path, Enter", id="path")
             yield Select([(s, s) for s in STYLES], value="short", allow_blank=False, id="style")
             yield Button("Browse…", id="browse")
 
     def focus_input(self) -> None:
         self.query_one("#path", Input).focus()
-
-    def on_mount(self) -> None:
-        self.focus_input()
 
     @property
     def style(self) -> str:
@@ -105,45 +104,56 @@ class SummarizerScreen(ModeScreen):
     def on_paste(self, event: events.Paste) -> None:
         """A drop or paste while the path box is not focused starts right away."""
         paths = parse_paths(event.text)
-        if paths and all(p.is_file() for p in paths):
+        if paths and all(p.exists() for p in paths):
             event.stop()
             self.summarize(paths)
+
+    def refuse(self, paths: list[Path]) -> str | None:
+        """Why these paths cannot be summarized (one line), or None."""
+        for p in paths:
+            if p.is_dir():
+                return f"{p.name}: is a folder; drop the files themselves, or choose one with Ctrl+O"
+            if not p.is_file():
+                return f"No such file: {p}"
+        return None
 
     def summarize(self, paths: list[Path]) -> bool:
         if not paths or not self.ready():
             return False
-        if self.active is not None:
+        if self.busy:
             self.notify("Still working: Esc cancels.", severity="warning")
             return False
-        missing = [str(p) for p in paths if not p.is_file()]
-        if missing:
-            self.notify(f"No such file: {missing[0]}", severity="error")
+        why_not = self.refuse(paths)
+        if why_not:
+            self.notify(why_not, severity="error")
             return False
-        sid, agent, style = self.ensure_session(), self.agent, self.style
+        sid, agent, style = self.session_id, self.agent, self.style
         files = self.query_one("#files", Vertical)
         for row in files.query(FileRow):
             row.remove()
         for p in paths:
             files.mount(FileRow(str(p)))
         self.query_one("#parts", Label).update(f"summary: {style}")
+        inbox = self.inbox
 
-        def job(cancel):
+        def job(job: Job):
             docs = []
             for path in paths:
-                yield Ingest(str(path), 0, 0)
-                report = lambda d, t, p=str(path): self.post_message(_ingest(self, p, d, t))  # noqa: E731
+                name = str(path)
+                yield Ingest(name, 0, 0)
                 try:
-                    doc = agent.ingest(path, progress=report, session_id=sid)
-                except Exception as exc:
-                    yield Ingest(str(path), 0, 0, error=one_line(exc))
+                    doc = agent.ingest(path, session_id=sid, cancel=job.cancel,
+                                       progress=lambda d, t, n=name: inbox.put(job.rid, Ingest(n, d, t)))
+                except StoreError as exc:     # refused or cancelled: the reason names the file
+                    yield Ingest(name, 0, 0, error=one_line(exc))
+                    if job.cancel.is_set():
+                        return
                     continue
-                yield Ingest(str(path), 1, 1, doc_id=doc.id)
+                yield Ingest(name, 1, 1, doc_id=doc.id)
                 docs.append(doc.id)
-                if cancel.is_set():
-                    return
             if not docs:
                 raise AgentError("No document could be read.")
-            yield from agent.summarize(sid, docs, style, cancel)
+            yield from agent.summarize(sid, docs, style, job.cancel)
         self.start(job, None)
         return True
 
@@ -158,26 +168,22 @@ class SummarizerScreen(ModeScreen):
                 if row.path == event.path:
                     row.progress(event.done, event.total, event.error)
             if event.error:
-                self.notify(f"{Path(event.path).name}: {event.error}", severity="error")
+                self.notify(event.error, severity="error")
         elif isinstance(event, Part):
             label = (f"summarizing part {event.index}/{event.total}" if event.stage == "map"
                      else "combining the part summaries")
             self.query_one("#parts", Label).update(label)
 
     async def on_saved(self, rid: int, event: Saved) -> None:
-        if event.role == "user":
+        if event.role == "user":      # the request line ("Summarize (short): note.txt") is the agent's
             await self.query_one(Transcript).add("user", event.text, event.message_id)
-            await self.refresh_sessions()
-        else:
-            await super().on_saved(rid, event)
+        await super().on_saved(rid, event)
+
+    def cancelled(self, rid: int) -> None:
+        self.notify("Cancelled: a document not fully read in is not added; a partial summary is kept.")
 
     def palette_commands(self) -> list[tuple[str, str, Callable]]:
         return super().palette_commands() + [
             ("Open a document to summarize", "File picker", self.action_open_file),
             ("Cycle summary style", "short → detailed → bullets", self.action_cycle_style),
         ]
-
-
-def _ingest(screen: SummarizerScreen, path: str, done: int, total: int):
-    from ..messages import AgentEvent
-    return AgentEvent(screen.request, Ingest(path, done, total))

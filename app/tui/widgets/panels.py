@@ -1,4 +1,5 @@
-"""Live panels beside every mode: acceptance, latency, device. They render an ``app.metrics``."""
+"""Live panels beside every mode: acceptance, latency, device. They render one screen's
+``RequestMetrics`` and the app's ``DeviceInfo``; at 40 rows all three fit without scrolling."""
 from __future__ import annotations
 
 from rich.text import Text
@@ -6,14 +7,24 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
-from ..metrics import Metrics
+from ..metrics import SPARK_STEPS, DeviceInfo, RequestMetrics
 
 BAR = "█"
+HIST_ROWS = 6          # accepted lengths 1..5 and "6+": enough to see the shape, short enough to fit
 
 
 def _bar(frac: float, width: int = 10) -> str:
     n = round(max(0.0, min(1.0, frac)) * width)
     return BAR * n + "·" * (width - n)
+
+
+def histogram_rows(histogram) -> list[tuple[str, int]]:
+    """(label, count) per accepted length; lengths past the last row are counted together."""
+    rows: dict[str, int] = {}
+    for length in sorted(histogram):
+        label = str(length) if length < HIST_ROWS else f"{HIST_ROWS}+"
+        rows[label] = rows.get(label, 0) + histogram[length]
+    return list(rows.items())
 
 
 class AcceptancePanel(Static):
@@ -25,33 +36,34 @@ class AcceptancePanel(Static):
         yield Static(id="acc-hist")
         yield Static(id="acc-sources")
 
-    def show(self, m: Metrics) -> None:
+    def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
         self.query_one("#acc-figures", Static).update(
             f"step   [b]{m.last_accepted}[/b] accepted\n"
-            f"mean   [b]{m.mean_accepted:.2f}[/b] / step  ({len(m.steps)} steps)")
+            f"mean   [b]{m.mean_accepted:.2f}[/b]/step ({m.steps} steps)")
         spark = self.query_one("#acc-spark", Sparkline)
-        spark.data = list(m.steps) or [0]
-        spark.display = bool(m.steps)   # a flat line of zeros renders as a solid block: hide it
-        hist = Text("accepted length\n", style="dim")
-        top = max(m.histogram.values(), default=0) or 1
-        for length in sorted(m.histogram)[:8]:
-            hist.append(f"{length:>3} {_bar(m.histogram[length] / top)} {m.histogram[length]}\n")
+        spark.data = list(m.recent) or [0]
+        spark.tooltip = f"accepted tokens, last {SPARK_STEPS} steps"
+        spark.display = bool(m.recent)   # a flat line of zeros renders as a solid block: hide it
+        hist = Text("accepted length", style="dim")
+        rows = histogram_rows(m.histogram)
+        top = max((count for _, count in rows), default=0) or 1
+        for label, count in rows:
+            hist.append(f"\n{label:>3} {_bar(count / top)} {count}", style="")
         self.query_one("#acc-hist", Static).update(hist)
-        src = Text("token sources\n", style="dim")
+        src = Text("token sources", style="dim")
         for name, count, share in m.source_shares():
-            src.append(f"{name:<10} {_bar(share, 6)} {count}\n")
+            src.append(f"\n{name:<10} {_bar(share, 6)} {count}", style="")
         self.query_one("#acc-sources", Static).update(src)
 
 
 class LatencyPanel(Static):
     BORDER_TITLE = "Latency"
 
-    def show(self, m: Metrics) -> None:
+    def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
         ttft = f"{m.ttft_ms:.0f} ms" if m.ttft_ms is not None else "-"
         lines = [
             f"TTFT      {ttft}",
-            f"prefill   {m.prefill_tok_s:.0f} tok/s",
-            f"          {m.prefill_done}/{m.prefill_total} tokens",
+            f"prefill   {m.prefill_tok_s:.0f} tok/s  {m.prefill_done}/{m.prefill_total}",
             f"decode    {m.decode_tok_s:.1f} tok/s",
             f"          {m.ms_per_token:.1f} ms/token",
             f"draft     {m.draft_ms:.2f} ms/step",
@@ -66,24 +78,24 @@ class LatencyPanel(Static):
 class DevicePanel(Static):
     BORDER_TITLE = "Device"
 
-    def show(self, m: Metrics) -> None:
-        method = m.method or "-"
+    def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
+        method = device.method or "-"
         kind = "vanilla" if method == "vanilla" else f"speculative ({method})"
-        self.update(f"model    {m.model}\nbackend  {m.backend}\ndecoding {kind}\n"
-                    f"memory   {m.rss_mb:.0f} MB")
+        lines = [f"model    {device.model}", f"backend  {device.backend}", f"decoding {kind}",
+                 f"memory   {device.rss_mb:.0f} MB"]
+        if device.memory:
+            lines.append(f"[yellow]store    {device.memory}[/yellow]")
+        self.update("\n".join(lines))
 
 
 class Panels(VerticalScroll):
-    """The three panels; ``show`` re-renders them from the metrics."""
+    """The three panels; ``show`` re-renders them."""
 
     def compose(self) -> ComposeResult:
         yield AcceptancePanel(classes="panel")
         yield LatencyPanel(classes="panel")
         yield DevicePanel(classes="panel")
 
-    def on_mount(self) -> None:
-        self.show(self.app.metrics)  # type: ignore[attr-defined]
-
-    def show(self, m: Metrics) -> None:
+    def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
         for panel in self.query(".panel"):
-            panel.show(m)  # type: ignore[attr-defined]
+            panel.show(m, device)  # type: ignore[attr-defined]

@@ -1,14 +1,46 @@
-"""Deterministic stand-ins used ONLY for rendering snapshots (pilot tests use the real Engine/Memory).
+"""Deterministic stand-ins for the parts a test is not about (never the only proof of a feature).
 
-``FakeEngine`` replays a scripted request: fixed timestamps, fixed step sizes and sources, so the
-live panels render the same figures on every run.
-"""
+``FakeEngine`` replays a request: fixed timestamps, fixed step sizes and sources, so the live panels
+render the same figures on every run (snapshots) and the app's fast tests run without the model;
+``delay`` paces the steps like a real model would, so a test can act mid-stream. ``HashEmbedder``
+stands in for MiniLM where retrieval quality is not what a test checks."""
 from __future__ import annotations
 
+import hashlib
+import math
+import re
 import threading
 import time
 
 from engine.events import Done, Prefill, Step, Text
+
+
+class HashEmbedder:
+    """Deterministic stand-in for MiniLM where the embedder is not what a test checks: a text's
+    vector is its bag of words hashed into 384 signed buckets, normalised, so texts sharing words
+    are close and unrelated ones are nearly orthogonal. Same interface as ``memory.Embedder``."""
+
+    DIM = 384
+    loaded = True
+
+    def model(self):
+        return self
+
+    @property
+    def dimension(self) -> int:
+        return self.DIM
+
+    def __call__(self, texts):
+        out = []
+        for text in texts:
+            vec = [0.0] * self.DIM
+            for word in re.findall(r"\w+", text.lower()):
+                h = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                vec[int.from_bytes(h[:4], "little") % self.DIM] += 1.0 if h[4] & 1 else -1.0
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out
+
 
 REPLY = ("Speculative decoding drafts tokens from **context** and *history*, then verifies them "
          "in one pass.\n\n```python\nprint('hexa')\n```\n")
@@ -26,6 +58,7 @@ class FakeEngine:
     def __init__(self, reply: str = REPLY, delay: float = 0.0):
         self.reply, self.delay = reply, delay
         self.indexed: list[list[int]] = []
+        self.prompts: list[list[int]] = []
 
     def encode(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
@@ -39,8 +72,10 @@ class FakeEngine:
     def index_response(self, token_ids) -> None:
         self.indexed.append(list(token_ids))
 
-    def generate(self, prompt, *, max_new_tokens=256, cancel: threading.Event | None = None, **_):
+    def generate(self, prompt, *, max_new_tokens=256, cancel: threading.Event | None = None,
+                 method="hexa", **_):
         ids = prompt if prompt and isinstance(prompt[0], int) else self.chat_ids(prompt)
+        self.prompts.append(list(ids))
         t = 100.0
         yield Prefill(len(ids), len(ids), len(ids), "torch:dynamic", ms=40.0, t=t)
         pieces = self.reply.split(" ")
@@ -59,8 +94,8 @@ class FakeEngine:
             emitted += accepted
             yield Text(delta, t=t)
         text = "".join(out)
-        steps = min(len(pieces), len(out)) or 1
+        steps = len(out) or 1
         yield Done(stop, text, tuple(self.encode(text)), len(ids), emitted, ttft_ms=65.0, prefill_ms=40.0,
                    prefill_tok_s=len(ids) / 0.04, decode_ms=steps * 25.0, decode_tok_s=emitted / (steps * 0.025),
                    ms_per_token=steps * 25.0 / max(emitted, 1), steps=steps, mean_accepted=emitted / steps,
-                   method="hexa", t=t)
+                   method=method, t=t)

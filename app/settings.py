@@ -1,0 +1,263 @@
+"""User settings, declared once: each option's type, check, environment variable, flag and help.
+
+Every entry point (the TUI, ``hexa ask``, ``hexa bench``, ``hexa memory``) reads the same
+``Settings``. Precedence, lowest to highest: defaults < ``config.toml`` < ``HEXA_*`` environment <
+command-line flags. ``load`` remembers where each value came from, so that saving from the
+settings screen writes only what the user changed there (a one-off ``HEXA_MAX_TOKENS=7`` or
+``--method sam`` is never written to the file), and so that one bad value costs only that value.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import tomli_w
+
+from engine.methods import BACKENDS, DEFAULT_METHOD, METHODS
+
+from .keys import KEYS
+
+
+class ConfigError(Exception):
+    """A user-fixable problem with the configuration (one line)."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one option is read and checked."""
+    help: str
+    flag: str | None = None            # command-line flag; None: file (and environment) only
+    choices: tuple[str, ...] = ()
+    low: float | None = None           # inclusive bounds for numbers
+    high: float | None = None
+    env: bool = True                   # read from HEXA_<NAME>
+
+
+def option(default: Any, help: str, **spec: Any) -> Any:
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata={"spec": Spec(help, **spec)})
+    return field(default=default, metadata={"spec": Spec(help, **spec)})
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str | None = option(
+        None, "a .gguf file, a Hugging Face folder or a hub id (default: the embedded "
+              "SmolLM2-135M-Instruct)", flag="--model")
+    backend: str = option("torch", "runtime: torch (CPU) or qnn (static graphs on the Hexagon NPU)",
+                          flag="--backend", choices=BACKENDS)
+    method: str = option(DEFAULT_METHOD, "decoding method", flag="--method", choices=METHODS)
+    context: int | None = option(None, "context window in tokens (default: 4096 on torch, 1024 on qnn)",
+                                 flag="--context", low=64)
+    threads: int | None = option(None, "CPU threads (default: all cores)", flag="--threads", low=1)
+    max_tokens: int = option(256, "most new tokens per answer", flag="--max-tokens", low=1)
+    temperature: float = option(0.0, "0 is greedy decoding", flag="--temperature", low=0.0, high=2.0)
+    top_p: float = option(1.0, "nucleus sampling mass", flag="--top-p", low=0.01, high=1.0)
+    retrieval: bool = option(True, "retrieve context from memory for each request")
+    history_drafting: bool = option(True, "past responses become drafting sources")
+    keymap: dict[str, str] = option({}, "binding id = keys (see F1)", env=False)
+
+    @property
+    def speculative(self) -> bool:
+        return self.method != "vanilla"
+
+
+def specs() -> dict[str, tuple[Spec, Any]]:
+    """name -> (spec, declared type) for every option."""
+    hints = {"str": str, "str | None": str, "int": int, "int | None": int, "float": float,
+             "bool": bool, "dict[str, str]": dict}
+    return {f.name: (f.metadata["spec"], hints[str(f.type)]) for f in fields(Settings)}
+
+
+def env_var(name: str) -> str:
+    return f"HEXA_{name.upper()}"
+
+
+def parse(name: str, raw: Any, origin: str = "") -> Any:
+    """One value, checked and converted (strings from the environment or flags are parsed).
+    ``origin`` says where it was written, for the message: a file, ``HEXA_X`` or ``--x``."""
+    spec, kind = specs()[name]
+
+    def bad(why: str) -> ConfigError:
+        if origin.startswith("HEXA_"):
+            where = f"{origin}={raw}"
+        elif origin.startswith("--"):
+            where = f"{origin} {raw}"
+        else:
+            where = f"{origin + ': ' if origin else ''}{name} = {raw!r}"
+        return ConfigError(f"{where}: {why}")
+
+    if raw is None or (raw == "" and name in ("model", "context", "threads")):
+        if name in ("model", "context", "threads"):
+            return None
+        raise bad("a value is needed")
+    if kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        word = str(raw).strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off"):
+            return False
+        raise bad("expected true or false")
+    if kind in (int, float):
+        what = "an integer" if kind is int else "a number"
+        # bools are ints to Python and 1.5 would truncate to 1: neither is what the user meant
+        if isinstance(raw, bool) or (kind is int and isinstance(raw, float)):
+            raise bad(f"expected {what}")
+        try:
+            value = kind(raw)
+        except (TypeError, ValueError):
+            raise bad(f"expected {what}") from None
+        if (spec.low is not None and value < spec.low) or (spec.high is not None and value > spec.high):
+            span = (f"between {spec.low:g} and {spec.high:g}" if spec.high is not None
+                    else f"at least {spec.low:g}")
+            raise bad(f"expected {what} {span}")
+        return value
+    if kind is dict:
+        if not isinstance(raw, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                   for k, v in raw.items()):
+            raise bad('expected a table of binding id = "keys"')
+        unknown = sorted(set(raw) - set(KEYS))
+        if unknown:
+            raise ConfigError(f"{origin}: [keymap] has unknown binding id {unknown[0]!r} "
+                              f"(F1 lists the ids)")
+        return dict(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        raise bad("expected a string")
+    if spec.choices and raw.strip() not in spec.choices:
+        raise bad(f"expected one of {', '.join(spec.choices)}")
+    return raw.strip()
+
+
+# -- the file --------------------------------------------------------------------------------------
+def read_file(path: Path) -> dict[str, Any]:
+    """The raw TOML table of ``config.toml`` ({} when it does not exist)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text (save it as UTF-8)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+
+
+def save_changes(path: Path, changes: Mapping[str, Any]) -> Path:
+    """Write ``changes`` into ``config.toml``, keeping every other key the user wrote there.
+
+    A value equal to the default is removed from the file rather than written (so a later change
+    of a default reaches the user). Raises ConfigError if the file cannot be read as TOML: it is
+    the user's file, and rewriting it from scratch would lose what they wrote.
+    """
+    table = read_file(path)
+    defaults = Settings()
+    for name, value in changes.items():
+        parse(name, value, "settings")                     # never write a value we would refuse
+        if name == "keymap":
+            value = {**table.get("keymap", {}), **value} if isinstance(table.get("keymap"), dict) else value
+        if value is None or (value == getattr(defaults, name) and name != "keymap"):
+            table.pop(name, None)
+        else:
+            table[name] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_bytes(tomli_w.dumps(table).encode())
+    tmp.replace(path)
+    return path
+
+
+# -- loading ---------------------------------------------------------------------------------------
+@dataclass
+class Loaded:
+    """The effective settings and where they came from."""
+    settings: Settings
+    path: Path
+    origins: dict[str, str] = field(default_factory=dict)   # name -> "HEXA_X" / "--x" / "config.toml"
+    problems: list[str] = field(default_factory=list)       # one line each (lenient loading only)
+
+    def overridden(self, name: str) -> str | None:
+        """The environment variable or flag that sets ``name`` for this run, if any."""
+        origin = self.origins.get(name)
+        return origin if origin and origin != "config.toml" else None
+
+
+def load(path: Path, *, env: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None,
+         strict: bool = True) -> Loaded:
+    """Defaults < file < environment < flags. ``strict``: the first bad value raises ConfigError
+    (command-line use: say it and stop). Lenient (the TUI): a bad value is skipped and reported in
+    ``problems``; everything else still applies."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    problems: list[str] = []
+
+    def take(name: str, raw: Any, origin: str, label: str) -> None:
+        try:
+            values[name] = parse(name, raw, origin)
+            origins[name] = label
+        except ConfigError as exc:
+            if strict:
+                raise
+            problems.append(str(exc))
+
+    try:
+        table = read_file(path)
+    except ConfigError as exc:
+        if strict:
+            raise
+        problems.append(str(exc))
+        table = {}
+    known = specs()
+    for name, raw in table.items():
+        if name not in known:
+            take_unknown = ConfigError(f"{path}: unknown setting {name!r} (known: {', '.join(known)})")
+            if strict:
+                raise take_unknown
+            problems.append(str(take_unknown))
+            continue
+        take(name, raw, str(path), "config.toml")
+    for name, (spec, _) in known.items():
+        var = env_var(name)
+        if spec.env and env.get(var, "") != "":
+            take(name, env[var], var, var)
+    for name, raw in (flags or {}).items():
+        if raw is not None:
+            take(name, raw, known[name][0].flag or name, known[name][0].flag or name)
+    return Loaded(Settings(**values), path, origins, problems)
+
+
+# -- command-line flags ----------------------------------------------------------------------------
+def add_flags(parser: argparse.ArgumentParser, names: tuple[str, ...], *, top_level: bool) -> None:
+    """Flags for these options. A subcommand's copy must not reset a value given before the
+    subcommand (``hexa --model M ask`` and ``hexa ask --model M`` both work)."""
+    known = specs()
+    for name in names:
+        spec, kind = known[name]
+        extra: dict[str, Any] = {}
+        if spec.choices:
+            extra["metavar"] = "{" + ",".join(spec.choices) + "}"
+        parser.add_argument(spec.flag, dest=f"setting_{name}", default=None if top_level else argparse.SUPPRESS,
+                            help=f"{spec.help} [{env_var(name)}]", **extra)
+
+
+def flag_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags (raw strings: ``load`` checks them like any other source)."""
+    return {k[len("setting_"):]: v for k, v in vars(args).items() if k.startswith("setting_") and v is not None}
+
+
+MODEL_FLAGS = ("model", "backend", "context", "method", "threads")
+GENERATION_FLAGS = ("max_tokens", "temperature", "top_p")
+
+
+def apply(settings: Settings, **changes: Any) -> Settings:
+    """A copy with ``changes`` checked and applied."""
+    return replace(settings, **{k: parse(k, v, "settings") for k, v in changes.items()})

@@ -1,0 +1,136 @@
+"""How answers appear: the transcript follows a long stream, lets go when the user scrolls up,
+keeps line breaks, and the panels describe the request of their own screen. Scripted engine (fast
+tier); the real model's run of the same is in test_tui_pilot.py and test_tui_tmux.py."""
+from __future__ import annotations
+
+from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownBlock
+
+from app.tui.widgets.panels import Panels
+from app.tui.widgets.transcript import Transcript
+from tui_helpers import SIZE, chat, hash_memory, idle, make_app, ready, send, wait
+from fakes import FakeEngine
+
+TIPS = "\n".join(f"{i}. Tip number {i}: taste as you cook, and keep your knives sharp." for i in range(1, 31))
+
+
+def at_end(transcript: Transcript) -> bool:
+    return transcript.max_scroll_y > 0 and transcript.scroll_y >= transcript.max_scroll_y - 1
+
+
+def rendered(view) -> str:
+    """The text of a message body as drawn, leaf block by leaf block."""
+    blocks = view.query_one(Markdown).query(MarkdownBlock)
+    return "\n".join(str(b.render()) for b in blocks if not b.query(MarkdownBlock))
+
+
+async def test_the_transcript_follows_a_long_answer(tmp_path):
+    app = make_app(FakeEngine(TIPS, delay=0.003), tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        transcript = screen.query_one(Transcript)
+        await send(pilot, "List thirty tips for learning to cook, one per line.")
+        await wait(pilot, lambda: "15." in (screen.views.get(1).text if screen.views.get(1) else ""))
+        await pilot.pause(0.2)
+        assert at_end(transcript), (transcript.scroll_y, transcript.max_scroll_y)
+        await wait(pilot, lambda: idle(screen))
+        await pilot.pause(0.2)
+        assert at_end(transcript), (transcript.scroll_y, transcript.max_scroll_y)
+        last = transcript.last("assistant")
+        assert "Tip number 30: taste" in rendered(last)
+        footer = last.query_one(".footer")
+        assert transcript.region.contains_region(footer.region), "the figures line is off screen"
+
+
+async def test_scrolling_up_stops_following_and_the_end_resumes_it(tmp_path):
+    app = make_app(FakeEngine(TIPS, delay=0.01), tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        transcript = screen.query_one(Transcript)
+        await send(pilot, "Tips please")
+        await wait(pilot, lambda: transcript.max_scroll_y > 5)
+        transcript.scroll_home(animate=False, immediate=True)      # what a wheel or PageUp does
+        await pilot.pause(0.3)
+        grown = transcript.max_scroll_y
+        await wait(pilot, lambda: transcript.max_scroll_y > grown + 3)
+        assert transcript.scroll_y == 0, "the stream pulled the reader back down"
+        transcript.scroll_end(animate=False, immediate=True)       # back at the end: follow again
+        await wait(pilot, lambda: idle(screen))
+        await pilot.pause(0.2)
+        assert at_end(transcript)
+
+
+async def test_line_breaks_typed_or_generated_are_kept(tmp_path):
+    poem = "Roses are red,\nviolets are blue,\nhexa drafts tokens\nand checks them too."
+    app = make_app(FakeEngine(poem), tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"first line", "ctrl+j", *"second line", "enter")
+        await wait(pilot, lambda: idle(app.screen) and app.screen.request == 1)
+        await pilot.pause(0.1)
+        user, reply = app.screen.query_one(Transcript).messages()
+        assert user.text == "first line\nsecond line"
+        assert "first line\nsecond line" in rendered(user)
+        assert "Roses are red,\nviolets are blue," in rendered(reply)
+
+
+async def test_mean_histogram_and_footer_describe_the_same_steps(tmp_path):
+    reply = " ".join(f"w{i}" for i in range(150))          # 150 steps: more than the sparkline holds
+    app = make_app(FakeEngine(reply), tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await chat(pilot, "Go")
+        screen = app.screen
+        await pilot.pause(0.2)
+        m = screen.metrics
+        assert m.steps == 150 and sum(m.histogram.values()) == 150
+        footer = str(screen.query_one(Transcript).last("assistant").query_one(".footer").render())
+        assert f"{m.mean_accepted:.2f} acc/step" in footer
+        assert f"({m.steps} steps)" in str(screen.query_one("#acc-figures").render())
+
+
+async def test_a_chat_during_a_summary_keeps_its_own_figures(tmp_path):
+    doc = tmp_path / "note.txt"
+    doc.write_text("The meeting moved to Friday at 10am in room 4. Bring the budget report.\n" * 3)
+    engine = FakeEngine(" ".join(["summary"] * 40), delay=0.01)
+    app = make_app(engine, tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f3")
+        summarizer = app.screen
+        await wait(pilot, lambda: summarizer.runtime is not None and summarizer.is_current)
+        summarizer.summarize([doc])
+        await wait(pilot, lambda: summarizer.metrics.steps > 0)
+        await pilot.press("f2")
+        assistant = app.screen
+        engine.reply = "short answer"                       # the chat's own reply: 2 steps
+        await wait(pilot, lambda: assistant.runtime is not None)
+        await send(pilot, "Hi")
+        await wait(pilot, lambda: idle(assistant) and idle(summarizer), 60)
+        assert assistant.metrics.steps == 2 and assistant.metrics.done.text == "short answer"
+        assert summarizer.metrics.steps in (2, 40)          # its own request, never the sum
+
+
+async def test_all_three_panels_fit_at_140x40_and_f9_hides_them(tmp_path):
+    app = make_app(FakeEngine(), tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await chat(pilot, "Hi")
+        await pilot.pause(0.2)
+        panels = app.screen.query_one(Panels)
+        assert panels.display and panels.max_scroll_y == 0, "the Device panel is below the fold"
+        await pilot.press("f9")
+        assert not panels.display
+        await pilot.press("f9")
+        assert panels.display
+
+
+async def test_narrow_terminals_start_without_sidebars(tmp_path):
+    app = make_app(FakeEngine(), tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        assert not app.screen.query_one(Panels).display
+        await pilot.press("f9")
+        assert app.screen.query_one(Panels).display
