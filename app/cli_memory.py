@@ -2,7 +2,9 @@
 
 ``register(subparsers)`` adds the ``memory`` command; each sub-command sets ``func(args) -> int``.
 Handlers read ``args.data_dir`` (resolved by the main CLI) and never load the LLM: token counts
-use memory's tokenizer-free estimate. Errors are one line on stderr with a non-zero exit.
+use memory's tokenizer-free estimate. Errors follow ``hexa``'s contract (``app.cli.main``): a user
+error raises ``memory.StoreError`` (``DocumentError`` for a refused file), printed as one line with
+exit status 2; a command that did only part of its work says so and returns 2.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-PROG = "hexa memory"
+PROG = "hexa"  # the prefix of every line on stderr, as app.cli.main prints errors
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -25,7 +27,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     a = sub.add_parser("add", help="ingest documents (txt, md, pdf, docx, html, source files)")
     a.add_argument("files", nargs="+", type=Path, metavar="FILE")
     a.add_argument("--session", type=int, default=None, help="attach to this session id")
-    a.add_argument("--max-mb", type=float, default=20.0, help="size limit per file (default 20)")
+    a.add_argument("--max-mb", type=float, default=20.0, metavar="MIB",
+                   help="size limit per file in MiB (default 20)")
     a.set_defaults(func=cmd_add)
 
     s = sub.add_parser("stats", help="counts and sizes of the store")
@@ -40,8 +43,11 @@ def register(subparsers) -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(func=cmd_search)
 
-    f = sub.add_parser("forget", help="delete a session and its messages")
-    f.add_argument("--session", type=int, required=True, metavar="ID")
+    f = sub.add_parser("forget", help="delete a session and its messages, or a document")
+    which = f.add_mutually_exclusive_group(required=True)
+    which.add_argument("--session", type=int, metavar="ID", help="the session to forget")
+    which.add_argument("--doc", type=int, metavar="ID", help="the document to forget "
+                       "(`hexa memory docs` lists them)")
     f.set_defaults(func=cmd_forget)
 
     w = sub.add_parser("wipe", help="delete everything in memory (asks for confirmation)")
@@ -92,28 +98,10 @@ def _open(args, **kw):
                        on_notice=lambda m: _err(f"notice: {m}"), **kw)
 
 
-def _guard(fn):
-    """Turn any failure into one line on stderr and a non-zero exit, never a traceback."""
-    def run(args) -> int:
-        from memory import MemoryError
-        try:
-            return fn(args)
-        except KeyboardInterrupt:
-            print(file=sys.stderr)
-            _err("interrupted")
-            return 130
-        except MemoryError as e:
-            _err(str(e))
-            return 1
-        except BrokenPipeError:
-            return 0
-        except Exception as e:  # noqa: BLE001 - the contract is "never a traceback"
-            first = (str(e).strip().splitlines() or [""])[0]
-            _err(f"error: {type(e).__name__}: {first}" if first else f"error: {type(e).__name__}")
-            return 1
-    run.__name__ = fn.__name__
-    run.__doc__ = fn.__doc__
-    return run
+def _fail(msg: str) -> int:
+    """A refusal that is the user's to fix: one line, exit status 2 (as app.cli.main does)."""
+    _err(msg)
+    return 2
 
 
 def _loading_note() -> None:
@@ -152,48 +140,42 @@ class Bar:
 
 
 # -- commands -----------------------------------------------------------------------------------
-@_guard
 def cmd_add(args) -> int:
     from memory import DocumentError
-    mem = _open(args, max_file_mb=args.max_mb)
-    failed = 0
-    try:
+    with _open(args, max_file_mb=args.max_mb) as mem:
         known = {d.sha256 for d in mem.list_documents()}
         if any(f.is_file() for f in args.files):
             _loading_note()
             mem.warmup()  # load the embedding model up front so per-file timings are honest
+        failed = 0
         for path in args.files:
-            bar = Bar(path.name)
-            t0 = time.perf_counter()
             try:
-                doc = mem.add_document(path, progress=bar, session_id=args.session)
-            except DocumentError as e:
-                bar.end()
+                _add_one(mem, path, args.session, known)
+            except DocumentError as e:  # this file is refused; the others are still read in
                 _err(str(e))
                 failed += 1
-                continue
-            except Exception as e:  # one bad file never loses the others
-                bar.end()
-                _err(f"{path.name}: {type(e).__name__}: {e}")
-                failed += 1
-                continue
-            bar.end()
-            dt = time.perf_counter() - t0
-            if doc.sha256 in known:
-                print(f"{doc.name}: already in memory (document {doc.id})")
-            else:
-                known.add(doc.sha256)
-                rate = f", {doc.chunks / dt:.1f} chunks/s" if dt > 0 else ""
-                print(f"{doc.name}: added as document {doc.id} ({doc.chunks} chunks, "
-                      f"{doc.chars} chars, {dt:.1f} s{rate})")
-    finally:
-        mem.close()
     if failed:
-        _err(f"{failed} of {len(args.files)} file(s) not added")
-    return 1 if failed else 0
+        return _fail(f"{failed} of {len(args.files)} file(s) not added")
+    return 0
 
 
-@_guard
+def _add_one(mem, path: Path, session_id: int | None, known: set[str]) -> None:
+    bar = Bar(path.name)
+    t0 = time.perf_counter()
+    try:
+        doc = mem.add_document(path, progress=bar, session_id=session_id)
+    finally:
+        bar.end()  # also before an error line or Ctrl-C's
+    dt = time.perf_counter() - t0
+    if doc.sha256 in known:
+        print(f"{doc.name}: already in memory (document {doc.id})")
+        return
+    known.add(doc.sha256)
+    rate = f", {doc.chunks / dt:.1f} chunks/s" if dt > 0 else ""
+    print(f"{doc.name}: added as document {doc.id} ({doc.chunks} chunks, {doc.chars} chars, "
+          f"{dt:.1f} s{rate})")
+
+
 def cmd_stats(args) -> int:
     with _open(args) as mem:
         st = mem.stats()
@@ -220,7 +202,6 @@ def cmd_stats(args) -> int:
     return 0
 
 
-@_guard
 def cmd_search(args) -> int:
     kinds = ("message", "chunk") if args.kind == "all" else (args.kind,)
     with _open(args) as mem:
@@ -243,43 +224,47 @@ def cmd_search(args) -> int:
     return 0
 
 
-@_guard
 def cmd_forget(args) -> int:
+    from memory import StoreError
     with _open(args) as mem:
+        if args.doc is not None:
+            d = mem.get_document(args.doc)
+            if d is None:
+                raise StoreError(f"no document {args.doc}")
+            mem.delete_document(d.id)
+            print(f"forgot document {d.id} ({d.name}, {d.chunks} chunks)")
+            return 0
         s = mem.get_session(args.session)
         if s is None:
-            _err(f"no session {args.session}")
-            return 1
+            raise StoreError(f"no session {args.session}")
         n = len(mem.messages(s.id))
         mem.delete_session(s.id)
     print(f"forgot session {s.id} ({s.title!r}, {n} messages)")
     return 0
 
 
-@_guard
 def cmd_wipe(args) -> int:
     if not args.yes:
         if not sys.stdin.isatty():
-            _err("refusing to wipe without confirmation: stdin is not a terminal (use --yes)")
-            return 1
+            return _fail("refusing to wipe without confirmation: stdin is not a terminal "
+                         "(use --yes)")
         with _open(args) as mem:
             st = mem.stats()
         print(f"This deletes {st['sessions']} sessions, {st['messages']} messages and "
               f"{st['documents']} documents from {st['path']}.", file=sys.stderr)
+        print("Type 'yes' to wipe the memory: ", end="", file=sys.stderr, flush=True)
         try:
-            answer = input("Type 'yes' to wipe the memory: ")
+            answer = input()  # the prompt went to stderr with the question: stdout stays clean
         except EOFError:
             answer = ""
         if answer.strip().lower() not in ("yes", "y"):
-            _err("wipe cancelled")
-            return 1
+            return _fail("wipe cancelled")
     with _open(args) as mem:
         mem.wipe()
     print("memory wiped")
     return 0
 
 
-@_guard
 def cmd_export(args) -> int:
     with _open(args) as mem:
         text = mem.export_session(args.session, args.format)
@@ -287,15 +272,13 @@ def cmd_export(args) -> int:
         try:
             args.output.write_text(text, encoding="utf-8")
         except OSError as e:
-            _err(f"cannot write {args.output}: {e.strerror or e}")
-            return 1
+            return _fail(f"cannot write {args.output}: {e.strerror or e}")
         print(f"session {args.session} exported to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
 
 
-@_guard
 def cmd_reindex(args) -> int:
     with _open(args) as mem:
         t0 = time.perf_counter()
@@ -306,7 +289,6 @@ def cmd_reindex(args) -> int:
     return 0
 
 
-@_guard
 def cmd_sessions(args) -> int:
     with _open(args) as mem:
         sessions = mem.list_sessions(args.mode)
@@ -319,7 +301,6 @@ def cmd_sessions(args) -> int:
     return 0
 
 
-@_guard
 def cmd_docs(args) -> int:
     with _open(args) as mem:
         docs = mem.list_documents()

@@ -3,9 +3,9 @@
     from memory import Memory
     mem = Memory.open(data_dir, tokenizer=None)
 """
-from .errors import DocumentError, MemoryError
+from .errors import DocumentError, IngestCancelled, StoreError
 from .memory import Memory
 from .models import ContextItem, Document, Message, Session
 
-__all__ = ["Memory", "MemoryError", "DocumentError", "Session", "Message", "Document",
-           "ContextItem"]
+__all__ = ["Memory", "StoreError", "DocumentError", "IngestCancelled", "Session", "Message",
+           "Document", "ContextItem"]

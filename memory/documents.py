@@ -1,8 +1,9 @@
 """Reading documents into plain text: .txt .md .pdf .docx .html and source files.
 
-``extract(path, max_bytes)`` returns ``Extracted(text, kind, sha256)`` or raises ``DocumentError``
-with a one-line reason: missing/unreadable file, over the size limit, empty, binary or unknown
-format, encrypted or image-only PDF, damaged .docx/.pdf.
+``extract(path, max_mib)`` returns ``Extracted(text, kind, sha256)`` or raises ``DocumentError``
+with a one-line reason that names the file once: missing/unreadable file, a folder, over the size
+limit (in MiB), empty, binary or unknown format, encrypted or image-only PDF, damaged .docx/.pdf.
+Plain text is decoded as UTF-8, cp1252 or charset_normalizer's guess (``decode_text``).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import hashlib
 import html.parser
 import io
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +31,7 @@ SOURCE = {
 TEXT_NAMES = {"makefile", "dockerfile", "readme", "license", "copying", "authors", "changelog",
               "gemfile", "rakefile", "procfile", "vagrantfile", "justfile", "cmakelists.txt"}
 SUPPORTED = PLAIN | HTML | SOURCE | {".pdf", ".docx"}
+MIB = 1024 * 1024  # size limits are set and shown in MiB
 
 
 @dataclass(frozen=True)
@@ -57,28 +60,32 @@ def kind_of(path: Path) -> str | None:
     return None
 
 
-def extract(path: Path, max_bytes: int | None = None) -> Extracted:
+def extract(path: Path, max_mib: float | None = None) -> Extracted:
+    """The text of the file at ``path``, at most ``max_mib`` MiB; ``DocumentError`` if refused."""
     path = Path(path)
-    name = path.name
-    if not path.exists():
-        raise DocumentError(f"{name}: no such file")
-    if path.is_dir():
+    name = path.name or str(path)  # every reason starts with it, once
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise DocumentError(f"{name}: no such file") from None
+    except OSError as e:
+        raise DocumentError(f"{name}: cannot read ({_reason(e)})") from None
+    if stat.S_ISDIR(info.st_mode):
         raise DocumentError(f"{name}: is a folder, not a file")
     kind = kind_of(path)
     if kind is None:
         ext = path.suffix or "(none)"
         raise DocumentError(f"{name}: unsupported file type {ext} "
                             f"(supported: txt, md, pdf, docx, html and source files)")
+    if max_mib is not None and info.st_size > max_mib * MIB:
+        raise DocumentError(f"{name}: too large ({_mib(info.st_size / MIB)} MiB; limit "
+                            f"{max_mib:g} MiB)")
+    if info.st_size == 0:
+        raise DocumentError(f"{name}: empty file")
     try:
-        size = path.stat().st_size
-        if max_bytes is not None and size > max_bytes:
-            raise DocumentError(f"{name}: too large ({size / 1e6:.1f} MB; limit "
-                                f"{max_bytes / 1e6:.1f} MB)")
-        if size == 0:
-            raise DocumentError(f"{name}: empty file")
         data = path.read_bytes()
     except OSError as e:
-        raise DocumentError(f"{name}: cannot read ({e.strerror or e})") from None
+        raise DocumentError(f"{name}: cannot read ({_reason(e)})") from None
     digest = hashlib.sha256(data).hexdigest()
 
     if kind == "pdf":
@@ -99,13 +106,28 @@ def extract(path: Path, max_bytes: int | None = None) -> Extracted:
     return Extracted(text, kind, digest)
 
 
+def _reason(e: OSError) -> str:
+    return e.strerror or type(e).__name__  # str(e) would name the file a second time
+
+
+def _mib(n: float) -> str:
+    return f"{n:.1f}" if n >= 0.1 else f"{n:.2g}"
+
+
 # -- plain text ---------------------------------------------------------------------------------
 _BOMS = (("utf-8-sig", b"\xef\xbb\xbf"), ("utf-32", b"\xff\xfe\x00\x00"),
          ("utf-32", b"\x00\x00\xfe\xff"), ("utf-16", b"\xff\xfe"), ("utf-16", b"\xfe\xff"))
+# signs that may stand between two letters of a word: apostrophe (l’homme), middle dot (l·l)
+_INSIDE_WORDS = "\u2019\u00b7"
+_LETTERS = re.compile(r"[^\W\d_]+")
+_SIGN_IN_WORD = re.compile(r"(?<=[^\W\d_])[^\x00-\x7f](?=[^\W\d_])")
 
 
 def decode_text(data: bytes, name: str = "file") -> str:
-    """Decode bytes as text, detecting the encoding; refuse binary content."""
+    """Decode bytes as text, detecting the encoding; refuse binary content.
+
+    Mostly valid UTF-8 is UTF-8 (its few bad bytes become U+FFFD); what reads as Western European
+    text in cp1252 (Latin-1's superset) is cp1252; anything else is charset_normalizer's guess."""
     for enc, bom in _BOMS:
         if data.startswith(bom):
             try:
@@ -114,16 +136,45 @@ def decode_text(data: bytes, name: str = "file") -> str:
                 break
     if _looks_binary(data):
         raise DocumentError(f"{name}: binary content, not a text document")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
+    text = _as_utf8(data)
+    if text is None:
+        text = _as_western(data)
+    if text is not None:
+        return text
     from charset_normalizer import from_bytes
 
     best = from_bytes(data).best()
     if best is None:
         raise DocumentError(f"{name}: cannot detect the text encoding (binary file?)")
     return str(best)
+
+
+def _as_utf8(data: bytes) -> str | None:
+    """The UTF-8 text, when its valid multi-byte characters are at least as many as its bad
+    bytes: text in a single-byte encoding almost never forms valid UTF-8 sequences."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.count("\ufffd".encode())
+    good = sum(1 for ch in text if ord(ch) > 0x7F) - text.count("\ufffd")
+    return text if good >= bad else None
+
+
+def _as_western(data: bytes) -> str | None:
+    """The cp1252 text, when it reads as a Western European language: its words with non-ASCII
+    letters also have ASCII ones (another alphabet read as cp1252 gives whole words of accented
+    letters: "Ïðèâåò"), and no sign stands inside a word (Polish in cp1250 gives "Za¿ó³æ")."""
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:  # bytes cp1252 leaves undefined: another encoding
+        return None
+    accented = [w for w in _LETTERS.findall(text) if not w.isascii()]
+    foreign = sum(1 for w in accented if len(w) >= 3 and not any(c.isascii() for c in w))
+    signs = sum(1 for c in _SIGN_IN_WORD.findall(text)
+                if not c.isalpha() and c not in _INSIDE_WORDS)
+    return text if (foreign + signs) * 10 <= len(accented) else None
 
 
 def _looks_binary(data: bytes) -> bool:

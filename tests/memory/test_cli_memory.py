@@ -1,106 +1,190 @@
-"""`hexa memory ...` handlers, driven through argparse as the main CLI will."""
+"""`hexa memory ...` through hexa's own entry point (``app.cli.main``): output, exit statuses and
+the error contract (a user error: one line and status 2; an unexpected one: its traceback in
+errors.log). In-process with the hash embedder; once in a subprocess with the real MiniLM."""
 from __future__ import annotations
 
-import argparse
 import io
 import json
+import sqlite3
+import subprocess
+import sys
 
-from app.cli_memory import register
+import pytest
+
+from app.cli import main
+from fakes import HashEmbedder
 from memory import Memory
+from memory_helpers import child_env
 
 
-def run(data_dir, *argv):
-    p = argparse.ArgumentParser(prog="hexa")
-    sub = p.add_subparsers()
-    register(sub)
-    args = p.parse_args(["memory", *argv])
-    args.data_dir = data_dir
-    return args.func(args)
+@pytest.fixture
+def hexa(tmp_path, monkeypatch, capsys):
+    """``hexa(*argv) -> (status, stdout, stderr)`` on a data folder in tmp_path."""
+    monkeypatch.setenv("HEXA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HEXA_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setattr("memory.memory.Embedder", HashEmbedder)
+
+    def run(*argv):
+        capsys.readouterr()
+        status = main(["memory", *map(str, argv)])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        return status, out, err
+    return run
 
 
-def test_cli_add_stats_search_export_forget(tmp_path, capsys):
-    data = tmp_path / "data"
+def _open(tmp_path) -> Memory:
+    return Memory.open(tmp_path / "data", embedder=HashEmbedder())
+
+
+def test_add_reports_each_refused_file_once_and_exits_2(hexa, tmp_path):
     good = tmp_path / "lighthouse.md"
     good.write_text("# Lighthouses\n\nThe Fresnel lens lets a lighthouse beam reach sailors "
                     "forty kilometres away at night.")
     bad = tmp_path / "photo.png"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
-    assert run(data, "add", str(bad), str(good), str(tmp_path / "missing.txt")) == 1
-    out, err = capsys.readouterr()
-    assert "lighthouse.md: added as document 1" in out
-    assert "photo.png: unsupported file type" in err and "missing.txt: no such file" in err
-    assert "Traceback" not in err
-    assert run(data, "add", str(good)) == 0
-    assert "already in memory" in capsys.readouterr().out
+    (tmp_path / "papers").mkdir()
+    status, out, err = hexa("add", bad, good, tmp_path / "missing.txt", tmp_path / "papers")
+    assert status == 2
+    assert out.startswith("lighthouse.md: added as document 1 (1 chunks, 100 chars, ")
+    assert err.splitlines() == [
+        "hexa: photo.png: unsupported file type .png (supported: txt, md, pdf, docx, html and "
+        "source files)",
+        "hexa: missing.txt: no such file",
+        "hexa: papers: is a folder, not a file",
+        "hexa: 3 of 4 file(s) not added"]
+    status, out, err = hexa("add", good)
+    assert (status, out, err) == (0, "lighthouse.md: already in memory (document 1)\n", "")
 
-    with Memory.open(data) as mem:
+
+def test_add_size_limit_is_in_mib(hexa, tmp_path):
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as f:
+        f.truncate(3 * 1024 * 1024)
+    status, _, err = hexa("add", "--max-mb", "2", big)
+    assert status == 2
+    assert err.splitlines()[0] == "hexa: big.txt: too large (3.0 MiB; limit 2 MiB)"
+
+
+def test_stats_search_export_and_forget(hexa, tmp_path):
+    doc = tmp_path / "lighthouse.md"
+    doc.write_text("The Fresnel lens lets a lighthouse beam reach sailors far away.")
+    assert hexa("add", doc)[0] == 0
+    with _open(tmp_path) as mem:
         s = mem.new_session("assistant", "Chat about lights")
         mem.add_message(s.id, "user", "How far can a lighthouse be seen?")
         mem.add_message(s.id, "assistant", "Up to about 40 km.", token_ids=[1, 2, 3])
 
-    assert run(data, "stats", "--json") == 0
-    st = json.loads(capsys.readouterr().out)
-    assert st["documents"] == 1 and st["sessions"] == 1 and st["messages"] == 2
-    assert run(data, "stats") == 0
-    assert "documents" in capsys.readouterr().out
+    status, out, _ = hexa("stats", "--json")
+    st = json.loads(out)
+    assert status == 0 and (st["documents"], st["sessions"], st["messages"]) == (1, 1, 2)
+    status, out, _ = hexa("stats")
+    assert status == 0 and "documents                     1" in out.splitlines()
 
-    assert run(data, "search", "Fresnel lens range") == 0
-    out = capsys.readouterr().out
-    assert "lighthouse.md #1" in out.splitlines()[0]
+    status, out, _ = hexa("search", "Fresnel lens", "--kind", "chunk")
+    assert status == 0 and out.splitlines()[0].endswith("chunk: lighthouse.md #1")
 
-    assert run(data, "export", "--session", str(s.id), "--format", "json") == 0
-    assert json.loads(capsys.readouterr().out)["session"]["title"] == "Chat about lights"
+    status, out, _ = hexa("export", "--session", s.id, "--format", "json")
+    assert status == 0 and json.loads(out)["session"]["title"] == "Chat about lights"
     dest = tmp_path / "chat.md"
-    assert run(data, "export", "--session", str(s.id), "--format", "md", "-o", str(dest)) == 0
+    assert hexa("export", "--session", s.id, "-o", dest)[0] == 0
     assert dest.read_text().startswith("# Chat about lights")
-    capsys.readouterr()
-    assert run(data, "export", "--session", "99") == 1
-    assert capsys.readouterr().err.strip() == "hexa memory: no session 99"
+    assert hexa("export", "--session", 99) == (2, "", "hexa: no session 99\n")
+    status, _, err = hexa("export", "--session", s.id, "-o", tmp_path / "nowhere" / "x.md")
+    assert status == 2 and err.startswith("hexa: cannot write ") and err.count("\n") == 1
 
-    assert run(data, "forget", "--session", str(s.id)) == 0
-    assert run(data, "forget", "--session", str(s.id)) == 1
-    with Memory.open(data) as mem:
-        assert mem.list_sessions() == []
+    assert hexa("forget", "--session", s.id) == (
+        0, f"forgot session {s.id} ('Chat about lights', 2 messages)\n", "")
+    assert hexa("forget", "--session", s.id) == (2, "", f"hexa: no session {s.id}\n")
+    assert hexa("forget", "--doc", 1) == (0, "forgot document 1 (lighthouse.md, 1 chunks)\n", "")
+    assert hexa("forget", "--doc", 1) == (2, "", "hexa: no document 1\n")
+    assert hexa("docs") == (0, "no documents\n", "")
+    assert hexa("sessions") == (0, "no sessions\n", "")
 
 
-def test_cli_wipe_needs_confirmation(tmp_path, capsys, monkeypatch):
-    data = tmp_path / "data"
-    with Memory.open(data) as mem:
+def test_forget_needs_exactly_one_of_session_and_doc(hexa):
+    for argv in (("forget",), ("forget", "--session", "1", "--doc", "2")):
+        with pytest.raises(SystemExit) as ei:
+            hexa(*argv)
+        assert ei.value.code == 2
+
+
+def test_wipe_needs_confirmation(hexa, tmp_path, monkeypatch):
+    with _open(tmp_path) as mem:
         mem.new_session("assistant")
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a TTY
-    assert run(data, "wipe") == 1
-    assert "--yes" in capsys.readouterr().err
-    with Memory.open(data) as mem:
-        assert len(mem.list_sessions()) == 1
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal
+    status, _, err = hexa("wipe")
+    assert status == 2 and "--yes" in err and err.count("\n") == 1
 
     class TTY(io.StringIO):
         def isatty(self):
             return True
 
     monkeypatch.setattr("sys.stdin", TTY("no\n"))
-    assert run(data, "wipe") == 1
+    assert hexa("wipe")[0] == 2
+    with _open(tmp_path) as mem:
+        assert len(mem.list_sessions()) == 1
     monkeypatch.setattr("sys.stdin", TTY("yes\n"))
-    assert run(data, "wipe") == 0
-    with Memory.open(data) as mem:
+    assert hexa("wipe")[:2] == (0, "memory wiped\n")
+    with _open(tmp_path) as mem:
         assert mem.list_sessions() == []
-    with Memory.open(data) as mem:
         mem.new_session("assistant")
-    assert run(data, "wipe", "--yes") == 0
+    assert hexa("wipe", "--yes")[0] == 0
 
 
-def test_cli_reindex_and_errors(tmp_path, capsys):
-    data = tmp_path / "data"
+def test_reindex_and_a_store_from_the_future(hexa, tmp_path):
     f = tmp_path / "a.txt"
     f.write_text("Some text about owls hunting at night.")
-    assert run(data, "add", str(f)) == 0
-    assert run(data, "reindex") == 0
-    assert "reindexed 1 vectors" in capsys.readouterr().out
-    # a store from the future is refused in one line, no traceback
-    import sqlite3
-    con = sqlite3.connect(data / "memory" / "hexa.db")
+    assert hexa("add", f)[0] == 0
+    status, out, _ = hexa("reindex")
+    assert status == 0 and out.startswith("reindexed 1 vectors in ")
+    con = sqlite3.connect(tmp_path / "data" / "memory" / "hexa.db")
     con.execute("PRAGMA user_version = 99")
     con.commit()
     con.close()
-    assert run(data, "stats") == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "newer" in err
+    status, out, err = hexa("stats")
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("hexa: memory store ") and "newer" in err
+
+
+def test_unexpected_errors_go_to_the_log_and_ctrl_c_exits_130(hexa, tmp_path, monkeypatch):
+    def boom(self):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(Memory, "stats", boom)
+    status, _, err = hexa("stats")
+    log = tmp_path / "logs" / "errors.log"
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith("hexa: internal error: RuntimeError: disk on fire (details in ")
+    assert "Traceback" in log.read_text() and "disk on fire" in log.read_text()
+
+    def interrupted(self, *a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Memory, "add_document", interrupted)
+    f = tmp_path / "a.txt"
+    f.write_text("text")
+    assert hexa("add", f)[0] == 130
+
+
+@pytest.mark.slow
+def test_hexa_memory_in_a_subprocess_with_the_real_embedder(tmp_path):
+    env = child_env() | {"HEXA_DATA_DIR": str(tmp_path / "data"),
+                         "HEXA_LOG_DIR": str(tmp_path / "logs")}
+
+    def hexa(*argv):
+        return subprocess.run([sys.executable, "-m", "app.cli", "memory", *map(str, argv)],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    doc = tmp_path / "router.md"
+    doc.write_text("To reset the Zephyr X2 router, hold the pinhole button for thirty seconds.\n\n"
+                   "Jazz music originated in New Orleans in the early twentieth century.")
+    run = hexa("add", doc, tmp_path / "missing.txt")
+    assert run.returncode == 2
+    assert run.stdout.startswith("router.md: added as document 1 ")
+    assert run.stderr.splitlines() == ["hexa: missing.txt: no such file",
+                                       "hexa: 1 of 2 file(s) not added"]
+    run = hexa("search", "how do I factory reset my router?", "--json")
+    assert run.returncode == 0 and "pinhole" in json.loads(run.stdout)[0]["text"]
+    run = hexa("forget", "--doc", 7)
+    assert (run.returncode, run.stdout, run.stderr) == (2, "", "hexa: no document 7\n")

@@ -1,18 +1,21 @@
-"""Crash safety (real kill -9), two processes at once, and vector index repair."""
+"""Crash safety (real kill -9), two processes at once (both with the real MiniLM: slow), and
+vector index repair."""
 from __future__ import annotations
 
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
-from memory import Memory
+import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from memory import Memory
+from memory_helpers import child_env
 
 KILL_CHILD = textwrap.dedent("""
     import sys, time
@@ -35,17 +38,13 @@ KILL_CHILD = textwrap.dedent("""
 """)
 
 
-def _env():
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", HEXA_EMBED_THREADS="1")
-    return env
-
-
+@pytest.mark.slow
 def test_kill_9_mid_ingestion_loses_at_most_the_item_in_flight(tmp_path):
     data, src = tmp_path / "data", tmp_path / "src"
     src.mkdir()
     proc = subprocess.Popen([sys.executable, "-c", KILL_CHILD, str(data), str(src)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=_env())
+                            env=child_env())
     try:
         deadline = time.monotonic() + 60
         lines = []
@@ -76,13 +75,13 @@ def test_kill_9_mid_ingestion_loses_at_most_the_item_in_flight(tmp_path):
         assert [d.name for d in docs][:1] == ["doc0.txt"]
         for d in docs:  # every document present is complete
             assert len(mem.document_chunks(d.id)) == d.chunks
-        assert len(docs) <= 2
-        pending = mem.stats()["pending_vectors"]
+        assert [d.name for d in docs] == ["doc0.txt", "doc1.txt"]  # committed, then killed
+        assert mem.stats()["pending_vectors"] > 0  # doc1's vectors were being written
         # the next retrieval finishes the interrupted vectors and finds the documents
         items = mem.context_for("Document 0 about topic 0", k=2, kinds=("chunk",))
         assert items and items[0].source.startswith("doc0.txt")
         assert mem.stats()["pending_vectors"] == 0
-        assert pending >= 0
+        assert mem.vectors.count("chunks") == mem.stats()["chunks"]
         assert mem.drafting_sources("Remember the word marmalade") == [[7, 8, 9]]
 
 
@@ -114,6 +113,7 @@ CONC_CHILD = CONC_WORK + textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_two_processes_open_the_same_store(tmp_path):
     """This process (standing for the TUI) and a child process write the same store at once."""
     data = tmp_path / "data"
@@ -123,7 +123,8 @@ def test_two_processes_open_the_same_store(tmp_path):
     tui = Memory.open(data)
     tui.warmup()
     child = subprocess.Popen([sys.executable, "-c", CONC_CHILD, str(data), "B"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=child_env())
     deadline = time.monotonic() + 90
     while not (data / "ready-B").exists() and time.monotonic() < deadline:
         assert child.poll() is None, child.stderr.read()[-2000:]
@@ -163,34 +164,75 @@ def _seed(mem: Memory, tmp_path: Path):
     mem.add_document(p)
 
 
-def test_reindex_after_deleting_the_vector_folder(tmp_path):
+def test_reindex_after_deleting_the_vector_folder(tmp_path, hash_embedder):
     data = tmp_path / "data"
-    with Memory.open(data) as mem:
+    with Memory.open(data, embedder=hash_embedder) as mem:
         _seed(mem, tmp_path)
     shutil.rmtree(data / "memory" / "vectors")
-    with Memory.open(data) as mem:
+    with Memory.open(data, embedder=hash_embedder) as mem:
         assert mem.drafting_sources("Everest height") == [[88, 49]]
         assert any("missing" in n for n in mem.notices)
-        items = mem.context_for("Which birds swim but cannot fly?", k=1)
+        items = mem.context_for("Penguins cannot fly", k=1)
         assert "Penguins" in items[0].text
         # an explicit reindex (what `hexa memory reindex` runs) rebuilds everything
         assert mem.reindex() == 4  # 2 messages + 1 response + 1 chunk
     shutil.rmtree(data / "memory" / "vectors")
-    with Memory.open(data) as mem:
+    with Memory.open(data, embedder=hash_embedder) as mem:
         assert mem.reindex() == 4
-        assert "Penguins" in mem.context_for("penguins swimming", k=1)[0].text
+        assert "Penguins" in mem.context_for("Penguins swimmers", k=1)[0].text
 
 
-def test_corrupt_vector_index_is_detected_and_rebuilt(tmp_path):
-    data = tmp_path / "data"
-    with Memory.open(data) as mem:
-        _seed(mem, tmp_path)
-    vec = data / "memory" / "vectors"
-    for f in vec.rglob("*"):
+def _garble(vectors: Path) -> None:
+    for f in vectors.rglob("*"):
         if f.is_file():
             f.write_bytes(b"garbage" * 100)
-    with Memory.open(data) as mem:
-        items = mem.context_for("penguins", k=1)
+
+
+def test_corrupt_vector_index_is_detected_and_rebuilt(tmp_path, hash_embedder):
+    data = tmp_path / "data"
+    with Memory.open(data, embedder=hash_embedder) as mem:
+        _seed(mem, tmp_path)
+    _garble(data / "memory" / "vectors")
+    with Memory.open(data, embedder=hash_embedder) as mem:
+        items = mem.context_for("Penguins swimmers", k=1)
         assert items and "Penguins" in items[0].text
-        assert any("damaged" in n or "missing" in n or "incomplete" in n for n in mem.notices)
-        assert mem.drafting_sources("Everest") == [[88, 49]]
+        assert any(n.startswith("vector index damaged") for n in mem.notices)
+        assert mem.drafting_sources("Mount Everest") == [[88, 49]]
+        assert mem.stats()["pending_vectors"] == 0
+    assert len(list((data / "memory").glob("vectors.broken-*"))) == 1  # kept for inspection
+
+
+def test_corrupt_index_is_rebuilt_while_another_memory_is_open(tmp_path, hash_embedder):
+    """chromadb caches one system per path and process: repairing one index must not disturb
+    another memory open in the same process (the TUI keeps one open)."""
+    other = Memory.open(tmp_path / "other", embedder=hash_embedder)
+    try:
+        s = other.new_session("assistant")
+        other.add_message(s.id, "user", "Otters hold hands while sleeping.")
+        data = tmp_path / "data"
+        with Memory.open(data, embedder=hash_embedder) as mem:
+            _seed(mem, tmp_path)
+        _garble(data / "memory" / "vectors")
+        with Memory.open(data, embedder=hash_embedder) as mem:
+            assert "Penguins" in mem.context_for("Penguins swimmers", k=1)[0].text
+            assert any(n.startswith("vector index damaged") for n in mem.notices)
+        assert "Otters" in other.context_for("otters sleeping", k=1)[0].text
+        assert not other.notices
+    finally:
+        other.close()
+
+
+def test_an_index_chromadb_refuses_to_start_on_is_rebuilt(tmp_path, hash_embedder):
+    """A valid SQLite catalog that chromadb's start-up rejects: the failed start is forgotten,
+    so the index rebuilt at the same path starts afresh."""
+    data = tmp_path / "data"
+    with Memory.open(data, embedder=hash_embedder) as mem:
+        _seed(mem, tmp_path)
+    con = sqlite3.connect(data / "memory" / "vectors" / "chroma.sqlite3")
+    con.execute("UPDATE migrations SET hash = 'bogus'")
+    con.commit()
+    con.close()
+    with Memory.open(data, embedder=hash_embedder) as mem:
+        assert "Penguins" in mem.context_for("Penguins swimmers", k=1)[0].text
+        assert any(n.startswith("vector index damaged (InternalError: Inconsistent hash")
+                   for n in mem.notices)

@@ -1,5 +1,9 @@
-"""Retrieval: context for a query and drafting sources, on a real chromadb + MiniLM."""
+"""Retrieval: context for a query and drafting sources, on a real chromadb. The quality of the
+ranking is checked with the real MiniLM (slow); the rules around it (turns, budgets, filters,
+duplicates) with the hash embedder."""
 from __future__ import annotations
+
+import pytest
 
 from memory.chunking import chunk_text, estimate_tokenizer
 
@@ -15,7 +19,9 @@ NEEDLE = ("To reset the Zephyr X2 router, hold the recessed pinhole button on th
           "thirty seconds until the status light blinks amber.")
 
 
-def test_context_finds_right_chunk_among_distractors(mem, tmp_path):
+@pytest.mark.slow
+def test_context_finds_right_chunk_among_distractors(real_mem, tmp_path):
+    mem = real_mem
     paras = []
     for i in range(6):
         paras += [f"{d} (section {i})" for d in DISTRACTORS]
@@ -33,26 +39,44 @@ def test_context_finds_right_chunk_among_distractors(mem, tmp_path):
     assert sum(it.tokens for it in items) <= 400
 
 
-def test_context_turns_budget_and_session_filter(mem):
+def _two_conversations(mem):
     s1 = mem.new_session("assistant", "travel")
     mem.add_message(s1.id, "user", "What is the best time to visit Kyoto for cherry blossoms?")
     mem.add_message(s1.id, "assistant", "Late March to early April is peak sakura season.")
     s2 = mem.new_session("assistant", "code")
     mem.add_message(s2.id, "user", "How do I reverse a list in Python?")
     mem.add_message(s2.id, "assistant", "Use lst[::-1] or lst.reverse().")
+    return s1, s2
+
+
+@pytest.mark.slow
+def test_context_turns_by_meaning(real_mem):
+    mem = real_mem
+    s1, s2 = _two_conversations(mem)
     items = mem.context_for("When do the cherry trees bloom in Japan?", k=2,
                             kinds=("message",))
+    assert items[0].source == f"session {s1.id}" and "sakura" in items[0].text
+
+
+def test_context_turns_budget_and_session_filter(mem):
+    s1, s2 = _two_conversations(mem)
+    items = mem.context_for("best time to visit Kyoto", k=2, kinds=("message",))
     assert items[0].kind == "message" and items[0].source == f"session {s1.id}"
-    assert "User: What is the best time" in items[0].text and "sakura" in items[0].text
+    assert items[0].text == ("User: What is the best time to visit Kyoto for cherry blossoms?\n"
+                             "Assistant: Late March to early April is peak sakura season.")
+    assert len(items) == 2 and items[0].score > items[1].score  # one item per turn
     # the current session's own messages are left out
     items = mem.context_for("cherry blossoms Kyoto", k=4, session_id=s1.id, kinds=("message",))
-    assert all(it.source != f"session {s1.id}" for it in items)
+    assert [it.source for it in items] == [f"session {s2.id}"]
     # budget: everything returned fits, and a tiny budget cuts the text
     items = mem.context_for("cherry blossoms Kyoto", k=4, token_budget=6)
-    assert items and sum(it.tokens for it in items) <= 6
+    assert len(items) == 1 and items[0].tokens <= 6 and items[0].text.endswith(" …")
+    assert mem.context_for("   ") == [] and mem.context_for("Kyoto", k=0) == []
 
 
-def test_drafting_sources_ranked_by_similarity(mem):
+@pytest.mark.slow
+def test_drafting_sources_ranked_by_similarity(real_mem):
+    mem = real_mem
     pairs = [
         ("Summarize the quarterly earnings report for Acme Corp.", [101, 102, 103, 104]),
         ("Translate 'good morning' into Spanish.", [201, 202]),
@@ -77,6 +101,21 @@ def test_drafting_sources_ranked_by_similarity(mem):
     s = mem.new_session("assistant")
     mem.add_message(s.id, "user", "Summarize the quarterly earnings report for Acme Corp.")
     assert all(out for out in mem.drafting_sources("earnings report"))
+
+
+def test_drafting_sources_rules(mem):
+    s = mem.new_session("assistant")
+    for question, ids in [("tell me a joke about cats", [1, 2, 3]),
+                          ("tell me a joke about dogs", [1, 2, 3]),  # the same reply: one source
+                          ("tell me a joke about owls", [4, 5])]:
+        mem.add_message(s.id, "user", question)
+        mem.add_message(s.id, "assistant", "...", token_ids=ids)
+    mem.add_message(s.id, "user", "tell me a joke about cats")  # no token ids: not a source
+    assert mem.drafting_sources("a joke about cats") == [[1, 2, 3], [4, 5]]
+    assert mem.drafting_sources("a joke about cats", max_tokens=4) == [[1, 2, 3], [4]]
+    assert mem.drafting_sources("a joke about owls", max_count=1) == [[4, 5]]
+    assert mem.drafting_sources("a joke", mode="ui_agent") == []
+    assert mem.drafting_sources("") == []
 
 
 def test_chunking_by_tokens_with_overlap():
