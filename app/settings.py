@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import tomli_w
 
-from engine.methods import BACKENDS, DEFAULT_METHOD, METHODS
+from engine.methods import BACKENDS, DEFAULT_CONTEXT, DEFAULT_METHOD, METHODS
 
 from .keys import KEYS
 
@@ -51,8 +51,8 @@ class Settings:
     backend: str = option("torch", "runtime: torch (CPU) or qnn (static graphs on the Hexagon NPU)",
                           flag="--backend", choices=BACKENDS)
     method: str = option(DEFAULT_METHOD, "decoding method", flag="--method", choices=METHODS)
-    context: int | None = option(None, "context window in tokens (default: 4096 on torch, 1024 on qnn)",
-                                 flag="--context", low=64)
+    context: int | None = option(None, "context window in tokens (default: " + ", ".join(
+        f"{n} on {b}" for b, n in DEFAULT_CONTEXT.items()) + ")", flag="--context", low=64)
     threads: int | None = option(None, "CPU threads (default: all cores)", flag="--threads", low=1)
     max_tokens: int = option(256, "most new tokens per answer", flag="--max-tokens", low=1)
     temperature: float = option(0.0, "0 is greedy decoding", flag="--temperature", low=0.0, high=2.0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -60,6 +61,7 @@ class HexaApp(App):
         self.status = "loading model…"
         self.quitting = False
         self.job_threads = job_threads()
+        self.memory_warm = threading.Event()          # the embedder and vector index are loaded
 
     def key_label(self, binding_id: str) -> str:
         return self.settings.keymap.get(binding_id, KEYS[binding_id][0]).upper()
@@ -119,6 +121,8 @@ class HexaApp(App):
             memory.warmup()
         except Exception as exc:
             self.call_from_thread(self.notify, one_line(exc), title="Memory", severity="warning")
+        finally:
+            self.memory_warm.set()
 
     # -- actions ------------------------------------------------------------------------------------
     def action_mode(self, name: str) -> None:

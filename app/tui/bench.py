@@ -56,7 +56,7 @@ async def _in_app(engine: Recording, text: str, settings: Settings, root: Path):
     locs = Locations(root / "config", root / "data", root / "cache", root / "logs")
     app = HexaApp(Loaded(settings, locs.config_file), locs, engine_factory=lambda s, l, p: engine)
     async with app.run_test(size=SIZE) as pilot:
-        while app.runtime is None:
+        while app.runtime is None or not app.memory_warm.is_set():   # as a user would: once loaded
             await pilot.pause(0.05)
         screen = app.screen
         composer = screen.query_one(Composer)

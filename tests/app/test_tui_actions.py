@@ -7,7 +7,7 @@ import threading
 import time
 import tomllib
 
-from textual.widgets import Input, Label, Select, TextArea
+from textual.widgets import Input, Label, ProgressBar, Select, TextArea
 
 from app.settings import Loaded, Settings, load
 from app.tui.screens.dialogs import ConfirmDialog, TextDialog
@@ -99,7 +99,7 @@ async def test_esc_stops_reading_a_big_document_and_keeps_nothing(tmp_path):
         await wait(pilot, lambda: screen.runtime is not None and screen.is_current)
         screen.summarize([big])
         memory = app.runtime.memory
-        await wait(pilot, lambda: any(r.query_one("ProgressBar").progress > 0 for r in screen.query("FileRow")), 60)
+        await wait(pilot, lambda: any(bar.progress > 0 for bar in screen.query(ProgressBar)), 60, "reading")
         t0 = time.monotonic()
         await pilot.press("escape")
         await wait(pilot, lambda: idle(screen), 20, "the read-in to stop")

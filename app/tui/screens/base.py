@@ -18,9 +18,9 @@ from textual.widgets import Footer, Static
 
 from agents.common import stats_of
 from agents.events import Saved
-from engine.events import Done, Notice, Prefill, Step, Text
+from engine.events import Done, Notice, Prefill, Step, Text, now
 
-from ..jobs import FRAME_S, Finished, Inbox, Job, one_line, pump
+from ..jobs import FRAME_S, PANELS_S, Finished, Inbox, Job, one_line, pump
 from ..keys import bind
 from ..messages import RuntimeReady
 from ..metrics import RequestMetrics
@@ -69,6 +69,7 @@ class ModeScreen(SessionActions, Screen):
         self.metrics = RequestMetrics()
         self.deferred: Callable[[], Awaitable[None]] | None = None   # a send typed while loading
         self._dirty = False
+        self._panels_t = 0.0
         self._frames = None
 
     # -- layout -------------------------------------------------------------------------------------
@@ -131,6 +132,7 @@ class ModeScreen(SessionActions, Screen):
     def show_panels(self) -> None:
         self.query_one(Panels).show(self.metrics, self.app.device)  # type: ignore[attr-defined]
         self._dirty = False
+        self._panels_t = now()
 
     def action_toggle_panels(self) -> None:
         panels = self.query_one(Panels)
@@ -208,7 +210,7 @@ class ModeScreen(SessionActions, Screen):
             await self.write_pending(pending)
             await self.handle(rid, event)
         await self.write_pending(pending)
-        if self._dirty and self.is_current:
+        if self._dirty and self.is_current and (self.active is None or now() - self._panels_t >= PANELS_S):
             self.show_panels()
         if not self.jobs and not self.inbox:
             self._frames.pause()

@@ -158,18 +158,19 @@ class SummarizerScreen(ModeScreen):
         return True
 
     async def prepare_event(self, rid: int, event) -> None:
-        """The summary's view appears with its first text (the map stage streams none)."""
+        """The summary's view appears with its first text (the map stage streams none). File rows
+        follow every request, a cancelled one too: its last word is "cancelled; nothing was kept"."""
         if rid == self.active and rid not in self.views and isinstance(event, (Text, Done)):
             self.views[rid] = await self.query_one(Transcript).add("assistant")
-
-    async def on_other_event(self, rid: int, event) -> None:
         if isinstance(event, Ingest):
             for row in self.query(FileRow):
                 if row.path == event.path:
                     row.progress(event.done, event.total, event.error)
-            if event.error:
+            if event.error and rid == self.active:
                 self.notify(event.error, severity="error")
-        elif isinstance(event, Part):
+
+    async def on_other_event(self, rid: int, event) -> None:
+        if isinstance(event, Part):
             label = (f"summarizing part {event.index}/{event.total}" if event.stage == "map"
                      else "combining the part summaries")
             self.query_one("#parts", Label).update(label)

@@ -13,6 +13,14 @@ BAR = "█"
 HIST_ROWS = 6          # accepted lengths 1..5 and "6+": enough to see the shape, short enough to fit
 
 
+def redraw(widget: Static, content) -> None:
+    """Update a panel line block; ask for a layout (a reflow of the whole screen, tens of ms)
+    only when its number of lines changed."""
+    lines = str(content).count("\n") + 1
+    widget.update(content, layout=lines != getattr(widget, "_lines", None))
+    widget._lines = lines  # type: ignore[attr-defined]
+
+
 def _bar(frac: float, width: int = 10) -> str:
     n = round(max(0.0, min(1.0, frac)) * width)
     return BAR * n + "·" * (width - n)
@@ -37,23 +45,24 @@ class AcceptancePanel(Static):
         yield Static(id="acc-sources")
 
     def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
-        self.query_one("#acc-figures", Static).update(
-            f"step   [b]{m.last_accepted}[/b] accepted\n"
-            f"mean   [b]{m.mean_accepted:.2f}[/b]/step ({m.steps} steps)")
+        redraw(self.query_one("#acc-figures", Static),
+               f"step   [b]{m.last_accepted}[/b] accepted\n"
+               f"mean   [b]{m.mean_accepted:.2f}[/b]/step ({m.steps} steps)")
         spark = self.query_one("#acc-spark", Sparkline)
         spark.data = list(m.recent) or [0]
         spark.tooltip = f"accepted tokens, last {SPARK_STEPS} steps"
-        spark.display = bool(m.recent)   # a flat line of zeros renders as a solid block: hide it
+        if spark.display != bool(m.recent):   # a flat line of zeros renders as a solid block: hide it
+            spark.display = bool(m.recent)
         hist = Text("accepted length", style="dim")
         rows = histogram_rows(m.histogram)
         top = max((count for _, count in rows), default=0) or 1
         for label, count in rows:
             hist.append(f"\n{label:>3} {_bar(count / top)} {count}", style="")
-        self.query_one("#acc-hist", Static).update(hist)
+        redraw(self.query_one("#acc-hist", Static), hist)
         src = Text("token sources", style="dim")
         for name, count, share in m.source_shares():
             src.append(f"\n{name:<10} {_bar(share, 6)} {count}", style="")
-        self.query_one("#acc-sources", Static).update(src)
+        redraw(self.query_one("#acc-sources", Static), src)
 
 
 class LatencyPanel(Static):
@@ -72,7 +81,7 @@ class LatencyPanel(Static):
         if m.total_blocks:
             lines.append(f"graphs    {_bar(m.switched / m.total_blocks, 8)} {m.switched}/{m.total_blocks}")
             lines.append(f"exposed   {m.exposed_load_ms:.1f} ms load")
-        self.update("\n".join(lines))
+        redraw(self, "\n".join(lines))
 
 
 class DevicePanel(Static):
@@ -85,7 +94,7 @@ class DevicePanel(Static):
                  f"memory   {device.rss_mb:.0f} MB"]
         if device.memory:
             lines.append(f"[yellow]store    {device.memory}[/yellow]")
-        self.update("\n".join(lines))
+        redraw(self, "\n".join(lines))
 
 
 class Panels(VerticalScroll):

@@ -94,16 +94,23 @@ class MessageView(Vertical, can_focus=True):
         if cut > self._drawn:
             await self.query_one(Markdown).append(self.text[self._drawn:cut])
             self._drawn = cut
+        self._draw_tail(self.text[self._drawn:].strip("\n"))
+
+    def _draw_tail(self, text: str) -> None:
+        """The block being written, as plain text. A layout (a reflow of the whole screen, tens of
+        ms) only when its height changes: most tokens only lengthen the last line."""
         tail = self.query_one(".tail", Static)
-        tail.update(self.text[self._drawn:].strip("\n"))
-        tail.display = self._drawn < len(self.text)
+        width = max(1, tail.content_region.width or self.size.width or 80)
+        height = sum(1 + len(line) // width for line in text.split("\n")) if text else 0
+        tail.update(text, layout=height != getattr(tail, "_height", None))
+        tail._height = height  # type: ignore[attr-defined]
+        if tail.display != bool(text):
+            tail.display = bool(text)
 
     async def finish(self, stats: dict | None = None, note: str = "") -> None:
         if self.streaming:
             self.streaming = False
-            tail = self.query_one(".tail", Static)
-            tail.update("")
-            tail.display = False
+            self._draw_tail("")
             # one full parse at the end: the tail, and inline markup split across appends
             await self.query_one(Markdown).update(self.text)
             self._drawn = len(self.text)
