@@ -1,10 +1,22 @@
 """hexa's inference engine: model loading, the compact transformer, decoding, events, benchmark.
 
-``threads`` is imported first on purpose: it sets OpenMP's wait policy before torch loads.
+``threads`` is imported first on purpose: it sets OpenMP's wait policy before torch loads. The
+names below that need torch (``Engine``) are imported on first use, so that ``engine.methods``,
+``engine.events`` and ``engine.errors`` stay light (the CLI's argument parsing and the settings
+read them without loading torch).
 """
 from . import threads as _threads  # noqa: F401  (must precede any torch import)
-from .engine import BACKENDS, METHODS, Engine
 from .errors import EngineError
 from .events import Done, Event, Notice, Prefill, Step, Text
+from .methods import BACKENDS, DEFAULT_METHOD, METHODS
 
-__all__ = ["BACKENDS", "METHODS", "Engine", "EngineError", "Done", "Event", "Notice", "Prefill", "Step", "Text"]
+__all__ = ["BACKENDS", "DEFAULT_METHOD", "METHODS", "Engine", "EngineError", "Done", "Event", "Notice",
+           "Prefill", "Step", "Text"]
+
+
+def __getattr__(name: str):
+    if name == "Engine":
+        from .engine import Engine
+
+        return Engine
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")

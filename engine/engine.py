@@ -2,30 +2,30 @@
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from . import threads as _threads
+from .backend import Backend
+from .drafting import ConfidenceMap
 from .errors import EngineError
 from .events import Event
 from .generation import GenerationConfig, generate
+from .methods import BACKENDS, DEFAULT_CONTEXT, METHODS, MethodSpec, check_backend, method_spec
 from .model_cache import ensure_cached
 from .model_source import resolve
-from .speculative import CALIBRATION_TOPK, METHOD_SPECS, Speculator
+from .profiling import OnlineCost, load_or_profile, profile_key
+from .speculative import MAX_DEPTH, DraftingSpeculator, PlainDecoding, Speculator
 
-METHODS = tuple(METHOD_SPECS)
+__all__ = ["BACKENDS", "METHODS", "Engine"]
 
-BACKENDS = ("torch", "qnn")
-DEFAULT_CONTEXT = 4096   # KV capacity unless the model allows less; keeps memory modest on phones
-QNN_DEFAULT_CONTEXT = 1024   # the qnn graphs' static context: attention always spans all of it
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end_of_text|>")
 
 
 class Engine:
-    def __init__(self, model, tokenizer, folder: Path, name: str, backend: str, threads: int,
+    def __init__(self, model: Backend, tokenizer, folder: Path, name: str, backend: str, threads: int,
                  context_window: int, load_seconds: float, cache_dir: Path | None = None):
         self.model = model
         self.tokenizer = tokenizer
@@ -38,8 +38,8 @@ class Engine:
         self.cache_dir = cache_dir           # where the cost profile is kept; None: not kept
         self.history: list[list[int]] = []   # completed responses, future drafting sources
         self._cost = None
-        self._online_cost = None           # the profile corrected by observed verification times
-        self._confidence: dict = {}        # per method: drafters' confidence map, learned across requests
+        self._online_cost: OnlineCost | None = None   # the profile corrected by observed verification times
+        self._confidence: dict[str, ConfidenceMap] = {}   # per method, learned across requests
         self.eos_ids = set(model.config.eos_ids)
         for tok in END_OF_TURN + ((tokenizer.eos_token,) if tokenizer.eos_token else ()):
             tid = tokenizer.convert_tokens_to_ids(tok)
@@ -49,9 +49,14 @@ class Engine:
     @classmethod
     def load(cls, model: str | None, cache_dir: Path, backend: str = "torch", threads: int | None = None,
              context_window: int | None = None, progress: Callable[[str], None] | None = None) -> "Engine":
-        if backend not in BACKENDS:
-            raise EngineError(f"unknown backend {backend!r} (available: {', '.join(BACKENDS)})")
+        """Load ``model`` (None: the embedded one) for ``backend``. ``threads``: None uses every
+        usable core. ``progress`` hears about the slow first-start steps (converting the model,
+        compiling the native kernels or the QNN graphs)."""
+        check_backend(backend)
         t0 = time.perf_counter()
+        from .transformer import linear_choice
+
+        linear = linear_choice()
         source = resolve(model)
         folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         n_threads = _threads.configure(threads)
@@ -61,34 +66,33 @@ class Engine:
         from .transformer import CompactTransformer
 
         try:
-            compact = CompactTransformer.load(folder)
+            compact = CompactTransformer.load(folder, linear)
             tokenizer = ChatTokenizer(folder)
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
         # the qnn backend runs the layers on the HTP and builds its graphs from the raw weights
-        if backend == "torch" and os.environ.get("HEXA_LINEAR", "native") == "native":
+        if backend == "torch" and linear == "native":
             from .kernels import native_kernel
 
-            kernel, why_not = native_kernel(Path(cache_dir), n_threads)
+            kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress)
             if kernel is not None:
                 compact.use_native_kernel(kernel, "avx2")
             elif progress:
                 progress(f"native kernel unavailable ({why_not}); using {compact.kernel}")
-        window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT)
-        model = compact
+        window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT[backend])
+        runtime: Backend = compact
         if backend == "qnn":
             from .qnn import QnnTransformer
 
-            graph_context = min(compact.config.max_positions, context_window or QNN_DEFAULT_CONTEXT)
-            model = QnnTransformer(compact, Path(cache_dir), folder.name, graph_context, progress=progress)
-            window = graph_context - model.max_draft - 1     # the last step's draft tree must fit too
+            runtime = QnnTransformer(compact, Path(cache_dir), folder.name, window, progress=progress)
+            graph_context, window = window, window - runtime.max_draft - 1   # the last step's tree must fit too
             if window < 16:
                 raise EngineError(f"context {graph_context} is too small for the qnn graphs")
         # torch/transformers imports leave ~170k long-lived objects; a full GC pass over them
         # (~70 ms) landing inside a decoding step would cost more than the step. Freeze them.
         gc.collect()
         gc.freeze()
-        return cls(model, tokenizer, folder, source.name, backend, n_threads, window,
+        return cls(runtime, tokenizer, folder, source.name, backend, n_threads, window,
                    time.perf_counter() - t0, Path(cache_dir))
 
     # ---- text <-> tokens
@@ -113,8 +117,7 @@ class Engine:
                  stop: Sequence[str] = (), method: str = "vanilla",
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
                  chunk_size: int = 256) -> Iterator[Event]:
-        if method not in METHODS:
-            raise EngineError(f"unknown decoding method {method!r} (available: {', '.join(METHODS)})")
+        spec = method_spec(method)
         if max_new_tokens < 1:
             raise EngineError("max_new_tokens must be at least 1")
         if temperature < 0 or not 0 < top_p <= 1:
@@ -127,33 +130,31 @@ class Engine:
             ids = list(prompt)
         if not ids:
             raise EngineError("empty prompt")
-        spec = METHOD_SPECS[method]
-        speculator = None
-        if spec is not None:
-            history = [list(s) for s in sources] + self.history
-            if method not in self._confidence:
-                from .drafting import ConfidenceMap
-
-                self._confidence[method] = ConfidenceMap()
-            if self._online_cost is None:
-                from .profiling import OnlineCost
-
-                self._online_cost = OnlineCost(self.cost_curve())
-            draft = getattr(self.model, "max_draft", 32)     # a static-shape backend caps the tree
-            speculator = Speculator(spec, history, self._online_cost, max_tree=draft, max_depth=min(16, draft),
-                                    confidence=self._confidence[method])
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                                  seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
-                                  calibration_topk=CALIBRATION_TOPK if spec and spec.calibration else 0)
+                                  seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size)
         return generate(self.model, self.tokenizer, ids, config, self.eos_ids, self.context_window,
-                        speculator, cancel)
+                        self._speculator(method, spec, sources), cancel)
+
+    def _speculator(self, method: str, spec: MethodSpec | None, sources: Sequence[Sequence[int]]
+                    ) -> Speculator:
+        """The method's speculator for one request; ``sources`` and the engine's history are its
+        history drafting sources. The cost profile and confidence maps are the engine's, kept
+        across requests."""
+        if spec is None:
+            return PlainDecoding()
+        if method not in self._confidence:
+            self._confidence[method] = ConfidenceMap()
+        if self._online_cost is None:
+            self._online_cost = OnlineCost(self.cost_curve())
+        history = [list(s) for s in sources] + self.history
+        draft = self.model.max_draft                  # a static-shape backend caps the tree
+        return DraftingSpeculator(spec, history, self._online_cost, max_tree=draft,
+                                  max_depth=min(MAX_DEPTH, draft), confidence=self._confidence[method])
 
     def cost_curve(self):
         """Forward cost (ms) by tokens fed and context length, profiled once on this backend (a
         ``profiling.CostModel``); drives draft-tree sizing."""
         if self._cost is None:
-            from .profiling import load_or_profile, profile_key
-
             path = None
             if self.cache_dir is not None:
                 key = profile_key(self.model, self.folder.name, self.threads)

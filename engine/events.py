@@ -9,8 +9,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-# Where an accepted token came from. "model" is the bonus token the verifier produces itself.
-SOURCES = ("context", "history", "calibrated", "reuse", "model")
+# Where an accepted token came from: a draft source, or the model's own bonus token (the one the
+# verifier produces itself after the accepted drafts). The one list the drafter, the TUI and the
+# benchmark use.
+DRAFT_SOURCES = ("context", "history", "calibrated", "reuse")
+BONUS_SOURCE = "model"
+SOURCES = DRAFT_SOURCES + (BONUS_SOURCE,)
 
 
 def now() -> float:

@@ -1,24 +1,32 @@
 """One request, end to end: chunked prefill, then decoding steps, streamed as events.
 
 Decoding is written once for both plain and speculative decoding: each step feeds the pending token
-(the last generated token, not yet in the KV cache) plus an optional draft tree, keeps the KV entries
-of the accepted path, and emits the accepted tokens plus the model's own next token.
+(the last generated token, not yet in the KV cache) plus the draft tree the method's ``Speculator``
+proposes (none for plain decoding), keeps the KV entries of the accepted path, and emits the
+accepted tokens plus the model's own next token.
+
+Stops: EOS, a stop string, ``max_new_tokens`` (never more, whatever a step accepts), a full
+context, or ``cancel`` — at any point, prefill included: a request cancelled before its first token
+emits none and ends with ``Done(stop_reason="cancelled")``.
 """
 from __future__ import annotations
 
 import resource
 import threading
-from dataclasses import dataclass
-from typing import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Generator, Iterator, Sequence
 
 import torch
 
-from .drafting.accept import greedy_accept, sample_accept
-from .drafting.tree import root_only
+from .backend import Backend
+from .calibration import CalibrationPolicy, TopKView
+from .drafting.accept import accepted_sources, greedy_accept, sample_accept
+from .drafting.tree import DraftTree
 from .events import Done, Event, Notice, Prefill, Step, Text, now
+from .kv_cache import KVCache
 from .sampling import Sampler
+from .speculative import Speculator
 from .text_stream import TextStream
-from .transformer import CompactTransformer
 
 PROMPT_HEAD_KEEP = 64  # tokens kept from the start of an over-long prompt (system prompt, task)
 
@@ -32,8 +40,6 @@ class GenerationConfig:
     stop: Sequence[str] = ()
     method: str = "vanilla"
     chunk_size: int = 256
-    calibration_topk: int = 0   # >0: keep the top-k next tokens of every prompt position (calibration)
-    calibration_vocab: int = 4096  # calibration ranks the prompt's tokens + the first N ids (0: all)
 
 
 def fit_prompt(ids: list[int], window: int, max_new: int) -> tuple[list[int], int, str | None]:
@@ -49,174 +55,195 @@ def fit_prompt(ids: list[int], window: int, max_new: int) -> tuple[list[int], in
                           f"{room - head} tokens, dropped {len(ids) - len(cut)} in the middle")
 
 
-def calibration_head(model: CompactTransformer, ids: list[int], first_ids: int
-                     ) -> tuple[torch.Tensor | None, torch.Tensor]:
-    """The output-projection rows calibration ranks: the prompt's own tokens + the ``first_ids``
-    lowest ids (BPE merge order: the frequent words and punctuation), or all rows if 0.
-
-    Calibration needs the model's top next tokens at *every* prompt position; the full
-    vocabulary (49k rows for SmolLM2) made that ~2 ms and ~60 MFLOP per prompt token, more than
-    the rest of the forward. Drafts copied or paraphrased from the context are almost always
-    prompt tokens or common ones, and probabilities normalised over the subset only overestimate
-    (the drafter rescales each source by its observed acceptance). Lossless either way: drafts
-    only steer what is verified.
-    """
-    head = model.lm_head
-    V = head.shape[0]
-    if first_ids <= 0 or first_ids >= V:
-        return None, head
-    vocab = torch.tensor(sorted(set(range(first_ids)) | {t for t in ids if 0 <= t < V}), dtype=torch.long)
-    return vocab, head[vocab]
-
-
 def peak_memory_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def generate(model: CompactTransformer, tokenizer, prompt_ids: list[int], config: GenerationConfig,
-             eos_ids: set[int], window: int, speculator=None,
+class Output:
+    """The tokens a request emits and their text, up to EOS, a stop string or ``max_new`` tokens."""
+
+    def __init__(self, tokenizer, stop: Sequence[str], eos_ids: set[int], max_new: int):
+        self.ids: list[int] = []
+        self.stream = TextStream(tokenizer, stop)
+        self.eos_ids, self.max_new = eos_ids, max_new
+
+    def add(self, tokens: list[int]) -> tuple[str, str]:
+        """Append a step's tokens; return (text delta, stop reason or "")."""
+        reason = ""
+        for k, tok in enumerate(tokens):
+            if tok in self.eos_ids:
+                tokens, reason = tokens[:k], "eos"
+                break
+        room = self.max_new - len(self.ids)
+        if len(tokens) >= room:      # plain decoding stops here, before an EOS further on
+            tokens, reason = tokens[:room], "max_tokens"
+        self.ids.extend(tokens)
+        delta = self.stream.push(tokens)
+        if self.stream.stopped:
+            reason = "stop_string"
+        return delta, reason
+
+    def emit(self, tokens: list[int]) -> Generator[Text, None, str]:
+        """``add`` as events; returns the stop reason."""
+        delta, reason = self.add(tokens)
+        if delta:
+            yield Text(delta)
+        return reason
+
+
+@dataclass
+class Totals:
+    """What ``Done`` reports about a request, gathered as it runs."""
+    prompt_tokens: int
+    method: str
+    t_start: float
+    prefill_ms: float = 0.0
+    ttft_ms: float = 0.0
+    calibration_ms: float = 0.0
+    steps: int = 0
+    draft_ms: float = 0.0
+    verify_ms: float = 0.0
+    by_source: dict[str, int] = field(default_factory=dict)
+
+    def add(self, step: Step) -> None:
+        self.steps += 1
+        self.draft_ms += step.draft_ms
+        self.verify_ms += step.verify_ms
+        for s in step.sources:
+            self.by_source[s] = self.by_source.get(s, 0) + 1
+
+    def done(self, stop_reason: str, out: Output) -> Done:
+        decode_ms = (now() - self.t_start) * 1000 - self.prefill_ms
+        n_new = len(out.ids)
+        return Done(
+            stop_reason=stop_reason, text=out.stream.text, token_ids=tuple(out.ids),
+            prompt_tokens=self.prompt_tokens, new_tokens=n_new, ttft_ms=self.ttft_ms, prefill_ms=self.prefill_ms,
+            prefill_tok_s=self.prompt_tokens / max(self.prefill_ms / 1000, 1e-9),
+            decode_ms=decode_ms, decode_tok_s=n_new / max(decode_ms / 1000, 1e-9),
+            ms_per_token=decode_ms / max(n_new, 1), steps=self.steps,
+            mean_accepted=(sum(self.by_source.values()) / self.steps) if self.steps else 0.0,
+            draft_ms=self.draft_ms, verify_ms=self.verify_ms, calibration_ms=self.calibration_ms,
+            accepted_by_source=self.by_source, peak_memory_mb=peak_memory_mb(), method=self.method)
+
+
+def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
+            calibration: CalibrationPolicy | None, cancelled: Callable[[], bool]
+            ) -> Generator[Prefill, None, tuple[torch.Tensor, tuple | None] | None]:
+    """Feed the prompt in chunks, one ``Prefill`` event each. Returns (logits after the last prompt
+    token, the top-k view calibration asked for or None), or None when cancelled before the end
+    (checked before every chunk and after the last one's event: no token is sampled from, and no
+    speculator started on, part of a prompt)."""
+    view = TopKView(model, ids, calibration) if calibration is not None else None
+    chunk = max(1, chunk_size)
+    last_logits = None
+    model.begin_prefill(len(ids))
+    try:
+        for s in range(0, len(ids), chunk):
+            if cancelled():
+                return None
+            t0 = now()
+            part = torch.tensor(ids[s:s + chunk])
+            hidden = model.forward(part, torch.arange(s, s + len(part)), cache)
+            cache.commit(len(part))
+            if view is not None:
+                view.add(hidden)
+            last_logits = model.logits(hidden[-1:])[0]
+            status = model.switch_status
+            yield Prefill(done=s + len(part), total=len(ids), chunk=len(part), graph=model.prefill_graph,
+                          switched_blocks=status.switched if status else 0,
+                          total_blocks=status.total if status else 0,
+                          exposed_load_ms=status.exposed_ms if status else 0.0, ms=(now() - t0) * 1000)
+    finally:   # also when the consumer closes this generator mid-prefill
+        model.end_prefill()
+    if cancelled():
+        return None
+    return last_logits, view.result() if view is not None else None
+
+
+def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler
+           ) -> tuple[list[int], list[int], torch.Tensor]:
+    """Feed the tree after the cache in one pass and keep the accepted path's KV entries.
+    Returns (accepted node path, root first; emitted tokens, bonus last; argmax after each node)."""
+    n = tree.size
+    mask = None
+    if n > 1:
+        mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), tree.mask], dim=1)
+    hidden = model.forward(tree.tokens, tree.depths + cache.length, cache, mask)
+    logits = model.logits(hidden)
+    next_ids = logits.argmax(-1)
+    if n == 1:
+        path, bonus = [0], sampler.pick(logits[0])
+    elif sampler.greedy:
+        path, bonus = greedy_accept(tree, next_ids)
+    else:
+        path, bonus = sample_accept(tree, sampler.probs(logits), sampler.generator)
+    cache.commit(n, path if n > 1 else None)
+    return path, [tree.token_list[i] for i in path[1:]] + [bonus], next_ids
+
+
+def decode_step(model: Backend, cache: KVCache, speculator: Speculator, sampler: Sampler
+                ) -> tuple[list[int], Step] | None:
+    """Propose, verify, report back: (emitted tokens, the step's event), or None if the tree
+    does not fit in the cache."""
+    t0 = now()
+    tree = speculator.propose()
+    t1 = now()
+    if cache.length + tree.size > cache.capacity:
+        return None
+    past = cache.length
+    path, emitted, next_ids = verify(model, cache, tree, sampler)
+    t2 = now()
+    speculator.observe(tree, emitted, next_ids, verify_ms=(t2 - t1) * 1000, past=past)
+    return emitted, Step(proposed=tree.n, accepted=len(emitted), sources=accepted_sources(tree, path),
+                         draft_ms=(t1 - t0) * 1000, verify_ms=(t2 - t1) * 1000,
+                         tree_size=tree.n, tree_depth=tree.max_depth)
+
+
+def decode(model: Backend, cache: KVCache, speculator: Speculator, sampler: Sampler, out: Output,
+           totals: Totals, cancelled: Callable[[], bool]) -> Generator[Event, None, str]:
+    """Steps until a stop; yields ``Step`` and ``Text`` events, returns the stop reason."""
+    while True:
+        if cancelled():
+            return "cancelled"
+        result = decode_step(model, cache, speculator, sampler)
+        if result is None:
+            return "context_full"
+        emitted, step = result
+        totals.add(step)
+        yield step
+        reason = yield from out.emit(emitted)
+        if reason:
+            return reason
+
+
+def generate(model: Backend, tokenizer, prompt_ids: list[int], config: GenerationConfig,
+             eos_ids: set[int], window: int, speculator: Speculator,
              cancel: threading.Event | None = None) -> Iterator[Event]:
     t_start = now()
     if not prompt_ids:
         raise ValueError("empty prompt")
     sampler = Sampler(config.temperature, config.top_p, config.seed)
     ids, max_new, warning = fit_prompt(list(prompt_ids), window, config.max_new_tokens)
+    totals = Totals(len(ids), config.method, t_start)
     if warning:
         yield Notice(warning)
     cancelled = (lambda: cancel is not None and cancel.is_set())
 
-    # ---- prefill (chunked); logits of the last position give the first new token
-    cache = model.new_cache(len(ids) + max_new + 1 + _tree_room(speculator))
-    topk_ids, topk_p = [], []
-    calib_vocab = calib_head = None
-    if config.calibration_topk:
-        calib_vocab, calib_head = calibration_head(model, ids, config.calibration_vocab)
-    last_logits = None
-    chunk = max(1, config.chunk_size)
-    switching = getattr(model, "switch_status", None) is not None   # a static-graph backend
-    if switching:
-        model.begin_prefill(len(ids))
-    try:
-        for s in range(0, len(ids), chunk):
-            if cancelled():
-                break
-            t0 = now()
-            part = torch.tensor(ids[s:s + chunk])
-            hidden = model.forward(part, torch.arange(s, s + len(part)), cache)
-            cache.commit(len(part))
-            if config.calibration_topk:
-                probs = torch.softmax(model.linear(hidden, calib_head), dim=-1)
-                p, i = probs.topk(min(config.calibration_topk, probs.shape[-1]), dim=-1)
-                topk_ids.append(i if calib_vocab is None else calib_vocab[i])
-                topk_p.append(p)
-            last_logits = model.logits(hidden[-1:])[0]
-            status = model.switch_status if switching else None
-            yield Prefill(done=s + len(part), total=len(ids), chunk=len(part),
-                          graph=getattr(model, "prefill_graph", "torch:dynamic"),
-                          switched_blocks=status.switched if status else 0,
-                          total_blocks=status.total if status else 0,
-                          exposed_load_ms=status.exposed_ms if status else 0.0, ms=(now() - t0) * 1000)
-    finally:   # also when the consumer closes this generator mid-prefill
-        if switching:
-            model.end_prefill()
-    t_prefill = now()
-    prefill_ms = (t_prefill - t_start) * 1000
-
-    stream = TextStream(tokenizer, config.stop)
-    out: list[int] = []
-    steps = 0
-    draft_ms = verify_ms = calib_ms = 0.0
-    by_source: dict[str, int] = {}
-    stop_reason = "cancelled" if last_logits is None else ""
-    ttft_ms = 0.0
-    pending = None
-    if not stop_reason:
-        pending = sampler.pick(last_logits)
-        ttft_ms = (now() - t_start) * 1000
-    if speculator is not None and pending is not None:
-        topk = (torch.cat(topk_ids), torch.cat(topk_p)) if topk_ids else None
-        calib_ms = speculator.start(ids, pending, topk)
-
-    def emit(tokens: list[int]) -> tuple[str, str]:
-        """Append tokens, detect EOS / stop strings / length; return (text delta, stop reason)."""
-        reason = ""
-        for k, tok in enumerate(tokens):
-            if tok in eos_ids:
-                tokens, reason = tokens[:k], "eos"
-                break
-        if not reason and len(out) + len(tokens) >= max_new:
-            tokens, reason = tokens[:max_new - len(out)], "max_tokens"
-        out.extend(tokens)
-        delta = stream.push(tokens)
-        if stream.stopped:
-            reason = "stop_string"
-        return delta, reason
-
-    # The first token comes from prefill, like every later bonus token comes from verification.
-    if pending is not None:
-        delta, stop_reason = emit([pending])
-        if delta:
-            yield Text(delta)
-
-    while not stop_reason:
-        if cancelled():
-            stop_reason = "cancelled"
-            break
-        t0 = now()
-        tree = speculator.propose() if speculator is not None else root_only(pending)
-        t1 = now()
-        n = tree.size
-        if cache.length + n > cache.capacity:
-            stop_reason = "context_full"
-            break
-        past = cache.length
-        mask = None
-        if n > 1:
-            mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), tree.mask], dim=1)
-        hidden = model.forward(tree.tokens, tree.depths + cache.length, cache, mask)
-        logits = model.logits(hidden)
-        next_ids = logits.argmax(-1)
-        if n == 1:
-            path, bonus = [0], sampler.pick(logits[0])
-        elif sampler.greedy:
-            path, bonus = greedy_accept(tree, next_ids)
-        else:
-            path, bonus = sample_accept(tree, sampler.probs(logits), sampler.generator)
-        cache.commit(n, path if n > 1 else None)
-        accepted = [tree.token_list[i] for i in path[1:]] + [bonus]
-        t2 = now()
-        if speculator is not None:
-            speculator.observe(tree, accepted, next_ids, verify_ms=(t2 - t1) * 1000, past=past)
-        sources = [tree.sources[i] for i in path[1:]] + ["model"]
-        for s in sources:
-            by_source[s] = by_source.get(s, 0) + 1
-        steps += 1
-        draft_ms += (t1 - t0) * 1000
-        verify_ms += (t2 - t1) * 1000
-        pending = accepted[-1]
-        yield Step(proposed=n - 1, accepted=len(accepted), sources=tuple(sources),
-                   draft_ms=(t1 - t0) * 1000, verify_ms=(t2 - t1) * 1000,
-                   tree_size=n - 1, tree_depth=tree.max_depth)
-        delta, stop_reason = emit(accepted)
-        if delta:
-            yield Text(delta)
-
-    tail = stream.flush()
+    cache = model.new_cache(len(ids) + max_new + 1 + speculator.max_tree)
+    prefilled = yield from prefill(model, ids, cache, config.chunk_size, speculator.calibration, cancelled)
+    totals.prefill_ms = (now() - totals.t_start) * 1000
+    out = Output(tokenizer, config.stop, eos_ids, max_new)
+    stop_reason = "cancelled"
+    if prefilled is not None:
+        # the first token comes from prefill, like every later bonus token comes from verification
+        logits, topk = prefilled
+        first = sampler.pick(logits)
+        totals.ttft_ms = (now() - totals.t_start) * 1000
+        totals.calibration_ms = speculator.start(ids, first, topk)
+        stop_reason = yield from out.emit([first])
+        if not stop_reason:
+            stop_reason = yield from decode(model, cache, speculator, sampler, out, totals, cancelled)
+    tail = out.stream.flush()
     if tail:
         yield Text(tail)
-    t_end = now()
-    decode_ms = (t_end - t_prefill) * 1000
-    n_new = len(out)
-    yield Done(
-        stop_reason=stop_reason, text=stream.text, token_ids=tuple(out), prompt_tokens=len(ids),
-        new_tokens=n_new, ttft_ms=ttft_ms, prefill_ms=prefill_ms,
-        prefill_tok_s=len(ids) / max(prefill_ms / 1000, 1e-9),
-        decode_ms=decode_ms, decode_tok_s=n_new / max(decode_ms / 1000, 1e-9),
-        ms_per_token=decode_ms / max(n_new, 1), steps=steps,
-        mean_accepted=(sum(by_source.values()) / steps) if steps else 0.0,
-        draft_ms=draft_ms, verify_ms=verify_ms, calibration_ms=calib_ms,
-        accepted_by_source=by_source, peak_memory_mb=peak_memory_mb(), method=config.method)
-
-
-def _tree_room(speculator) -> int:
-    return getattr(speculator, "max_tree", 0) if speculator is not None else 0
+    yield totals.done(stop_reason, out)

@@ -126,7 +126,7 @@ def profile_static_lengths(model, repeats: int = 2) -> CostModel:
 
 
 def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: int = 3) -> CostModel:
-    if hasattr(model, "decode_lengths"):
+    if model.decode_lengths:             # a static-shape backend
         return profile_static_lengths(model)
     model.logits(model.forward(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long),
                                model.new_cache(2)))          # warm the kernels once
@@ -144,7 +144,7 @@ def profile_key(model, model_name: str, threads: int) -> str:
             cpu = next((line for line in f if line.startswith("model name")), "")
     except OSError:
         pass
-    raw = "|".join([model_name, model.kernel, getattr(model, "kernel_build", ""), str(threads),
+    raw = "|".join([model_name, model.kernel, model.kernel_build, str(threads),
                     torch.__version__, platform.machine(), cpu])
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 

@@ -1,76 +1,93 @@
-"""Decoding methods: which drafting sources a request uses and how its draft trees are sized.
+"""What the generation loop asks of a decoding method (``Speculator``), and its two kinds.
 
-``vanilla`` drafts nothing. ``sam`` is the SAM-Decoding baseline (suffix automata over the prompt +
-generated text and over history, one linear draft). ``hexa`` is everything: context, history,
-calibrated and reused drafts merged into one tree whose size follows the backend's measured cost
-curve. ``hexa-no*`` drop one technique each, for ablations. ``hexa-fill`` drafts like ``hexa`` but
-fills a fixed 32-token tree every step, as on an NPU whose verification graph costs the same
-however full it is: it measures drafting quality at a budget where sam's linear draft has as much
-room (a CPU pays for every token, so it is slower there).
+``PlainDecoding`` (``vanilla``) proposes no drafts: each step feeds the pending token alone.
+``DraftingSpeculator`` adapts a per-request ``Drafter`` to the loop, configured by the method's
+``MethodSpec`` (``engine/methods.py``): which sources it drafts from, linear drafts or trees, and
+whether a tree is sized by the backend's cost curve or fills a fixed budget.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Protocol, Sequence
 
 import torch
 
+from .calibration import CalibrationPolicy, calibration_for
 from .drafting import ConfidenceMap, Drafter, SuffixAutomaton
-from .drafting.calibration import WIDE as WIDE_CALIBRATION
-from .drafting.tree import ALPHA0, ALPHA_FLOOR, DraftTree
+from .drafting.tree import ALPHA0, ALPHA_FLOOR, DraftTree, root_only
+from .methods import MethodSpec
+from .profiling import OnlineCost
+
+MAX_DEPTH = 16   # draft tokens along one path of a tree
 
 
-@dataclass(frozen=True)
-class MethodSpec:
-    mode: str = "tree"            # "tree" | "linear"
-    context: bool = True
-    history: bool = True
-    calibration: bool = True
-    reuse: bool = True
-    fill: int = 0                 # >0: every tree fills this many drafts; 0: sized by the cost curve
-    branches: int = 4             # continuations taken per suffix-automaton match
+class Speculator(Protocol):
+    max_tree: int                              # most drafts a proposal holds (KV room is kept for them)
+    calibration: CalibrationPolicy | None      # the prefill top-k view ``start`` wants, if any
+
+    def start(self, prompt_ids: list[int], first_token: int,
+              topk: tuple[torch.Tensor, torch.Tensor] | None) -> float:
+        """A request's prompt is prefilled and its first token sampled; returns ms spent calibrating.
+        ``topk`` is the whole prompt's view when ``calibration`` asked for one, else None."""
+
+    def propose(self) -> DraftTree:
+        """The tree to verify next, rooted at the pending token."""
+
+    def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor,
+                verify_ms: float | None = None, past: int = 0) -> None:
+        """``tree`` was verified over ``past`` cached positions in ``verify_ms``; ``emitted`` are
+        the accepted drafts + the bonus token; ``next_ids[i]`` the model's argmax after node i."""
 
 
-METHOD_SPECS: dict[str, MethodSpec | None] = {
-    "vanilla": None,
-    "sam": MethodSpec(mode="linear", calibration=False, reuse=False),
-    "hexa": MethodSpec(),
-    "hexa-nocal": MethodSpec(calibration=False),
-    "hexa-noreuse": MethodSpec(reuse=False),
-    "hexa-nohist": MethodSpec(history=False),
-    "hexa-fill": MethodSpec(fill=32, branches=8),
-}
-CALIBRATION_TOPK = 4
+class PlainDecoding:
+    """One token per forward pass: the tree is the pending token alone."""
+    max_tree = 0
+    calibration = None
+
+    def __init__(self) -> None:
+        self._last = -1
+
+    def start(self, prompt_ids: list[int], first_token: int, topk) -> float:
+        self._last = first_token
+        return 0.0
+
+    def propose(self) -> DraftTree:
+        return root_only(self._last)
+
+    def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor,
+                verify_ms: float | None = None, past: int = 0) -> None:
+        self._last = emitted[-1]
 
 
-class Speculator:
-    """Adapts a per-request ``Drafter`` to the generation loop."""
+class DraftingSpeculator:
+    """Retrieval drafting for one request at a time (a fresh ``Drafter`` per ``start``)."""
 
     def __init__(self, spec: MethodSpec, history: SuffixAutomaton | Sequence[Sequence[int]],
-                 cost_curve: Callable[[int], float], max_tree: int = 32, max_depth: int = 16,
+                 cost: OnlineCost, max_tree: int = 32, max_depth: int = MAX_DEPTH,
                  confidence: ConfidenceMap | None = None):
         self.spec = spec
         self.confidence = confidence
         self.history = history
-        self.cost_curve = cost_curve
+        self.cost = cost                  # forward cost by tokens fed and context, corrected online
         self.max_tree = max_tree
         self.max_depth = max_depth
+        self.calibration = calibration_for(spec)
         self.drafter: Drafter | None = None
 
     def start(self, prompt_ids: list[int], first_token: int,
               topk: tuple[torch.Tensor, torch.Tensor] | None) -> float:
         """Index the prompt (and calibrate from the prefill top-k view); return ms spent calibrating."""
         s = self.spec
+        sized = s.mode == "tree" and not s.fill     # trees sized by the cost curve, at every step
         self.drafter = Drafter(prompt_ids, self.history if s.history else None, use_context=s.context,
                                use_history=s.history, use_calibration=s.calibration, use_reuse=s.reuse,
-                               mode=s.mode, cost_curve=None if s.mode == "linear" or s.fill else self.cost_curve,
+                               mode=s.mode, cost_curve=self.cost if sized else None,
                                confidence=self.confidence, max_branches=s.branches,
-                               calibration=WIDE_CALIBRATION if s.fill else None,
+                               calibration=self.calibration.tree if self.calibration else None,
                                # a static graph's empty slots are paid anyway: start from the floor
                                alpha0=ALPHA_FLOOR if s.fill else ALPHA0)
         t0 = time.perf_counter()
-        if topk is not None and s.calibration:
+        if topk is not None and self.calibration is not None:
             self.drafter.set_calibration(*topk)
         ms = (time.perf_counter() - t0) * 1000
         self.drafter.observe([first_token])
@@ -80,12 +97,12 @@ class Speculator:
         d = self.drafter
         if self.spec.fill:
             return d.propose(min(self.spec.fill, self.max_tree), self.max_depth)
-        if d.cost_curve is not None and hasattr(self.cost_curve, "at"):
-            d.cost_curve = self.cost_curve.at(len(d.seq))   # cost at the current context length
+        if d.cost_curve is not None:
+            d.cost_curve = self.cost.at(len(d.seq))   # the cost at the current context length
         return d.propose(self.max_tree, self.max_depth)
 
     def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor,
-                verify_ms: float | None = None, past: int | None = None) -> None:
-        if verify_ms is not None and past is not None and hasattr(self.cost_curve, "observe"):
-            self.cost_curve.observe(tree.size, past, verify_ms)
+                verify_ms: float | None = None, past: int = 0) -> None:
+        if verify_ms is not None:
+            self.cost.observe(tree.size, past, verify_ms)
         self.drafter.observe(emitted, tree, next_ids)

@@ -7,17 +7,33 @@ step costs fewer kernel launches.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
+from .errors import EngineError
 from .kv_cache import KVCache
 from .model_config import ModelConfig
 
+LINEAR_CHOICES = ("native", "onednn", "mkl")
 
+
+def linear_choice() -> str:
+    """``HEXA_LINEAR``, the one place it is read: which kernel computes the projections on the
+    torch backend. ``native`` (default): hexa's own kernels (``engine/kernels``) when they build
+    and pass their self-check, else oneDNN; ``onednn``: oneDNN's linear; ``mkl``: ``F.linear``."""
+    value = os.environ.get("HEXA_LINEAR", "").strip().lower() or "native"
+    if value not in LINEAR_CHOICES:
+        raise EngineError(f"HEXA_LINEAR={value} is not one of {', '.join(LINEAR_CHOICES)}")
+    return value
+
+
+@functools.cache
 def _onednn_linear():
     """oneDNN's fp32 linear (the op inductor's CPU freezing path emits), if this torch build has it.
 
@@ -42,8 +58,14 @@ def _onednn_linear():
     return linear
 
 
-_LINEAR = (None if os.environ.get("HEXA_LINEAR") == "mkl" else _onednn_linear()) or F.linear
-_LINEAR_NAME = "mkl" if _LINEAR is F.linear else "onednn"
+def library_linear(choice: str = "native") -> tuple[Callable, str]:
+    """(linear, name) of the library kernel for a ``linear_choice()``: oneDNN unless ``mkl`` was
+    chosen or this torch build lacks it. The native kernels fall back to it for unpacked weights."""
+    onednn = None if choice == "mkl" else _onednn_linear()
+    return (onednn, "onednn") if onednn is not None else (F.linear, "mkl")
+
+
+MAX_TREE = 32         # draft tokens per verification on this dynamic-shape backend
 ATTENTION_ROWS = 64   # tokens per pass up to which the native attention runs (every step and tree)
 
 
@@ -56,7 +78,13 @@ class Layer:
 
 
 class CompactTransformer:
-    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor]):
+    """The torch runtime (``backend.Backend``): dynamic shapes, no graphs to switch."""
+    max_draft = MAX_TREE
+    prefill_graph = "torch:dynamic"
+    decode_lengths: tuple[int, ...] = ()
+    switch_status = None
+
+    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor], linear: str = "native"):
         self.config = c = config
         p = "model."
         self.embed = weights[p + "embed_tokens.weight"]
@@ -84,9 +112,9 @@ class CompactTransformer:
         self._q = c.num_heads * c.head_dim
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
-        self.linear = _LINEAR
+        self.linear, self._library = library_linear(linear)
         self.native = None       # the native kernel, when it runs whole layers (64-dim heads)
-        self.kernel = _LINEAR_NAME
+        self.kernel = self._library
         self.kernel_build = ""   # the native kernel's source digest, if in use
 
     def use_native_kernel(self, kernel, name: str) -> None:
@@ -103,7 +131,7 @@ class CompactTransformer:
         self.lm_head = kernel.pack(self.lm_head)
         if tied:
             self.embed = self.lm_head
-        library = _LINEAR
+        library = self.linear
 
         def linear(x: torch.Tensor, w, b: torch.Tensor | None = None) -> torch.Tensor:
             # a raw tensor is a calibration head subset, gathered per request
@@ -111,25 +139,25 @@ class CompactTransformer:
         self.linear = linear
         if self.config.head_dim == ATTENTION_HEAD_DIM:
             self.native = kernel
-        self.kernel = f"{name} packed + {_LINEAR_NAME}"
+        self.kernel = f"{name} packed + {self._library}"
         self.kernel_build = kernel.build
 
     @classmethod
-    def load(cls, folder: Path) -> "CompactTransformer":
+    def load(cls, folder: Path, linear: str = "native") -> "CompactTransformer":
         from safetensors.torch import load_file
 
         config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
-        return cls(config, load_file(str(folder / "model.safetensors")))
+        return cls(config, load_file(str(folder / "model.safetensors")), linear)
 
     def new_cache(self, capacity: int) -> KVCache:
         c = self.config
         return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity)
 
-    def parameter_bytes(self) -> int:
-        tensors = [self.embed, self.norm] + ([] if self.lm_head is self.embed else [self.lm_head])
-        for layer in self.layers:
-            tensors += [t for t in (getattr(layer, s) for s in Layer.__slots__) if t is not None]
-        return sum(t.nbytes for t in tensors)
+    def begin_prefill(self, total_tokens: int) -> None:
+        """Nothing to plan: every shape runs as it comes."""
+
+    def end_prefill(self) -> None:
+        pass
 
     def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.config.rms_eps))

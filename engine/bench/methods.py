@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..errors import EngineError
 from ..events import Done
+from ..methods import METHODS
 
 
 @dataclass
@@ -90,17 +92,13 @@ class _FirstTokenClock:
         pass
 
 
-def make_method(name: str, engine):
-    from ..engine import METHODS
+# transformers' own generate on the same weights, as peers: lookup tokens (0: plain greedy)
+PEERS = {"hf": 0, "pld": 10, "pld10": 10, "pld3": 3}
 
-    if name == "hf":
-        return TransformersMethod(engine)
-    if name in ("pld", "pld10"):
-        return TransformersMethod(engine, lookup_tokens=10)
-    if name == "pld3":
-        return TransformersMethod(engine, lookup_tokens=3)
+
+def make_method(name: str, engine):
+    if name in PEERS:
+        return TransformersMethod(engine, lookup_tokens=PEERS[name])
     if name in METHODS:
         return EngineMethod(engine, name)
-    from ..errors import EngineError
-
-    raise EngineError(f"unknown bench method {name!r} (available: {', '.join(METHODS + ('hf', 'pld', 'pld3', 'pld10'))})")
+    raise EngineError(f"unknown bench method {name!r} (available: {', '.join(METHODS + tuple(PEERS))})")

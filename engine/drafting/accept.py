@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from ..events import BONUS_SOURCE
 from .tree import DraftTree
 
 
@@ -73,4 +74,4 @@ def sample_accept(tree: DraftTree, probs: torch.Tensor,
 
 def accepted_sources(tree: DraftTree, path: list[int]) -> tuple[str, ...]:
     """Source of every emitted token of a step: the accepted drafts, then the model's bonus."""
-    return tuple(tree.sources[i] for i in path[1:]) + ("model",)
+    return tuple(tree.sources[i] for i in path[1:]) + (BONUS_SOURCE,)

@@ -28,19 +28,13 @@ import torch
 
 @dataclass
 class CalibrationConfig:
+    """The algorithm's knobs; which values a method uses is ``engine/calibration.py``'s choice."""
     k: int = 4                # successors per position read from the top-k view
     p_threshold: float = 0.1  # Sample: keep a successor only with p >= this (and per step after averaging)
     min_cum: float = 0.02     # Search: stop a path once its probability product falls below this
     max_depth: int = 8
     max_nodes: int = 24       # per context key
     order: int = 2            # context keys of length 1..order
-
-
-# For trees that fill a 32-token budget (``hexa-fill``, a static graph): more and less likely
-# paths. Replaying the drafter on recorded dev outputs (summary, rag), they accept ~8% more per
-# verification there than the default, and nothing more in the few-token trees a CPU's cost
-# curve allows, where building them would only cost time (< 0.3 ms per prompt token).
-WIDE = CalibrationConfig(p_threshold=0.03, min_cum=0.01, max_nodes=64)
 
 
 @dataclass

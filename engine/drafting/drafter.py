@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..events import DRAFT_SOURCES
 from .calibration import CalibratedTree, CalibrationConfig, CalibrationStats
 from .reuse import ReuseBuffer, best_run
 from .suffix_automaton import Continuation, Matcher, SuffixAutomaton
@@ -54,21 +55,20 @@ class Drafter:
                  history_sources: Sequence[Sequence[int]] | SuffixAutomaton | None = None,
                  use_context: bool = True, use_history: bool = True, use_calibration: bool = True,
                  use_reuse: bool = True, calibration: CalibrationConfig | None = None, *,
-                 mode: str = "tree", linear_len: int = 16, pacer: bool = False,
+                 mode: str = "tree", linear_len: int = 16,
                  alpha0: float = ALPHA0, tc: float = 0.9, max_branches: int = 4,
                  min_match_context: int = 1, min_match_history: int = 2,
                  cost_curve: Callable[[int], float] | None = None,
-                 reuse: ReuseBuffer | None = None, confidence: ConfidenceMap | None = None) -> None:
+                 confidence: ConfidenceMap | None = None) -> None:
         if mode not in ("tree", "linear"):
             raise ValueError(f"mode must be 'tree' or 'linear', not {mode!r}")
         prompt = prompt_ids.tolist() if isinstance(prompt_ids, torch.Tensor) else [int(t) for t in prompt_ids]
-        self.mode = mode
         self.linear = mode == "linear"
         self.use_context, self.use_history = use_context, use_history
         self.use_calibration = use_calibration and not self.linear
         self.use_reuse = use_reuse and not self.linear
         self.calibration_config = calibration or CalibrationConfig()
-        self.linear_len, self.pacer, self.max_branches = linear_len, pacer, max_branches
+        self.linear_len, self.max_branches = linear_len, max_branches
         self.min_match_context, self.min_match_history = min_match_context, min_match_history
         self.cost_curve = cost_curve
         self.confidence = confidence
@@ -84,22 +84,14 @@ class Drafter:
             self.history.finalize()             # pay the O(n) count pass now, not in the first step
         self.hmatch: Matcher = self.history.matcher()
         self.calibrated: CalibratedTree | None = None
-        self.reuse = reuse or ReuseBuffer()
+        self.reuse = ReuseBuffer()
         self.cutoff = AdaptiveCutoff(alpha0, tc)
         # per source: [accepted, sum of raw estimates, tested]; prior = 2 accepted of 2 expected
-        self.stats: dict[str, list[float]] = {s: [0.0, 0.0, 0] for s in ("context", "history", "calibrated", "reuse")}
+        self.stats: dict[str, list[float]] = {s: [0.0, 0.0, 0] for s in DRAFT_SOURCES}
         self._scale_at_propose: dict[str, float] = {}
         self._commit(prompt)
 
     # ---- state ------------------------------------------------------------------------------
-    @property
-    def generated(self) -> list[int]:
-        return self.seq[self.prompt_len:]
-
-    @property
-    def alpha(self) -> float:
-        return self.cutoff.alpha
-
     def scale(self, source: str) -> float:
         acc, est, _ = self.stats[source]
         return min(2.0, max(0.25, (acc + 2.0) / (est + 2.0)))
@@ -168,7 +160,7 @@ class Drafter:
             return b.flatten(list(range(1, len(b.token))))
         for c in self.candidates(budget, max_depth):
             b.add(c, max_depth)
-        return b.build(budget, self.cutoff.alpha, max_depth, self.pacer, self.cost_curve)
+        return b.build(budget, self.cutoff.alpha, max_depth, self.cost_curve)
 
     def _linear(self, n: int) -> Candidate | None:
         """SAM-Decoding baseline: the longer of the local/history matches, its most frequent continuation."""
@@ -270,17 +262,3 @@ class Drafter:
                 stack.append((c, xs + [tree.token_list[c]], ys + [y[n]]))
         if best is not None and best[0] > 0:
             self.reuse.record(best[1], best[2], len(self.seq))
-
-    def nbytes(self) -> int:
-        """Estimated extra memory of this request's drafting state (the shared history excluded)."""
-        n = self.local.nbytes() + 8 * len(self.seq)
-        if self.calibrated is not None:
-            n += self.calibrated.stats.nbytes
-        return n
-
-    def summary(self) -> dict:
-        return {"alpha": self.cutoff.alpha,
-                "scale": {s: round(self.scale(s), 3) for s in self.stats},
-                "tested": {s: int(v[2]) for s, v in self.stats.items()},
-                "accepted": {s: int(v[0]) for s, v in self.stats.items()},
-                "reuse_entries": len(self.reuse)}

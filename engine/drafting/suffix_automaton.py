@@ -237,13 +237,6 @@ class SuffixAutomaton:
             s = best_t
         return Continuation(toks, cnts, prs, match_len) if toks else None
 
-    def nbytes(self) -> int:
-        """Rough memory estimate: list slots + small ints + one dict per state."""
-        import sys
-        n = len(self.length)
-        d = sum(sys.getsizeof(x) for x in self.next)
-        return d + n * 8 * 5 + len(self.text) * 8
-
 
 class Matcher:
     """Tracks the longest suffix of an external query stream that occurs in the automaton."""

@@ -9,20 +9,17 @@ above their parents, picking nodes greedily by ``cum`` is optimal for a node bud
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
-
-DRAFT_SOURCES = ("context", "history", "calibrated", "reuse")
 
 
 @dataclass(slots=True)
 class Candidate:
     tokens: list[int]
     probs: list[float]      # per-token estimated acceptance probability (given the previous token accepted)
-    source: str             # one of DRAFT_SOURCES
+    source: str             # one of events.DRAFT_SOURCES
 
 
 @dataclass
@@ -228,23 +225,19 @@ class TreeBuilder:
         return cum
 
     def select(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,
-               pacer: bool = False, cost_curve: Callable[[int], float] | None = None) -> list[int]:
-        """Node ids (parents first) of the chosen subtree, root excluded.
-
-        greedy (default): best-first by cumulative probability, optimal for product-form scores.
-        pacer (EdgeLLM branch pacer): a branch = a child of the root; extend the branch maximizing
-        M * C_i - len_i (C_i its best frontier confidence, len_i its nodes so far, M the budget),
-        so each branch's share of the budget follows its confidence.
-        Nodes with cum < alpha are never taken.  With ``cost_curve`` the budget is first reduced
-        to the throughput-optimal size (``choose_budget``).
-        """
+               cost_curve: Callable[[int], float] | None = None) -> list[int]:
+        """Node ids (parents first) of the chosen subtree, root excluded: best-first by cumulative
+        probability, optimal for product-form scores. Nodes with cum < alpha are never taken.
+        With ``cost_curve`` the budget is first reduced to the throughput-optimal size
+        (``choose_budget``). (EdgeLLM's branch pacer, which shares the budget between the root's
+        branches by confidence instead, measured 4% slower here and was dropped.)"""
         cum = self.cumulative()
         if cost_curve is not None and budget > 0:
             order = self._greedy(budget, alpha, max_depth)
             budget = choose_budget([cum[i] for i in order], cost_curve)
         if budget <= 0:
             return []
-        return self._paced(budget, alpha, max_depth) if pacer else self._greedy(budget, alpha, max_depth)
+        return self._greedy(budget, alpha, max_depth)
 
     def _greedy(self, budget: int, alpha: float, max_depth: int | None) -> list[int]:
         cum, kids, depth = self.cumulative(), self.kids, self.depth
@@ -259,29 +252,6 @@ class TreeBuilder:
             if max_depth is None or depth[i] < max_depth:
                 for c in kids[i].values():
                     heapq.heappush(heap, (-cum[c], c))
-        return out
-
-    def _paced(self, budget: int, alpha: float, max_depth: int | None) -> list[int]:
-        cum, kids, depth = self.cumulative(), self.kids, self.depth
-        fronts = [[(-cum[c], c)] for c in kids[0].values()]
-        used = [0] * len(fronts)
-        out: list[int] = []
-        M = budget
-        while len(out) < budget:
-            best, best_v = -1, -math.inf
-            for b, fr in enumerate(fronts):
-                if fr and -fr[0][0] >= alpha:
-                    v = M * -fr[0][0] - used[b]
-                    if v > best_v:
-                        best, best_v = b, v
-            if best < 0:
-                break
-            _, i = heapq.heappop(fronts[best])
-            used[best] += 1
-            out.append(i)
-            if max_depth is None or depth[i] < max_depth:
-                for c in kids[i].values():
-                    heapq.heappush(fronts[best], (-cum[c], c))
         return out
 
     def flatten(self, selected: Sequence[int]) -> DraftTree:
@@ -319,8 +289,8 @@ class TreeBuilder:
         )
 
     def build(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,
-              pacer: bool = False, cost_curve: Callable[[int], float] | None = None) -> DraftTree:
-        return self.flatten(self.select(budget, alpha, max_depth, pacer, cost_curve))
+              cost_curve: Callable[[int], float] | None = None) -> DraftTree:
+        return self.flatten(self.select(budget, alpha, max_depth, cost_curve))
 
 
 def root_only(root_token: int) -> DraftTree:

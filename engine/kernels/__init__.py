@@ -1,7 +1,7 @@
 """Native kernels, compiled on first use with the system C compiler and cached by source hash.
 
-``native_kernel(cache_dir, threads)`` returns ``(kernel, why_not)``: a ``NativeKernel`` whose
-``pack(w)`` turns an fp32 weight [N, K] into a ``PackedWeight`` once, at load, whose
+``native_kernel(cache_dir, threads, progress)`` returns ``(kernel, why_not)``: a ``NativeKernel``
+whose ``pack(w)`` turns an fp32 weight [N, K] into a ``PackedWeight`` once, at load, whose
 ``linear(x, packed, b)`` computes ``x @ w.T + b``, and whose ``attention``, ``rmsnorm``,
 ``rope_split`` and ``silu_mul`` run the rest of a decoder layer (``CompactTransformer``); or None
 with the reason it is not available (not x86 with AVX2/FMA, no C compiler, a failed build or
@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -239,13 +240,21 @@ def _self_check(kernel: NativeKernel) -> str | None:
     return None
 
 
-def native_kernel(cache_dir: Path, threads: int) -> tuple[NativeKernel | None, str | None]:
+COMPILING = "compiling the native kernels (first start only, about a minute)"
+
+
+def native_kernel(cache_dir: Path, threads: int, progress: Callable[[str], None] | None = None
+                  ) -> tuple[NativeKernel | None, str | None]:
+    """The kernels built for this CPU (compiled into ``cache_dir/kernels`` on first use, saying so
+    through ``progress``), or None and the reason they cannot be used."""
     why = _cpu_supported()
     if why:
         return None, why
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES + HEADERS) + " ".join(FLAGS).encode()).hexdigest()[:16]
     path = Path(cache_dir) / "kernels" / f"native-{digest}.so"
     if not path.exists():
+        if progress:
+            progress(COMPILING)
         why = _build(path)
         if why:
             return None, why

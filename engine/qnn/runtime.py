@@ -1,8 +1,8 @@
 """The ``qnn`` backend: the decoder run as static-shape graphs on the HTP, the KV cache owned here.
 
-``QnnTransformer`` stands in for ``CompactTransformer`` in the generation loop (same ``forward`` /
-``logits`` / ``new_cache`` contract). The layers are split into blocks; each block is compiled for a
-few token lengths S (a long prefill graph G1, short decoding/verification graphs G2) at one static
+``QnnTransformer`` is the second runtime of ``backend.Backend`` (the first is
+``CompactTransformer``). The layers are split into blocks; each block is compiled for a few
+token lengths S (a long prefill graph G1, short decoding/verification graphs G2) at one static
 context C. A call feeding n tokens runs the shortest graph with S >= n, padding the rest; a longer
 feed (a prefill chunk) runs the longest graph on consecutive sub-chunks, which gives the same result
 as one bigger graph. The embedding lookup, final norm and output projection run on the CPU model.
@@ -23,7 +23,7 @@ import torch
 from ..errors import EngineError
 from ..kv_cache import KVCache
 from ..transformer import CompactTransformer
-from .blocks import BlockGraphs
+from .blocks import BlockGraphs, SwitchStatus
 from .graphs import GRAPH_VERSION, MASKED, build_block, save_block
 from .session import backend_version, provider_options
 
@@ -33,6 +33,8 @@ BLOCK_LAYERS = 6
 
 
 class QnnTransformer:
+    """The qnn runtime (``backend.Backend``): static graphs, switched progressively during prefill."""
+
     def __init__(self, cpu: CompactTransformer, cache_dir: Path, model_name: str, context: int,
                  prefill_length: int = PREFILL_LENGTH, decode_lengths: tuple[int, ...] = DECODE_LENGTHS,
                  block_layers: int = BLOCK_LAYERS, progressive: bool | None = None,
@@ -56,6 +58,7 @@ class QnnTransformer:
             progressive = os.environ.get("HEXA_QNN_SWITCH", "1") != "0"
         self.progressive = progressive
         self.kernel += ", progressive graph switching" if progressive else ", all graphs loaded"
+        self.kernel_build = cpu.kernel_build
         self.prefill_graph = f"qnn:S{prefill_length}xC{context}"
         key = hashlib.sha256("|".join([model_name, str(GRAPH_VERSION), backend_version(),
                                        *provider_options().values()]).encode()).hexdigest()[:12]
@@ -81,19 +84,16 @@ class QnnTransformer:
         self._in_prefill = False
 
     @property
-    def switch_status(self):
+    def switch_status(self) -> SwitchStatus:
         return self.graphs.status
 
-    # ---- the CompactTransformer contract used by generation and profiling
+    # ---- the rest of the Backend contract
     def new_cache(self, capacity: int) -> KVCache:
         if capacity > self.context:
             raise EngineError(f"request needs {capacity} KV slots but the QNN graphs were built for a "
                               f"context of {self.context} (use --context)")
         c = self.config
         return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, self.context)
-
-    def parameter_bytes(self) -> int:
-        return self.cpu.parameter_bytes()
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.cpu.logits(hidden)

@@ -64,9 +64,12 @@ def test_chat_template_and_decoding_match_transformers(engine):
 
 
 def test_cache_round_trip_reloads_without_converting(engine, tmp_path):
+    from engine.kernels import COMPILING
+
     messages = []
     again = Engine.load(None, cache_dir=engine.folder.parent.parent, progress=messages.append)
     assert not any("converting" in m for m in messages), messages
+    assert COMPILING not in messages                       # the kernels are cached too
     assert again.folder == engine.folder and is_valid(engine.folder)
     assert again.model.config == engine.model.config
 

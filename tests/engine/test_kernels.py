@@ -55,6 +55,7 @@ def test_wrong_width_is_an_error_not_a_crash(kernel):
         kernel.linear(torch.randn(2, 5), kernel.pack(torch.randn(4, 6)))
 
 
+@pytest.mark.slow                  # compiles the kernels: up to two minutes on 2 cores
 def test_built_once_and_cached(tmp_path):
     assert native_kernel(tmp_path, 1)[0] is not None
     built = list((tmp_path / "kernels").glob("*.so"))

@@ -7,7 +7,7 @@ import math
 import torch
 
 from engine import Done, Step
-from engine.engine import METHODS
+from engine.methods import METHODS
 
 SPECULATIVE = [m for m in METHODS if m != "vanilla"]
 MAX_PROMPT = 700

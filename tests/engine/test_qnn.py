@@ -85,8 +85,11 @@ PROMPT = ("Summarize: The cat sat on the mat. The cat sat on the mat because the
 
 
 def test_qnn_speculative_decoding_is_lossless_on_the_htp(qnn_engine):
+    from scripted_backend import backend_members
+
     e = qnn_engine
     assert e.backend_name == "qnn" and "qnn htp" in e.model.kernel
+    assert not [n for n in backend_members() if not hasattr(e.model, n)]       # the Backend contract
     # Size hexa's trees as on an NPU, where an 8-token graph costs about what a 1-token one does.
     # (The emulator's own curve, measured when the machine is busy, can make every draft look too
     # dear, and then this test would not exercise tree verification at all.)

@@ -16,7 +16,6 @@ def request_data():
     dict(mode="linear", use_calibration=False, use_reuse=False),
     dict(use_calibration=False, use_reuse=False),
     dict(),
-    dict(pacer=True),
     dict(cost_curve=lambda n: 59.0 + 10.8 * n),
 ])
 def test_simulated_generation_is_lossless_and_speeds_up(request_data, kw):
@@ -132,16 +131,23 @@ def test_per_source_scale_tracks_acceptance():
     assert d.scale("context") == pytest.approx(1.0)     # untested source keeps its prior
 
 
-def test_alpha_adapts_and_summary(request_data):
+def test_alpha_adapts_to_acceptance(request_data):
+    """EdgeLLM's fallback threshold: a fully accepted tree lowers it (draft deeper), a rejected
+    one raises it (draft less)."""
     prompt, target, history = request_data
     d = Drafter(prompt, history, alpha0=0.01, tc=0.5)
     model = OracleModel(prompt, target)
     gen = [target[0]]
     d.observe(gen)
-    alphas = set()
+    moves = set()
     for _ in range(10):
-        step(d, model, gen)
-        alphas.add(round(d.alpha, 6))
-    assert len(alphas) > 1
-    s = d.summary()
-    assert set(s["scale"]) == {"context", "history", "calibrated", "reuse"}
+        before = d.cutoff.alpha
+        tree, path = step(d, model, gen)
+        rejected = bool(tree.children[path[-1]])    # drafts below the last accepted node were not
+        if tree.n and rejected:
+            assert d.cutoff.alpha > before or d.cutoff.alpha == d.cutoff.hi
+            moves.add("up")
+        elif tree.n:
+            assert d.cutoff.alpha < before or d.cutoff.alpha == d.cutoff.lo
+            moves.add("down")
+    assert moves == {"up", "down"}                  # both rules were exercised

@@ -73,17 +73,6 @@ def test_alpha_cutoff_and_max_depth():
     assert len(b.select(10, alpha=0.0, max_depth=2)) == 2
 
 
-def test_branch_pacer_shares_budget_by_confidence():
-    b = TreeBuilder(0)
-    b.add(Candidate([1] * 20, [0.99] * 20, "context"))     # C ~ 0.9 for a long way
-    b.add(Candidate([2] * 20, [0.5] + [0.99] * 19, "history"))  # C ~ 0.5
-    greedy = b.select(12)
-    paced = b.select(12, pacer=True)
-    first = lambda sel: sum(1 for i in sel if b.token[i] == 1)
-    assert first(greedy) == 12                 # greedy spends everything on the strong branch
-    assert 0 < 12 - first(paced) < first(paced)   # pacer gives the weak branch a smaller share
-
-
 def test_flatten_mask_positions_parents():
     rng = random.Random(5)
     b = random_builder(rng, 6)

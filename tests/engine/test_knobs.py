@@ -1,0 +1,123 @@
+"""Environment knobs and load-time messages: HEXA_THREADS belongs to the app's settings (the engine
+takes ``threads``), HEXA_LINEAR is read in one place with one meaning, and the first start says
+when it compiles the native kernels."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine.errors import EngineError
+from engine.kernels import COMPILING, _cpu_supported
+from engine.model_config import ModelConfig
+from engine.threads import configure, usable_cores
+from engine.transformer import CompactTransformer, library_linear, linear_choice
+
+
+def test_threads_none_means_every_usable_core_whatever_the_environment(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setenv("HEXA_THREADS", "1")     # the app's setting: parsed there, passed as threads
+    try:
+        assert configure(None) == usable_cores() == torch.get_num_threads()
+        assert configure(1) == 1 == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("raw, choice", [(None, "native"), ("", "native"), ("native", "native"),
+                                         ("onednn", "onednn"), ("MKL", "mkl")])
+def test_hexa_linear_choices(monkeypatch, raw, choice):
+    if raw is None:
+        monkeypatch.delenv("HEXA_LINEAR", raising=False)
+    else:
+        monkeypatch.setenv("HEXA_LINEAR", raw)
+    assert linear_choice() == choice
+
+
+def test_unknown_hexa_linear_is_a_one_line_error_before_anything_loads(monkeypatch, tmp_path):
+    from engine import Engine
+
+    monkeypatch.setenv("HEXA_LINEAR", "fast")
+    with pytest.raises(EngineError, match="HEXA_LINEAR=fast is not one of native, onednn, mkl") as info:
+        Engine.load(None, cache_dir=tmp_path)
+    assert "\n" not in str(info.value) and not (tmp_path / "models").exists()
+
+
+def tiny_model(linear: str) -> CompactTransformer:
+    config = ModelConfig("llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_layers=1,
+                         num_heads=2, num_kv_heads=1, head_dim=8, rms_eps=1e-5, max_positions=64,
+                         tie_embeddings=True, attention_bias=False, rope={"rope_theta": 10000.0})
+    g = torch.Generator().manual_seed(0)
+    shapes = {"model.embed_tokens.weight": (32, 16), "model.norm.weight": (16,),
+              "model.layers.0.input_layernorm.weight": (16,), "model.layers.0.post_attention_layernorm.weight": (16,),
+              "model.layers.0.self_attn.q_proj.weight": (16, 16), "model.layers.0.self_attn.k_proj.weight": (8, 16),
+              "model.layers.0.self_attn.v_proj.weight": (8, 16), "model.layers.0.self_attn.o_proj.weight": (16, 16),
+              "model.layers.0.mlp.gate_proj.weight": (32, 16), "model.layers.0.mlp.up_proj.weight": (32, 16),
+              "model.layers.0.mlp.down_proj.weight": (16, 32)}
+    return CompactTransformer(config, {k: torch.randn(s, generator=g) for k, s in shapes.items()}, linear)
+
+
+def test_the_linear_choice_picks_the_library_kernel():
+    mkl = tiny_model("mkl")
+    assert mkl.linear is F.linear and mkl.kernel == "mkl"
+    onednn = tiny_model("onednn")
+    assert onednn.kernel == library_linear("onednn")[1] and tiny_model("native").kernel == onednn.kernel
+    ids = torch.tensor([3, 1, 4, 1, 5])
+    out = [m.logits(m.forward(ids, torch.arange(5), m.new_cache(8))) for m in (mkl, onednn)]
+    assert torch.allclose(out[0], out[1], atol=1e-5)      # the same model either way
+
+
+def test_the_torch_runtime_states_its_backend_contract():
+    from scripted_backend import BigramBackend, backend_members
+
+    m = tiny_model("mkl")
+    assert {"forward", "logits", "new_cache", "begin_prefill", "switch_status", "max_draft"} <= backend_members()
+    for runtime in (m, BigramBackend()):
+        assert not [n for n in backend_members() if not hasattr(runtime, n)], type(runtime)
+    assert m.switch_status is None and m.decode_lengths == () and m.max_draft == 32
+    assert m.prefill_graph == "torch:dynamic" and m.kernel_build == ""
+    m.begin_prefill(10)
+    m.end_prefill()
+
+
+needs_avx2 = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
+
+
+@needs_avx2
+def test_compiling_the_native_kernels_is_announced_only_when_it_happens(monkeypatch, tmp_path):
+    from engine import kernels
+
+    def fake_build(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"not a library")            # "built": the load then fails, no compiler ran
+        return None
+    monkeypatch.setattr(kernels, "_build", fake_build)
+    said: list[str] = []
+    kernel, why = kernels.native_kernel(tmp_path, 1, said.append)
+    assert kernel is None and "cannot load" in why and said == [COMPILING]
+    said.clear()
+    kernels.native_kernel(tmp_path, 1, said.append)       # cached now: nothing to compile
+    assert said == []
+
+
+@pytest.mark.slow
+@needs_avx2
+def test_first_load_reports_the_compile_through_progress(engine, monkeypatch, tmp_path):
+    """The load's progress callback hears about the compile (about a minute on 2 cores, so the
+    compiler is stood in for here) and about the fallback when it fails."""
+    from engine import Engine, kernels
+
+    (tmp_path / "models").symlink_to(engine.cache_dir / "models", target_is_directory=True)
+    monkeypatch.setattr(kernels, "_build", lambda out: "compiling the kernel failed: test")
+    said: list[str] = []
+    e = Engine.load(None, cache_dir=tmp_path, threads=1, progress=said.append)
+    assert COMPILING in said and any("native kernel unavailable" in m for m in said)
+    assert e.model.native is None and "packed" not in e.model.kernel
+    torch.set_num_threads(engine.threads)
+    monkeypatch.setenv("HEXA_LINEAR", "mkl")
+    said.clear()
+    e = Engine.load(None, cache_dir=tmp_path, threads=engine.threads, progress=said.append)
+    assert e.model.kernel == "mkl" and not [m for m in said if "kernel" in m]   # no native kernels tried
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
