@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import platform
+import sys
 from pathlib import Path
 
 
@@ -54,7 +55,8 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         from engine.kernels import native_kernel
         from engine.threads import configure
 
-        kernel, why_not = native_kernel(Path(locs.cache), configure(settings.threads))
+        kernel, why_not = native_kernel(Path(locs.cache), configure(settings.threads),
+                                        progress=lambda text: print(f"hexa: {text}", file=sys.stderr))
     except ImportError as exc:
         return False, f"cannot import engine: {exc}"
     return (True, f"avx2 packed-weight linear (fp32, and Q4_1/Q8_0 codes for decoding), attention and "

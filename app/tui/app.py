@@ -21,7 +21,8 @@ from .keys import bind
 from .messages import RuntimeReady
 from .metrics import DeviceInfo, process_rss_mb
 from .modes import mode_specs
-from .runtime import EngineFactory, MemoryFactory, Runtime, build_runtime, default_memory, load_engine
+from .runtime import (EngineFactory, MemoryFactory, Runtime, build_runtime, default_memory, load_engine,
+                      open_temporary_memory)
 from .screens.base import ModeScreen
 from .screens.help import HelpScreen
 from .screens.settings import SettingsScreen
@@ -47,10 +48,12 @@ class HexaApp(App):
 
     def __init__(self, loaded: Loaded, locations: Any, *, engine_factory: EngineFactory = load_engine,
                  memory_factory: MemoryFactory = default_memory,
+                 fallback_memory: Callable = open_temporary_memory,
                  rss_probe: Callable[[], float] = process_rss_mb, start_mode: str | None = None):
         super().__init__()
         self.loaded, self.settings, self.locs = loaded, loaded.settings, locations
         self.engine_factory, self.memory_factory = engine_factory, memory_factory
+        self.fallback_memory = fallback_memory          # a temporary memory, if the real one fails
         self.rss_probe = rss_probe
         self.start_mode = start_mode or SPECS[0].name
         self.specs = SPECS
@@ -91,7 +94,7 @@ class HexaApp(App):
             self.call_from_thread(self.set_status, f"loading: {text}")
         try:
             runtime = build_runtime(self.settings, self.locs, progress, self.engine_factory,
-                                    self.memory_factory, previous)
+                                    self.memory_factory, previous, self.fallback_memory)
         except Exception as exc:
             self.call_from_thread(self._load_failed, one_line(exc))
             return

@@ -49,7 +49,8 @@ class Runtime:
 
 
 def build_runtime(settings, locs, progress: Callable[[str], None], engine_factory: EngineFactory,
-                  memory_factory: MemoryFactory, previous: Runtime | None = None) -> Runtime:
+                  memory_factory: MemoryFactory, previous: Runtime | None = None,
+                  fallback_memory: Callable = open_temporary_memory) -> Runtime:
     """Load the engine, then open the memory (on a reload, the previous runtime's memory is kept
     and counts tokens with the new model)."""
     from memory import StoreError
@@ -61,8 +62,8 @@ def build_runtime(settings, locs, progress: Callable[[str], None], engine_factor
     try:
         return Runtime(engine, memory_factory(locs, engine), settings)
     except StoreError as exc:
-        temporary, folder = open_temporary_memory(tokenizer=engine.encode)
+        temporary, folder = fallback_memory(tokenizer=engine.encode)
         return Runtime(engine, temporary, settings, memory_problem=str(exc), temporary=folder)
 
 
-__all__ = ["Runtime", "build_runtime", "default_memory", "load_engine"]
+__all__ = ["Runtime", "build_runtime", "default_memory", "load_engine", "open_temporary_memory"]

@@ -63,8 +63,13 @@ async def test_switch_modes(real_engine, tmp_path):
         assert app.current_mode == "assistant"
         await pilot.press("ctrl+p")
         await pilot.press(*"Mode: Summarizer")
-        await wait(pilot, lambda: isinstance(app.screen, CommandPalette)
-                   and app.screen.query_one(OptionList).option_count > 0, 10, "palette results")
+        def highlighted() -> str:
+            if not isinstance(app.screen, CommandPalette):
+                return ""
+            options = app.screen.query_one(OptionList)
+            index = options.highlighted
+            return "" if index is None else str(options.get_option_at_index(index).prompt)
+        await wait(pilot, lambda: "Mode: Summarizer" in highlighted(), 10, "the palette's best match")
         await pilot.press("enter")
         await wait(pilot, lambda: app.current_mode == "summarizer", 10)
 

@@ -11,7 +11,7 @@ from app.tui.widgets.transcript import Transcript
 from tui_helpers import SIZE, chat, hash_memory, idle, make_app, ready, send, wait
 from fakes import FakeEngine
 
-TIPS = "\n".join(f"{i}. Tip number {i}: taste as you cook, and keep your knives sharp." for i in range(1, 31))
+TIPS = "\n".join(f"{i}. Tip number {i}: taste." for i in range(1, 31))
 
 
 def at_end(transcript: Transcript) -> bool:
@@ -25,26 +25,24 @@ def rendered(view) -> str:
 
 
 async def test_the_transcript_follows_a_long_answer(tmp_path):
-    app = make_app(FakeEngine(TIPS, delay=0.003), tmp_path, memory_factory=hash_memory)
+    app = make_app(FakeEngine(TIPS, delay=0.001), tmp_path, memory_factory=hash_memory)
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
         screen = app.screen
         transcript = screen.query_one(Transcript)
         await send(pilot, "List thirty tips for learning to cook, one per line.")
-        await wait(pilot, lambda: "15." in (screen.views.get(1).text if screen.views.get(1) else ""))
-        await pilot.pause(0.2)
-        assert at_end(transcript), (transcript.scroll_y, transcript.max_scroll_y)
+        await wait(pilot, lambda: "15." in getattr(transcript.last("assistant"), "text", ""))
+        await wait(pilot, lambda: at_end(transcript), 5, "the transcript at its end mid-stream")
         await wait(pilot, lambda: idle(screen))
-        await pilot.pause(0.2)
-        assert at_end(transcript), (transcript.scroll_y, transcript.max_scroll_y)
+        await wait(pilot, lambda: at_end(transcript), 5, "the transcript at its end after the answer")
         last = transcript.last("assistant")
-        assert "Tip number 30: taste" in rendered(last)
+        assert "Tip number 30: taste." in rendered(last)
         footer = last.query_one(".footer")
         assert transcript.region.contains_region(footer.region), "the figures line is off screen"
 
 
 async def test_scrolling_up_stops_following_and_the_end_resumes_it(tmp_path):
-    app = make_app(FakeEngine(TIPS, delay=0.01), tmp_path, memory_factory=hash_memory)
+    app = make_app(FakeEngine(TIPS, delay=0.02), tmp_path, memory_factory=hash_memory)
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
         screen = app.screen
@@ -52,14 +50,13 @@ async def test_scrolling_up_stops_following_and_the_end_resumes_it(tmp_path):
         await send(pilot, "Tips please")
         await wait(pilot, lambda: transcript.max_scroll_y > 5)
         transcript.scroll_home(animate=False, immediate=True)      # what a wheel or PageUp does
-        await pilot.pause(0.3)
+        await wait(pilot, lambda: transcript.scroll_y == 0, 5)
         grown = transcript.max_scroll_y
         await wait(pilot, lambda: transcript.max_scroll_y > grown + 3)
         assert transcript.scroll_y == 0, "the stream pulled the reader back down"
         transcript.scroll_end(animate=False, immediate=True)       # back at the end: follow again
         await wait(pilot, lambda: idle(screen))
-        await pilot.pause(0.2)
-        assert at_end(transcript)
+        await wait(pilot, lambda: at_end(transcript), 5, "following again")
 
 
 async def test_line_breaks_typed_or_generated_are_kept(tmp_path):
@@ -69,8 +66,8 @@ async def test_line_breaks_typed_or_generated_are_kept(tmp_path):
         await ready(pilot)
         await pilot.press(*"first line", "ctrl+j", *"second line", "enter")
         await wait(pilot, lambda: idle(app.screen) and app.screen.request == 1)
-        await pilot.pause(0.1)
         user, reply = app.screen.query_one(Transcript).messages()
+        await wait(pilot, lambda: "hexa drafts tokens" in rendered(reply), 5, "the reply drawn")
         assert user.text == "first line\nsecond line"
         assert "first line\nsecond line" in rendered(user)
         assert "Roses are red,\nviolets are blue," in rendered(reply)
@@ -83,12 +80,11 @@ async def test_mean_histogram_and_footer_describe_the_same_steps(tmp_path):
         await ready(pilot)
         await chat(pilot, "Go")
         screen = app.screen
-        await pilot.pause(0.2)
         m = screen.metrics
         assert m.steps == 150 and sum(m.histogram.values()) == 150
         footer = str(screen.query_one(Transcript).last("assistant").query_one(".footer").render())
         assert f"{m.mean_accepted:.2f} acc/step" in footer
-        assert f"({m.steps} steps)" in str(screen.query_one("#acc-figures").render())
+        await wait(pilot, lambda: f"({m.steps} steps)" in str(screen.query_one("#acc-figures").render()), 5)
 
 
 async def test_a_chat_during_a_summary_keeps_its_own_figures(tmp_path):
@@ -118,8 +114,8 @@ async def test_all_three_panels_fit_at_140x40_and_f9_hides_them(tmp_path):
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         await chat(pilot, "Hi")
-        await pilot.pause(0.2)
         panels = app.screen.query_one(Panels)
+        await wait(pilot, lambda: app.screen.metrics.steps and panels.region.height > 30, 5, "the panels")
         assert panels.display and panels.max_scroll_y == 0, "the Device panel is below the fold"
         await pilot.press("f9")
         assert not panels.display

@@ -30,10 +30,11 @@ def locations_in(root: Path) -> Locations:
 
 
 def make_app(engine, root: Path, *, memory_factory=None, loaded: Loaded | None = None, **settings) -> RecordingApp:
-    """The app on ``engine`` with a real memory under ``root`` (``hash_memory`` for the fast tier)."""
+    """The app on ``engine`` with a real memory under ``root`` (``hash_memory`` for the fast tier,
+    whose temporary fallback memory then embeds with the test embedder too)."""
     locs = locations_in(root)
     loaded = loaded or Loaded(Settings(**{"max_tokens": 8, **settings}), locs.config_file)
-    kwargs = {"memory_factory": memory_factory} if memory_factory else {}
+    kwargs = {"memory_factory": memory_factory, "fallback_memory": hash_temporary_memory} if memory_factory else {}
     return RecordingApp(loaded, locs, engine_factory=lambda s, l, p: engine, **kwargs)
 
 
@@ -45,6 +46,13 @@ def hash_memory(locs, engine):
     return Memory.open(locs.data, tokenizer=engine.encode, embedder=HashEmbedder())
 
 
+def hash_temporary_memory(tokenizer=None):
+    from app.loading import open_temporary_memory
+    from fakes import HashEmbedder
+
+    return open_temporary_memory(tokenizer=tokenizer, embedder=HashEmbedder())
+
+
 async def wait(pilot, cond, timeout: float = 120.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -53,7 +61,9 @@ async def wait(pilot, cond, timeout: float = 120.0, what: str = "condition") -> 
 
 
 async def ready(pilot) -> None:
-    await wait(pilot, lambda: pilot.app.runtime is not None, what="the model")
+    """The model and the memory are loaded (a user types for a while; a test does not)."""
+    await wait(pilot, lambda: pilot.app.runtime is not None and pilot.app.memory_warm.is_set(),
+               what="the model and the memory")
     screen = pilot.app.screen
     await wait(pilot, lambda: getattr(screen, "_frames", None) is not None, 10, "the screen")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from textual import on, work
+from textual import work
 from textual.widgets import ListView
 
 from ..widgets.sessions import SessionItem, SessionList
@@ -54,9 +54,12 @@ class SessionActions:
             self.session_id = session.id
         return self.session_id
 
-    @on(ListView.Selected, "#sessions")
+    # A handler by name, not @on: Textual gathers @on handlers only from its own classes' bodies,
+    # and this is a plain mixin (an @on here was silently never called).
     @memory_action
-    async def _selected(self, event: ListView.Selected) -> None:
+    async def on_list_view_selected(self, event: ListView.Selected) -> None:
+        if event.list_view.id != "sessions":
+            return
         if isinstance(event.item, SessionItem) and event.item.session.id != self.session_id:
             if self.active is not None:
                 self.action_cancel()

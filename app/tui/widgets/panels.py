@@ -13,12 +13,16 @@ BAR = "█"
 HIST_ROWS = 6          # accepted lengths 1..5 and "6+": enough to see the shape, short enough to fit
 
 
-def redraw(widget: Static, content) -> None:
-    """Update a panel line block; ask for a layout (a reflow of the whole screen, tens of ms)
-    only when its number of lines changed."""
-    lines = str(content).count("\n") + 1
-    widget.update(content, layout=lines != getattr(widget, "_lines", None))
-    widget._lines = lines  # type: ignore[attr-defined]
+class Lines(Static):
+    """A block of panel lines. A redraw asks for a layout (a reflow of the whole screen, tens of
+    ms) only when the number of lines changed: most redraws only change figures."""
+
+    line_count = 0
+
+    def redraw(self, content) -> None:
+        lines = str(content).count("\n") + 1
+        self.update(content, layout=lines != self.line_count)
+        self.line_count = lines
 
 
 def _bar(frac: float, width: int = 10) -> str:
@@ -39,15 +43,15 @@ class AcceptancePanel(Static):
     BORDER_TITLE = "Acceptance"
 
     def compose(self) -> ComposeResult:
-        yield Static(id="acc-figures")
+        yield Lines(id="acc-figures")
         yield Sparkline([0], id="acc-spark")
-        yield Static(id="acc-hist")
-        yield Static(id="acc-sources")
+        yield Lines(id="acc-hist")
+        yield Lines(id="acc-sources")
 
     def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
-        redraw(self.query_one("#acc-figures", Static),
-               f"step   [b]{m.last_accepted}[/b] accepted\n"
-               f"mean   [b]{m.mean_accepted:.2f}[/b]/step ({m.steps} steps)")
+        self.query_one("#acc-figures", Lines).redraw(
+            f"step   [b]{m.last_accepted}[/b] accepted\n"
+            f"mean   [b]{m.mean_accepted:.2f}[/b]/step ({m.steps} steps)")
         spark = self.query_one("#acc-spark", Sparkline)
         spark.data = list(m.recent) or [0]
         spark.tooltip = f"accepted tokens, last {SPARK_STEPS} steps"
@@ -58,14 +62,14 @@ class AcceptancePanel(Static):
         top = max((count for _, count in rows), default=0) or 1
         for label, count in rows:
             hist.append(f"\n{label:>3} {_bar(count / top)} {count}", style="")
-        redraw(self.query_one("#acc-hist", Static), hist)
+        self.query_one("#acc-hist", Lines).redraw(hist)
         src = Text("token sources", style="dim")
         for name, count, share in m.source_shares():
             src.append(f"\n{name:<10} {_bar(share, 6)} {count}", style="")
-        redraw(self.query_one("#acc-sources", Static), src)
+        self.query_one("#acc-sources", Lines).redraw(src)
 
 
-class LatencyPanel(Static):
+class LatencyPanel(Lines):
     BORDER_TITLE = "Latency"
 
     def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
@@ -81,10 +85,10 @@ class LatencyPanel(Static):
         if m.total_blocks:
             lines.append(f"graphs    {_bar(m.switched / m.total_blocks, 8)} {m.switched}/{m.total_blocks}")
             lines.append(f"exposed   {m.exposed_load_ms:.1f} ms load")
-        redraw(self, "\n".join(lines))
+        self.redraw("\n".join(lines))
 
 
-class DevicePanel(Static):
+class DevicePanel(Lines):
     BORDER_TITLE = "Device"
 
     def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
@@ -94,7 +98,7 @@ class DevicePanel(Static):
                  f"memory   {device.rss_mb:.0f} MB"]
         if device.memory:
             lines.append(f"[yellow]store    {device.memory}[/yellow]")
-        redraw(self, "\n".join(lines))
+        self.redraw("\n".join(lines))
 
 
 class Panels(VerticalScroll):

@@ -5,8 +5,9 @@ scrolling up releases the anchor (the text keeps arriving below) and scrolling b
 end takes it again, as in chat apps.
 
 While a response streams, its finished Markdown blocks are drawn as Markdown and the block still
-being written is drawn as plain text. Textual re-mounts a whole block on every append: a 30-item
-list cost 326 ms per append by its end (measured), time the UI thread took from the engine.
+being written is drawn as plain text (``StreamTail``). Textual re-mounts a whole block on every
+append: a 30-item list cost 326 ms per append by its end (measured), time the UI thread took from
+the engine.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from textual.widgets import Markdown, Static
 
 from ..keys import bind
 from ..metrics import footer_text
+from .stream_tail import StreamTail
 
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 ROLE_TITLES = {"user": "You", "assistant": "hexa", "notice": "notice"}
@@ -81,7 +83,7 @@ class MessageView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static(ROLE_TITLES.get(self.role, self.role), classes="role")
         yield Markdown(self.text, classes="body", parser_factory=chat_parser)
-        yield Static("", classes="tail", markup=False)
+        yield StreamTail(classes="tail")
         yield Static(footer_text(self.stats), classes="footer")
 
     async def write(self, delta: str) -> None:
@@ -94,23 +96,12 @@ class MessageView(Vertical, can_focus=True):
         if cut > self._drawn:
             await self.query_one(Markdown).append(self.text[self._drawn:cut])
             self._drawn = cut
-        self._draw_tail(self.text[self._drawn:].strip("\n"))
-
-    def _draw_tail(self, text: str) -> None:
-        """The block being written, as plain text. A layout (a reflow of the whole screen, tens of
-        ms) only when its height changes: most tokens only lengthen the last line."""
-        tail = self.query_one(".tail", Static)
-        width = max(1, tail.content_region.width or self.size.width or 80)
-        height = sum(1 + len(line) // width for line in text.split("\n")) if text else 0
-        tail.update(text, layout=height != getattr(tail, "_height", None))
-        tail._height = height  # type: ignore[attr-defined]
-        if tail.display != bool(text):
-            tail.display = bool(text)
+        self.query_one(StreamTail).show(self.text[self._drawn:].strip("\n"))
 
     async def finish(self, stats: dict | None = None, note: str = "") -> None:
         if self.streaming:
             self.streaming = False
-            self._draw_tail("")
+            self.query_one(StreamTail).show("")
             # one full parse at the end: the tail, and inline markup split across appends
             await self.query_one(Markdown).update(self.text)
             self._drawn = len(self.text)
