@@ -4,6 +4,7 @@ of the next answer, which must quit at once and keep the partial answer."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,7 +40,8 @@ def wait_for(session: str, check, timeout: float, what: str) -> str:
 
 def streaming(screen: str) -> bool:
     """The last answer has text on screen and is still being written."""
-    lines = screen.splitlines()
+    # the transcript's column only: the live panels may share the rows on the right
+    lines = [re.split("[│╭╰]", line)[0] for line in screen.splitlines()]
     roles = [i for i, line in enumerate(lines) if line.strip() == "hexa"]
     if not roles or "generating…" not in screen:
         return False
