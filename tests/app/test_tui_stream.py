@@ -42,7 +42,10 @@ async def test_the_transcript_follows_a_long_answer(tmp_path):
 
 
 async def test_scrolling_up_stops_following_and_the_end_resumes_it(tmp_path):
-    app = make_app(FakeEngine(TIPS, delay=0.02), tmp_path, memory_factory=hash_memory)
+    # paragraphs: finished blocks join the transcript while the answer streams (a list with no
+    # blank line stays in the tail below it until it ends)
+    paragraphs = "\n\n".join(f"Tip number {i}: taste as you go." for i in range(1, 31))
+    app = make_app(FakeEngine(paragraphs, delay=0.02), tmp_path, memory_factory=hash_memory)
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
         screen = app.screen
@@ -130,3 +133,17 @@ async def test_narrow_terminals_start_without_sidebars(tmp_path):
         assert not app.screen.query_one(Panels).display
         await pilot.press("f9")
         assert app.screen.query_one(Panels).display
+
+
+def test_the_tail_wraps_words_into_rows_that_stay_put_as_text_arrives():
+    from app.tui.widgets.stream_tail import wrap
+
+    line = "   10. Use a food processor to chop your ingredients, then taste them."
+    rows = wrap(line, 20)
+    assert rows[0].startswith("   10. ") and all(len(r) <= 20 for r in rows)
+    assert " ".join(r.strip() for r in rows) == " ".join(line.split())
+    for n in range(len(line)):           # greedy: appending text changes only the last row or two
+        stable = max(0, len(wrap(line[:n], 20)) - 2)
+        assert wrap(line[:n], 20)[:stable] == rows[:stable]
+    assert wrap("x" * 45, 20) == ["x" * 20, "x" * 20, "x" * 5]
+    assert all(len(r) <= 6 for r in wrap("漢字" * 10, 7))    # two cells each: 3 per row

@@ -39,14 +39,14 @@ def wait_for(session: str, check, timeout: float, what: str) -> str:
 
 
 def streaming(screen: str) -> bool:
-    """The last answer has text on screen and is still being written."""
+    """The last answer has text on screen and no figures line yet (it is still being written)."""
     # the transcript's column only: the live panels may share the rows on the right
     lines = [re.split("[│╭╰]", line)[0] for line in screen.splitlines()]
     roles = [i for i, line in enumerate(lines) if line.strip() == "hexa"]
-    if not roles or "generating…" not in screen:
+    if not roles:
         return False
-    after = [line.strip() for line in lines[roles[-1] + 1:roles[-1] + 3]]
-    return any(text and text != "generating…" for text in after)
+    after = [line.strip() for line in lines[roles[-1] + 1:]]
+    return any(text and not text.endswith("…") for text in after[:2]) and not any(" tok ·" in t for t in after)
 
 
 def test_hexa_in_tmux(tmp_path):

@@ -26,6 +26,7 @@ from ..messages import RuntimeReady
 from ..metrics import RequestMetrics
 from ..widgets.panels import Panels
 from ..widgets.sessions import SessionList
+from ..widgets.stream_tail import StreamTail
 from ..widgets.transcript import MessageView, Transcript
 from .session_actions import MemoryCallFailed, SessionActions
 
@@ -79,6 +80,7 @@ class ModeScreen(SessionActions, Screen):
             yield SessionList(id="sessions")
             with Vertical(id="main"):
                 yield Transcript(id="transcript")
+                yield StreamTail(id="live")
                 yield from self.compose_input()
             yield Panels(id="panels")
         yield Footer()
@@ -201,26 +203,38 @@ class ModeScreen(SessionActions, Screen):
         items = self.inbox.take()
         pending: list[str] = []
         for rid, event in items:
-            if isinstance(event, Text) and rid == self.active:
-                if rid not in self.views:
-                    await self.prepare_event(rid, event)
-                self.metrics.feed(event)
-                pending.append(event.delta)
+            if rid == self.active and isinstance(event, (Text, Step)):
+                if isinstance(event, Text):
+                    if rid not in self.views:
+                        await self.prepare_event(rid, event)
+                    pending.append(event.delta)
+                else:
+                    self._dirty = True
+                self.metrics.feed(event)   # a step's figures need no text drawn before them
                 continue
             await self.write_pending(pending)
             await self.handle(rid, event)
-        await self.write_pending(pending)
+        wrote = await self.write_pending(pending)
         if self._dirty and self.is_current and (self.active is None or now() - self._panels_t >= PANELS_S):
-            self.show_panels()
+            if wrote:
+                # half a frame later: redrawn in the same frame as the text, the panels and the
+                # text make one dirty rectangle over the whole screen, and every widget in it
+                # renders again (frames cost twice as much, measured)
+                self._panels_t = now()
+                self.set_timer(FRAME_S / 2, self.show_panels)
+            else:
+                self.show_panels()
         if not self.jobs and not self.inbox:
             self._frames.pause()
 
-    async def write_pending(self, pending: list[str]) -> None:
-        """Text of the active request gathered in this frame: one Markdown append, not one per token."""
+    async def write_pending(self, pending: list[str]) -> bool:
+        """Text of the active request gathered in this frame, drawn at once; True if any was."""
         view = self.views.get(self.active) if self.active is not None else None
-        if pending and view is not None:
+        wrote = bool(pending) and view is not None
+        if wrote:
             await view.write("".join(pending))
         pending.clear()
+        return wrote
 
     async def handle(self, rid: int, event: Any) -> None:
         await self.prepare_event(rid, event)

@@ -5,9 +5,12 @@ scrolling up releases the anchor (the text keeps arriving below) and scrolling b
 end takes it again, as in chat apps.
 
 While a response streams, its finished Markdown blocks are drawn as Markdown and the block still
-being written is drawn as plain text (``StreamTail``). Textual re-mounts a whole block on every
-append: a 30-item list cost 326 ms per append by its end (measured), time the UI thread took from
-the engine.
+being written is drawn as plain text in the screen's ``StreamTail``, just below the transcript.
+Textual re-mounts a whole block on every append (a 30-item list cost 326 ms per append by its
+end), so blocks move to the Markdown body only when the tail needs more rows. The tail lives
+outside the transcript because Textual redraws every visible widget of a scroll view when one of
+them changes: a frame cost ~12 ms of the UI thread inside the transcript, a third of that outside
+(measured on a replayed answer), time the engine waits for the GIL and a core.
 """
 from __future__ import annotations
 
@@ -31,12 +34,12 @@ def code_blocks(text: str) -> list[str]:
     return [m.group(1).rstrip("\n") for m in CODE_BLOCK.finditer(text)]
 
 
-def finished_blocks(text: str) -> int:
+def finished_blocks(text: str, start: int = 0) -> int:
     """Length of the prefix of ``text`` made of finished Markdown blocks: up to the last blank
-    line that is not inside a code fence."""
-    cut = pos = 0
+    line that is not inside a code fence (``start``: a block boundary to scan from)."""
+    cut = pos = start
     fenced = False
-    for line in text.splitlines(keepends=True):
+    for line in text[start:].splitlines(keepends=True):
         pos += len(line)
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
@@ -83,28 +86,47 @@ class MessageView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static(ROLE_TITLES.get(self.role, self.role), classes="role")
         yield Markdown(self.text, classes="body", parser_factory=chat_parser)
-        yield StreamTail(classes="tail")
         yield Static(footer_text(self.stats), classes="footer")
 
+    def _tail(self) -> StreamTail | None:
+        try:
+            return self.screen.query_one(StreamTail)
+        except Exception:       # not on a screen (its session was closed): nothing to draw
+            return None
+
     async def write(self, delta: str) -> None:
-        """Append streamed text: finished blocks go to the Markdown body, the rest to the tail."""
+        """Append streamed text: the block in progress to the tail, finished blocks to the body."""
         if not delta:
             return
-        self.streaming = True
         self.text += delta
-        cut = finished_blocks(self.text)
+        tail = self._tail()
+        if tail is None:
+            return
+        if not self.streaming:
+            self.streaming = True
+            self.query_one(".footer", Static).display = False    # below the tail again when done
+        rest = self.text[self._drawn:].strip("\n")
+        cut = finished_blocks(self.text, self._drawn)
+        if tail.fits(rest) or (tail.full and cut <= self._drawn):
+            tail.show(rest)
+            return
+        # the tail needs more rows: the screen is laid out again anyway, so the finished blocks
+        # move to the body in the same layout
         if cut > self._drawn:
             await self.query_one(Markdown).append(self.text[self._drawn:cut])
             self._drawn = cut
-        self.query_one(StreamTail).show(self.text[self._drawn:].strip("\n"))
+        tail.show(self.text[self._drawn:].strip("\n"), refit=True)
 
     async def finish(self, stats: dict | None = None, note: str = "") -> None:
         if self.streaming:
             self.streaming = False
-            self.query_one(StreamTail).show("")
+            tail = self._tail()
+            if tail is not None:
+                tail.show("")
             # one full parse at the end: the tail, and inline markup split across appends
             await self.query_one(Markdown).update(self.text)
             self._drawn = len(self.text)
+            self.query_one(".footer", Static).display = True
         if stats is not None:
             self.stats = stats
         line = footer_text(self.stats)
