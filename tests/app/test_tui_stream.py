@@ -12,7 +12,9 @@ from tui_helpers import SIZE, chat, hash_memory, idle, make_app, ready, send, wa
 from fakes import FakeEngine
 
 TIPS = "\n".join(f"{i}. Tip number {i}: taste." for i in range(1, 31))
-
+# paragraphs: finished blocks join the transcript while the answer streams (a list with no blank
+# line stays in the tail below it until it ends)
+PARAGRAPHS = "\n\n".join(f"Tip number {i}: taste as you go." for i in range(1, 31))
 
 def at_end(transcript: Transcript) -> bool:
     return transcript.max_scroll_y > 0 and transcript.scroll_y >= transcript.max_scroll_y - 1
@@ -25,27 +27,41 @@ def rendered(view) -> str:
 
 
 async def test_the_transcript_follows_a_long_answer(tmp_path):
-    app = make_app(FakeEngine(TIPS, delay=0.001), tmp_path, memory_factory=hash_memory)
+    app = make_app(FakeEngine(PARAGRAPHS, delay=0.01), tmp_path, memory_factory=hash_memory)
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
         screen = app.screen
         transcript = screen.query_one(Transcript)
-        await send(pilot, "List thirty tips for learning to cook, one per line.")
-        await wait(pilot, lambda: "15." in getattr(transcript.last("assistant"), "text", ""))
-        await wait(pilot, lambda: at_end(transcript), 5, "the transcript at its end mid-stream")
+        await send(pilot, "List thirty tips for learning to cook.")
+        await wait(pilot, lambda: "Tip number 15" in getattr(transcript.last("assistant"), "text", ""))
+        await wait(pilot, lambda: at_end(transcript) or screen.active is None, 5, "the end mid-stream")
+        assert screen.active is not None, "the answer ended before the transcript was seen at its end"
         await wait(pilot, lambda: idle(screen))
         await wait(pilot, lambda: at_end(transcript), 5, "the transcript at its end after the answer")
         last = transcript.last("assistant")
-        assert "Tip number 30: taste." in rendered(last)
+        assert "Tip number 30: taste as you go." in rendered(last)
         footer = last.query_one(".footer")
         assert transcript.region.contains_region(footer.region), "the figures line is off screen"
 
 
+async def test_a_list_taller_than_the_tail_shows_its_newest_lines(tmp_path):
+    app = make_app(FakeEngine(TIPS, delay=0.01), tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        live = screen.query_one("#live")
+        await send(pilot, "List thirty tips for learning to cook, one per line.")
+        await wait(pilot, lambda: "20. Tip number 20" in str(live.render()) or screen.active is None, 20)
+        drawn = str(live.render())
+        assert screen.active is not None and "20. Tip number 20" in drawn
+        assert "1. Tip number 1:" not in drawn and len(drawn.splitlines()) <= live.max_rows()
+        await wait(pilot, lambda: idle(screen))
+        assert not live.display
+        assert "Tip number 1: taste." in rendered(screen.query_one(Transcript).last("assistant"))  # a Markdown list
+
+
 async def test_scrolling_up_stops_following_and_the_end_resumes_it(tmp_path):
-    # paragraphs: finished blocks join the transcript while the answer streams (a list with no
-    # blank line stays in the tail below it until it ends)
-    paragraphs = "\n\n".join(f"Tip number {i}: taste as you go." for i in range(1, 31))
-    app = make_app(FakeEngine(paragraphs, delay=0.02), tmp_path, memory_factory=hash_memory)
+    app = make_app(FakeEngine(PARAGRAPHS, delay=0.02), tmp_path, memory_factory=hash_memory)
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot)
         screen = app.screen

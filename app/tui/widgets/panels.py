@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.content import Content
 from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
@@ -15,14 +16,17 @@ HIST_ROWS = 6          # accepted lengths 1..5 and "6+": enough to see the shape
 
 class Lines(Static):
     """A block of panel lines. A redraw asks for a layout (a reflow of the whole screen, tens of
-    ms) only when the number of lines changed: most redraws only change figures."""
+    ms) only when the rows it takes change (a line that grows past the panel's width wraps): most
+    redraws only change figures."""
 
-    line_count = 0
+    rows = 0
 
-    def redraw(self, content) -> None:
-        lines = str(content).count("\n") + 1
-        self.update(content, layout=lines != self.line_count)
-        self.line_count = lines
+    def redraw(self, content: str | Text) -> None:
+        visual = Content.from_rich_text(content) if isinstance(content, Text) else Content.from_markup(content)
+        width = self.content_region.width
+        rows = visual.get_height(self.styles, width) if width else -1     # not laid out yet
+        self.update(visual, layout=rows != self.rows)
+        self.rows = rows
 
 
 def _bar(frac: float, width: int = 10) -> str:

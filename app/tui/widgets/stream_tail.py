@@ -69,6 +69,7 @@ class StreamTail(Static):
         self._lines: list[str] = []     # finished lines of the text drawn last ...
         self._rows: list[str] = []      # ... and their rows
         self._width_drawn = 0
+        self._last: tuple[str, int, list[str]] = ("", 0, [])
 
     def _width(self) -> int:
         if self.content_region.width:
@@ -77,8 +78,16 @@ class StreamTail(Static):
         return max(1, (self.parent.content_region.width if self.parent else 80) - padding.left - padding.right)
 
     def rows(self, text: str) -> list[str]:
-        """``text`` wrapped to the tail's width; finished lines are wrapped only once."""
+        """``text`` wrapped to the tail's width; finished lines are wrapped only once, and the same
+        text asked for again (``fits`` then ``show`` in one frame) is not wrapped again."""
         width = self._width()
+        if (text, width) == self._last[:2]:
+            return self._last[2]
+        rows = self._wrap(text, width)
+        self._last = (text, width, rows)
+        return rows
+
+    def _wrap(self, text: str, width: int) -> list[str]:
         *finished, current = text.split("\n")
         if width != self._width_drawn or finished[:len(self._lines)] != self._lines:
             self._lines, self._rows, self._width_drawn = [], [], width
