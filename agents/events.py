@@ -34,3 +34,37 @@ class Part:
     index: int
     total: int
     t: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The UI agent read the phone's screen (step counts from 1); ``shown`` are the elements the
+    model is offered, numbered from 1 in that order."""
+    step: int
+    screen: object              # agents.ui.screen.Screen
+    shown: tuple = ()
+    t: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Acted:
+    """The UI agent performed ``action`` (``command``: what the phone's shell ran; ``element``:
+    the label of the element it acted on; ``error``: why the phone refused it)."""
+    step: int
+    action: str
+    element: str = ""
+    command: str = ""
+    error: str = ""
+    t: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """An agent episode ended: ``outcome`` one of memory.episodes.OUTCOMES; ``success`` is the
+    check on the device's state when one was run, else None."""
+    session_id: int | str
+    outcome: str
+    steps: int
+    message: str = ""
+    success: bool | None = None
+    t: float = field(default_factory=now)

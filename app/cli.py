@@ -12,7 +12,7 @@ import sys
 import traceback
 from importlib.metadata import PackageNotFoundError, version
 
-from . import cli_ask, cli_bench, cli_info, cli_memory, settings
+from . import cli_agent, cli_agent_bench, cli_ask, cli_bench, cli_info, cli_memory, cli_phone, settings
 from .locations import locations
 
 
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     settings.add_flags(parser.add_argument_group("model"), settings.MODEL_FLAGS, top_level=True)
     settings.add_flags(parser.add_argument_group("generation"), settings.GENERATION_FLAGS, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (cli_ask, cli_bench, cli_memory, cli_info):
+    for module in (cli_ask, cli_agent, cli_agent_bench, cli_bench, cli_memory, cli_phone, cli_info):
         module.register(sub)
     return parser
 
@@ -75,10 +75,12 @@ def main(argv: list[str] | None = None) -> int:
 def user_errors() -> tuple[type[BaseException], ...]:
     """Exceptions whose message is meant for the user as is."""
     from agents.common import AgentError
+    from agents.ui.actions import ActionError
+    from agents.ui.adb import DeviceError
     from engine.errors import EngineError
     from memory import StoreError
 
-    return (settings.ConfigError, EngineError, StoreError, AgentError, OSError)
+    return (settings.ConfigError, EngineError, StoreError, AgentError, DeviceError, ActionError, OSError)
 
 
 def describe_error(exc: BaseException, log_dir) -> str:

@@ -30,6 +30,16 @@ class Locations:
         return self.config / "config.toml"
 
     @property
+    def adb_keys(self) -> Path:
+        """hexa's adb key pair (the phone asks its user to accept it once)."""
+        return self.config / "adb"
+
+    @property
+    def phone_dir(self) -> Path:
+        """The virtual phone's files (the keys it accepted)."""
+        return self.data / "phone"
+
+    @property
     def model_cache(self) -> Path:
         return self.cache / "models"
 

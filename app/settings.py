@@ -59,6 +59,11 @@ class Settings:
     top_p: float = option(1.0, "nucleus sampling mass", flag="--top-p", low=0.01, high=1.0)
     retrieval: bool = option(True, "retrieve context from memory for each request")
     history_drafting: bool = option(True, "past responses become drafting sources")
+    device: str = option("127.0.0.1:5555", "the phone the UI agent drives: HOST:PORT of its adbd "
+                         "(a phone after `adb tcpip 5555`, or `hexa phone serve`)", flag="--device")
+    agent_steps: int = option(15, "most actions of one UI-agent episode", flag="--max-steps", low=1, high=100)
+    agent_elements: int = option(10, "screen elements shown to the model per step (the best "
+                                 "ranked; any the task names are kept)", low=3, high=60)
     keymap: dict[str, str] = option({}, "binding id = keys (see F1)", env=False)
 
     @property
@@ -256,6 +261,7 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
 
 MODEL_FLAGS = ("model", "backend", "context", "method", "threads")
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p")
+AGENT_FLAGS = ("device", "agent_steps")
 
 
 def apply(settings: Settings, **changes: Any) -> Settings:

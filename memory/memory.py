@@ -23,6 +23,7 @@ from typing import Callable, Iterable, Sequence
 
 from . import chunking, export, ingest
 from .embeddings import Embedder
+from .episodes import EpisodeLog
 from .indexing import IndexKeeper, Progress
 from .models import ContextItem, Document, Message, Session
 from .repository import UNCHANGED, Repository
@@ -53,6 +54,7 @@ class Memory:
         self.vectors = VectorIndex(self.root / "vectors", self.embedder)
         self.index = IndexKeeper(self.store, self.vectors, self.embedder, self.notice)
         self.retriever = Retriever(self.store, self.index, self.count_tokens)
+        self.episodes = EpisodeLog(self.store, self.repo, self.index)   # UI-agent trajectories
         self._closed = False
 
     @classmethod

@@ -205,7 +205,7 @@ class Repository:
     # -- everything ---------------------------------------------------------------------------
     def wipe(self) -> None:
         with self.store.write() as c:
-            for table in ("summary_links", "chunks", "documents", "messages", "sessions"):
+            for table in ("summary_links", "chunks", "documents", "episodes", "messages", "sessions"):
                 c.execute(f"DELETE FROM {table}")
         self.store.vacuum()
 

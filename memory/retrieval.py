@@ -83,7 +83,10 @@ class Retriever:
 
     def _turn_hits(self, vi: VectorIndex, qv, n: int, session_id: int | None) -> list[ContextItem]:
         """Matching messages as whole turns (user + reply), each turn once at its best score."""
-        where = {"session_id": {"$ne": int(session_id)}} if session_id is not None else None
+        # agent tasks and actions are no conversation context (they have their own examples)
+        where: dict = {"mode": {"$ne": "agent"}}
+        if session_id is not None:
+            where = {"$and": [where, {"session_id": {"$ne": int(session_id)}}]}
         by_id = {parse_id(vid): score for vid, score, _ in vi.query("messages", qv, n, where=where)}
         if not by_id:
             return []

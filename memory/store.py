@@ -85,6 +85,22 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (message_id, doc_id)
     );
     """,
+    # 1 -> 2: UI-agent episodes. An episode is an "agent" session (its user message is the task,
+    # one assistant message per action, so history, export and drafting sources work as for
+    # chats); this row adds what a chat does not have: the device, the outcome and the screens.
+    """
+    CREATE TABLE episodes (
+        session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        task TEXT NOT NULL,
+        device TEXT NOT NULL DEFAULT '',
+        outcome TEXT NOT NULL DEFAULT 'running',  -- done | step_limit | loop | stopped | error | ...
+        success INTEGER,                -- 1/0 when checked on the device's state, NULL when unknown
+        steps TEXT NOT NULL DEFAULT '[]',   -- JSON: [{screen, app, action, element, ...}]
+        created REAL NOT NULL,
+        updated REAL NOT NULL
+    );
+    CREATE INDEX episodes_success ON episodes(success, outcome);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,135 @@
+"""The phone as the agent uses it: observe the screen, perform an action. Over ``AdbConnection``,
+so the same code drives a real phone and the virtual one."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+
+from .actions import APPS, Action, ActionError, swipe_command, text_command
+from .adb import AdbConnection, DeviceError
+from .screen import Element, Screen, ScreenError, parse_dump
+
+DUMP_PATH = "/sdcard/window_dump.xml"
+DUMP_TRIES = 3
+RETRY_S = 0.5
+FOCUS = re.compile(r"mCurrentFocus=Window\{[^}]*?\s(?P<pkg>[\w.]+)/(?P<act>[\w.$]+)")
+FOCUSED_APP = re.compile(r"mFocusedApp=.*?\s(?P<pkg>[\w.]+)/(?P<act>[\w.$]+)")
+SIZE = re.compile(r"(Physical|Override) size:\s*(\d+)x(\d+)")
+FAILED = ("Error:", "Exception", "inaccessible or not found", "monkey aborted", "usage:")
+KEYS = {"back": "KEYCODE_BACK", "home": "KEYCODE_HOME"}
+
+
+class Device:
+    def __init__(self, conn: AdbConnection):
+        self.conn = conn
+        self.size: tuple[int, int] = (1080, 2400)
+        self.apps: dict[str, str] = {}         # name the model may say -> installed package
+        self.adb_keyboard = False
+        self.model = ""
+
+    @property
+    def address(self) -> str:
+        return self.conn.address
+
+    def connect(self) -> None:
+        """Connect and learn what the phone is: size, installed apps, keyboard."""
+        self.conn.connect()
+        self.size = parse_size(self.conn.shell("wm size"))
+        installed = {line.partition(":")[2].strip() for line in self.conn.shell("pm list packages").splitlines()}
+        self.apps = {name: next(p for p in pkgs if p in installed)
+                     for name, pkgs in APPS.items() if any(p in installed for p in pkgs)}
+        self.adb_keyboard = "com.android.adbkeyboard" in self.conn.shell("ime list -s")
+        self.model = self.conn.shell("getprop ro.product.model").strip()
+
+    def observe(self) -> Screen:
+        """The current screen. The old dump is removed first (else a failed dump reads a stale
+        one); "could not get idle state" (an animation) and a missing file are retried."""
+        command = f"rm -f {DUMP_PATH}; uiautomator dump {DUMP_PATH}; cat {DUMP_PATH}"
+        problem = ""
+        for attempt in range(DUMP_TRIES):
+            out = self.conn.shell(command)
+            if "<hierarchy" in out:
+                try:
+                    screen = parse_dump(out, self.size)
+                    break
+                except ScreenError as exc:
+                    problem = str(exc)
+            else:
+                problem = _first_line(out) or "empty output"
+            time.sleep(RETRY_S * (attempt + 1))
+        else:
+            raise DeviceError(f"could not read the screen after {DUMP_TRIES} tries ({problem}): "
+                              f"the phone may be animating or locked")
+        screen.package, screen.activity = self.focus()
+        return screen
+
+    def focus(self) -> tuple[str, str]:
+        out = self.conn.shell("dumpsys window | grep -E 'mCurrentFocus|mFocusedApp'")
+        m = FOCUS.search(out) or FOCUSED_APP.search(out)
+        return (m["pkg"], m["act"]) if m else ("", "")
+
+    def perform(self, action: Action, shown: list[Element], screen: Screen) -> str:
+        """Run ``action``; the shell command(s) sent. ``ActionError`` when the phone refused."""
+        commands = self.commands(action, shown, screen)
+        for command in commands:
+            out = self.conn.shell(command)
+            if any(marker in out for marker in FAILED):
+                raise ActionError(f"{action}: the phone answered {_first_line(out)!r}")
+        return "; ".join(commands)
+
+    def commands(self, action: Action, shown: list[Element], screen: Screen) -> list[str]:
+        name = action.name
+        if name in ("tap", "long_press", "type"):
+            x, y = shown[action.index - 1].center
+            if name == "long_press":
+                return [f"input swipe {x} {y} {x} {y} 1000"]
+            if name == "tap":
+                return [f"input tap {x} {y}"]
+            return [f"input tap {x} {y}", text_command(action.text, self.adb_keyboard)]
+        if name == "swipe":
+            return [swipe_command(action.text, screen)]
+        if name in KEYS:
+            return [f"input keyevent {KEYS[name]}"]
+        if name == "open_app":
+            package = self.apps.get(action.text)
+            if package is None:
+                raise ActionError(f"{action}: not installed on this phone")
+            return [f"monkey -p {shlex.quote(package)} -c android.intent.category.LAUNCHER 1"]
+        if name == "done":
+            return []
+        raise ActionError(f"unknown action {name}")
+
+    # -- the virtual phone's extras (a real phone answers "not found") ---------------------------
+    def virtual_state(self) -> dict | None:
+        """The virtual phone's whole state, or None on a real phone."""
+        out = self.conn.shell("hexa-phone state")
+        try:
+            return json.loads(out)
+        except ValueError:
+            return None
+
+    def reset_virtual(self) -> None:
+        out = self.conn.shell("hexa-phone reset")
+        if "not found" in out:
+            raise DeviceError(f"{self.address} is not hexa's virtual phone: it cannot be reset")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``wm size``: the override size when one is set (that is what the screen uses)."""
+    found = {kind: (int(w), int(h)) for kind, w, h in SIZE.findall(text)}
+    size = found.get("Override") or found.get("Physical")
+    if size is None:
+        raise DeviceError(f"unexpected answer to `wm size`: {_first_line(text)!r}")
+    return size
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:120]
+    return ""

@@ -1,0 +1,40 @@
+"""What the agent may not do on its own: sensitive actions wait for the user; loops stop."""
+from __future__ import annotations
+
+import re
+
+from .actions import Action
+from .screen import Element
+
+# labels whose action spends money, loses data or reaches other people
+SENSITIVE = re.compile(r"\b(pay|payment|buy|purchase|checkout|order|delete|remove|erase|send|call|"
+                       r"dial|uninstall|install|reset|factory|format|block)\b", re.I)
+REPEATS = 3              # the same action on the same screen this often is a loop
+
+
+def confirmation_needed(action: Action, shown: list[Element]) -> str | None:
+    """Why ``action`` needs the user's yes, or None."""
+    if action.name not in ("tap", "long_press", "type"):
+        return None
+    e = shown[action.index - 1]
+    if e.password:
+        return f"{action} writes into a password field ({e.label})"
+    words = " ".join([e.label, e.desc] + e.details[:1])
+    m = SENSITIVE.search(words)
+    if m:
+        return f"{action} presses \"{e.label}\" ({m[0].lower()})"
+    return None
+
+
+class LoopGuard:
+    """Counts (screen, action) pairs: the same action on an unchanged screen again and again
+    means it does nothing the model can see."""
+
+    def __init__(self, repeats: int = REPEATS):
+        self.repeats = repeats
+        self.seen: dict[tuple[str, str], int] = {}
+
+    def looping(self, signature: str, action: Action) -> bool:
+        key = (signature, str(action))
+        self.seen[key] = self.seen.get(key, 0) + 1
+        return self.seen[key] >= self.repeats

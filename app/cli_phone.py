@@ -1,0 +1,73 @@
+"""``hexa phone``: the virtual phone — serve it over adb, print or reset its state."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("phone", help="the virtual Android phone (an adb device on 127.0.0.1)",
+                       description="A virtual Android phone that speaks the adb transport protocol: "
+                                   "the UI agent, adb-shell and `adb connect` all talk to it like "
+                                   "to a real phone.")
+    cmds = p.add_subparsers(dest="phone_command", metavar="ACTION", required=True)
+    serve = cmds.add_parser("serve", help="run the virtual phone until Ctrl+C")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=5555, help="TCP port (default 5555)")
+    serve.add_argument("--no-auth", action="store_true", help="accept clients without an RSA key")
+    serve.add_argument("--refuse-new-keys", action="store_true",
+                       help="never accept a key it has not seen (as a phone whose user taps Cancel)")
+    serve.set_defaults(func=cmd_serve)
+    for name, what in (("state", "print the phone's whole state as JSON"),
+                       ("reset", "back to the fresh state (home screen, default settings)")):
+        c = cmds.add_parser(name, help=what)
+        c.add_argument("--device", default="127.0.0.1:5555", help="the virtual phone's HOST:PORT")
+        c.set_defaults(func=cmd_state if name == "state" else cmd_reset)
+
+
+def cmd_serve(args) -> int:
+    from agents.phone.device import VirtualPhone
+    from agents.phone.server import PhoneServer
+
+    from .locations import ensure
+
+    if not 0 < args.port < 65536:
+        raise OSError(f"--port {args.port}: expected 1-65535")
+    server = PhoneServer(VirtualPhone(), host=args.host, port=args.port, auth=not args.no_auth,
+                         keys_file=ensure(args.locations.phone_dir) / "adb_keys",
+                         accept_new_keys=not args.refuse_new_keys)
+    port = server.start()
+    print(f"hexa: virtual phone on {args.host}:{port} "
+          f"({'no auth' if args.no_auth else 'RSA auth'}); Ctrl+C stops it", file=sys.stderr)
+    try:
+        server.wait()
+    finally:
+        server.stop()
+    return 0
+
+
+def _device(args):
+    from agents.ui.adb import AdbConnection
+    from agents.ui.device import Device
+
+    return Device(AdbConnection(args.device, args.locations.adb_keys, timeout_s=5.0, auth_timeout_s=10.0))
+
+
+def cmd_state(args) -> int:
+    from agents.ui.adb import DeviceError
+
+    device = _device(args)
+    state = device.virtual_state()
+    device.close()
+    if state is None:
+        raise DeviceError(f"{args.device} is not hexa's virtual phone (it has no state to print)")
+    print(json.dumps(state, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_reset(args) -> int:
+    device = _device(args)
+    device.reset_virtual()
+    device.close()
+    print(f"hexa: {args.device} reset", file=sys.stderr)
+    return 0

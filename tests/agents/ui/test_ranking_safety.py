@@ -1,0 +1,64 @@
+"""Ranking elements against the task; the confirmation gate; loop detection; prompt examples."""
+from __future__ import annotations
+
+from agents.ui import prompt
+from agents.ui.actions import Action
+from agents.ui.ranking import Ranker, named
+from agents.ui.safety import LoopGuard, confirmation_needed
+from agents.ui.screen import Element, parse_dump
+from ui_samples import BLUETOOTH, settings_page
+
+
+def words_embed(texts):
+    """A bag-of-words embedder: enough to rank by shared words, deterministic."""
+    bags = [t.lower().replace(",", " ").split() for t in texts]
+    vocab = sorted({w for bag in bags for w in bag})
+    return [[bag.count(w) for w in vocab] for bag in bags]
+
+
+def test_elements_like_the_task_come_first_and_named_ones_are_never_cut():
+    rows = [(f"Option {i}", "", None) for i in range(20)] + [("Battery", "", None), ("Connected devices", "Bluetooth, pairing", None)]
+    screen = parse_dump(settings_page("Settings", rows))
+    ranked = Ranker(words_embed).rank("Turn off Bluetooth", screen.elements, limit=3)
+    assert ranked[0].label == "Connected devices"
+    assert len(ranked) == 3
+    named_kept = Ranker(None).rank("Check the Battery usage", screen.elements, limit=2)
+    assert [e.label for e in named_kept] == ["Battery", "Option 0"]
+
+
+def test_named_matches_whole_words_only():
+    assert named("Set a timer for 5 seconds", Element(text="Timer"))
+    assert not named("Set a timer", Element(text="Time"))
+
+
+def test_sensitive_actions_need_a_yes():
+    shown = [Element(text="Delete", clickable=True), Element(text="Alarm", clickable=True),
+             Element(text="", rid="password", editable=True, password=True, cls="EditText")]
+    assert "delete" in confirmation_needed(Action("tap", 1), shown)
+    assert confirmation_needed(Action("tap", 2), shown) is None
+    assert "password" in confirmation_needed(Action("type", 3, "x"), shown)
+    assert confirmation_needed(Action("back"), shown) is None
+
+
+def test_loop_guard():
+    guard = LoopGuard(3)
+    assert not guard.looping("s", Action("tap", 1))
+    assert not guard.looping("s2", Action("tap", 1))
+    assert not guard.looping("s", Action("tap", 1))
+    assert guard.looping("s", Action("tap", 1))
+
+
+def test_examples_are_the_same_screen_from_similar_episodes():
+    from memory.episodes import Episode
+
+    screen = parse_dump(BLUETOOTH)
+    turn = prompt.turn_text("Turn off Bluetooth.", screen, screen.elements, {"Settings": "com.android.settings"}, [])
+    assert "App: Settings" in turn and '1. "Use Bluetooth" [switch on]' in turn
+    other = prompt.turn_text("Turn on Bluetooth.", screen, screen.elements, {}, ["tap(1)"])
+    elsewhere = prompt.turn_text("x", parse_dump(settings_page("Display", [("Font size", "", None)])), [], {}, [])
+    ep = Episode(1, "Turn on Bluetooth.", "d", "done", True,
+                 [{"turn": elsewhere, "action": "tap(9)"}, {"turn": other, "action": "tap(1)"}])
+    found = prompt.examples_for(turn, [(0.9, ep)])
+    assert [(e.action, e.screen_text) for e in found] == [("tap(1)", other)]
+    msgs = prompt.messages(turn, found)
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
