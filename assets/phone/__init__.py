@@ -1,0 +1,1 @@
+"""Virtual-phone app definitions and tasks (see README.md)."""

@@ -1,0 +1,1 @@
+"""Virtual-phone data (a package so setuptools ships its files)."""
