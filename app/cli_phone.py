@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 
 def register(sub) -> None:
@@ -40,7 +41,8 @@ def cmd_serve(args) -> int:
     print(f"hexa: virtual phone on {args.host}:{port} "
           f"({'no auth' if args.no_auth else 'RSA auth'}); Ctrl+C stops it", file=sys.stderr)
     try:
-        server.wait()
+        while True:       # the server's threads do the work; Ctrl+C ends this wait
+            time.sleep(3600)
     finally:
         server.stop()
     return 0
