@@ -82,7 +82,7 @@ def run_all(engine, memory, settings, device, tasks, repeat: int) -> list[dict]:
     runs = []
     for attempt in range(1, repeat + 1):
         for n, task in enumerate(tasks, 1):
-            device.reset_virtual()
+            device.reset_virtual(task.setup)
             t0 = time.perf_counter()
             dones, actions, end = [], [], None
             for ev in agent.run(task.instruction,

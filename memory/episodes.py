@@ -38,8 +38,11 @@ class Episode:
 
     @property
     def usable(self) -> bool:
-        """Worth showing as an example: finished by ``done`` and not refuted by a check."""
-        return self.outcome == "done" and self.success is not False and bool(self.steps)
+        """Worth showing as an example: confirmed by a check on the device's state, or finished
+        by ``done`` and not refuted by one."""
+        if not self.steps or self.success is False:
+            return False
+        return self.success is True or self.outcome == "done"
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -79,6 +82,18 @@ class EpisodeLog:
                       (json.dumps(steps, ensure_ascii=False), now(), session_id))
         return msg
 
+    def add_hindsight(self, session_id: int, step: dict, action: str) -> None:
+        """A step nobody took, learnt from a check on the device's state (e.g. where the task
+        was already done): in the trajectory, marked ``hindsight``, never as a message."""
+        with self.store.write() as c:
+            row = c.execute("SELECT steps FROM episodes WHERE session_id = ?",
+                            (session_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no episode {session_id}")
+            steps = json.loads(row["steps"]) + [dict(step, action=action, hindsight=True)]
+            c.execute("UPDATE episodes SET steps = ?, updated = ? WHERE session_id = ?",
+                      (json.dumps(steps, ensure_ascii=False), now(), session_id))
+
     def finish(self, session_id: int, outcome: str, success: bool | None = None) -> None:
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
@@ -99,7 +114,7 @@ class EpisodeLog:
         return [_episode(r) for r in rows]
 
     def similar(self, task: str, k: int = 3, usable_only: bool = True,
-                min_score: float = 0.5) -> list[tuple[float, Episode]]:
+                min_score: float = 0.8) -> list[tuple[float, Episode]]:
         """Finished episodes whose task is most like ``task``, best first, as (similarity,
         episode); verified successes before unchecked ones at equal similarity."""
         if k <= 0 or not task.strip():

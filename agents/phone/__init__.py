@@ -62,5 +62,6 @@ class Phone(Protocol):
     def state(self) -> dict:
         """The whole device state as JSON-ready data (what task checks read)."""
 
-    def reset(self) -> None:
-        """Back to the fresh state (home screen, default settings and data)."""
+    def reset(self, setup: dict | None = None) -> None:
+        """Back to the fresh state (home screen, default settings and data), then ``setup``
+        (dotted paths or nested dicts -> values: a task's start state)."""

@@ -50,12 +50,15 @@ class VirtualPhone:
         self.reset()
 
     # -- state ---------------------------------------------------------------------------------
-    def reset(self) -> None:
+    def reset(self, setup: dict | None = None) -> None:
+        """The fresh state with the constructor's overrides, then ``setup`` (a task's start)."""
         with self.lock:
             self.data: dict = copy.deepcopy(self.catalog.state)
             for app in self.catalog.apps.values():
                 merge(self.data, copy.deepcopy(app.state))
             merge(self.data, copy.deepcopy(self.overrides))
+            if setup:
+                merge(self.data, copy.deepcopy(setup))
             self.tasks: dict[str, list[Frame]] = {}
             self.visited: list[str] = []
             self.busy = 0
@@ -125,6 +128,15 @@ class VirtualPhone:
                 del self.tasks[self.front]   # back from a task's root: the app closes
                 self.front = self.catalog.home
         self._seen()
+
+    def user_back(self) -> None:
+        """BACK pressed (key, edge swipe): a screen's ``on_back`` actions may intercept it (an edited
+        form asks "Discard changes?", a selection mode ends); ``back`` steps inside them just pop."""
+        on_back = self.screen.get("on_back")
+        if on_back:
+            run(self, on_back, self.context())
+        else:
+            self.back()
 
     def pop_to(self, target: str) -> None:
         app_id, _, screen = target.rpartition(":")
@@ -261,6 +273,10 @@ class VirtualPhone:
             if slider is not None and abs(dx) > abs(dy):
                 self._slide(slider, x2)
                 return
+            item = find(root, x1, y1, lambda n: n.swipe is not None and n.enabled)
+            if item is not None and abs(dx) > 2 * abs(dy) and abs(dx) > 200:
+                run(self, item.swipe, item.ctx)  # a list item swiped away sideways
+                return
             box = find(root, x1, y1, lambda n: n.scroll is not None and n.max_scroll > 0)
             if box is not None and abs(dy) >= abs(dx):
                 self.frame.scroll[box.scroll] = max(0, min(box.max_scroll, self.frame.scroll.get(box.scroll, 0) + dy))
@@ -280,7 +296,7 @@ class VirtualPhone:
             if name is None:
                 return False
             if name in ("BACK", "ESCAPE"):
-                self.back()
+                self.user_back()
             elif name == "HOME":
                 self.go_home()
             elif name == "ENTER":

@@ -285,13 +285,21 @@ def hexa_phone_cmd(sh, argv, io, ctx) -> int:
     sub = argv[1] if len(argv) > 1 else ""
     if sub == "state" and len(argv) == 2:
         io.out.write(json.dumps(sh.phone.state()) + "\n")
-    elif sub == "reset" and len(argv) == 2:
-        sh.phone.reset()
+    elif sub == "reset" and len(argv) in (2, 3):
+        # a task's start state: `hexa-phone reset '{"settings.bluetooth": false}'`
+        try:
+            setup = json.loads(argv[2]) if len(argv) == 3 else None
+        except ValueError:
+            setup = "bad"
+        if setup is not None and not isinstance(setup, dict):
+            io.err.write("hexa-phone: reset takes a JSON object of path -> value\n")
+            return 1
+        sh.phone.reset(setup)
         sh.reset()
     elif sub == "busy" and len(argv) == 3 and argv[2].isdigit():
         sh.busy_dumps = int(argv[2])
     else:
-        io.err.write("usage: hexa-phone state | reset | busy N\n")
+        io.err.write("usage: hexa-phone state | reset [JSON] | busy N\n")
         return 1
     return 0
 

@@ -28,6 +28,7 @@ from .safety import LoopGuard, confirmation_needed
 MODE = "agent"
 MAX_ACTION_TOKENS = 48           # the longest action (done with a 100-character answer) fits
 EXAMPLE_EPISODES = 3
+HINDSIGHT_DONE = 'done("Task complete")'
 
 Confirm = Callable[[str], bool]
 
@@ -57,6 +58,7 @@ class UIAgent:
         episode = self.memory.episodes.start(task, self.device.address, self.engine.model_name)
         sid = episode.session_id
         examples = self._similar(task)
+        sources = self._sources(examples)
         done_actions: list[str] = []
         guard = LoopGuard()
         outcome, message, step = "step_limit", "", 0
@@ -70,8 +72,8 @@ class UIAgent:
                 yield Observed(step, screen, tuple(shown))
                 apps = sorted(self.device.apps)
                 turn = prompt.turn_text(task, screen, shown, self.device.apps, done_actions)
-                chosen = prompt.examples_for(turn, examples)
-                done = yield from self._choose(turn, chosen, examples, shown, screen, apps, cancel)
+                chosen = prompt.examples_for(turn, shown, examples)
+                done = yield from self._choose(turn, chosen, sources, shown, screen, apps, cancel)
                 if done is None or done.stop_reason == "cancelled":
                     outcome, message = "stopped", "Stopped."
                     break
@@ -87,6 +89,9 @@ class UIAgent:
                     break
                 if guard.looping(screen.signature(), action):
                     outcome, message = "loop", f"{action} repeated on an unchanged screen"
+                    break
+                if guard.undoes(screen.title, action, shown):
+                    outcome, message = "loop", f"{action} would flip back the switch just flipped"
                     break
                 reason = confirmation_needed(action, shown)
                 if reason is not None and not self.confirm(f"Allow {reason}?"):
@@ -108,13 +113,15 @@ class UIAgent:
         if check_state is not None and outcome != "disconnected":
             try:
                 success = check_state()
+                if success and outcome != "done":
+                    self._hindsight_done(sid, task, done_actions)
             except DeviceError as exc:
                 message = message or str(exc)
         self.memory.episodes.finish(sid, outcome, success)
         yield EpisodeEnd(sid, outcome, step, message, success)
 
     # -- one step ---------------------------------------------------------------------------------
-    def _choose(self, turn, chosen, episodes, shown, screen, apps, cancel) -> Iterator:
+    def _choose(self, turn, chosen, sources, shown, screen, apps, cancel) -> Iterator:
         """Generate one action under the screen's constraint; returns the engine's Done."""
         from engine.constraint import Grammar
 
@@ -128,7 +135,7 @@ class UIAgent:
         done = None
         for event in self.engine.generate(ids, max_new_tokens=MAX_ACTION_TOKENS,
                                           method=self.settings.method,
-                                          sources=self._sources(episodes), cancel=cancel,
+                                          sources=sources, cancel=cancel,
                                           constraint=constraint):
             if isinstance(event, Done):
                 done = event
@@ -142,6 +149,16 @@ class UIAgent:
         except ActionError as exc:       # the phone refused (e.g. text it cannot type)
             return Acted(step, str(action), label, error=str(exc))
         return Acted(step, str(action), label, command)
+
+    def _hindsight_done(self, sid, task: str, done_actions: list[str]) -> None:
+        """A check found the task done though the model did not say so: the screen it ended on
+        is stored with ``done`` as the step to take there (marked ``hindsight``: the model did
+        not write it), so the next similar task has an example of where to stop."""
+        screen = self.device.observe()
+        shown = self.ranker.rank(task, screen.elements, int(self.settings.agent_elements))
+        turn = prompt.turn_text(task, screen, shown, self.device.apps, done_actions)
+        self.memory.episodes.add_hindsight(sid, {"turn": turn, "app": screen.package,
+                                                 "title": screen.title}, HINDSIGHT_DONE)
 
     # -- memory -----------------------------------------------------------------------------------
     def _similar(self, task: str) -> list:

@@ -110,8 +110,10 @@ class Device:
         except ValueError:
             return None
 
-    def reset_virtual(self) -> None:
-        out = self.conn.shell("hexa-phone reset")
+    def reset_virtual(self, setup: dict | None = None) -> None:
+        """The virtual phone back to its fresh state, then ``setup`` (a task's start state)."""
+        command = "hexa-phone reset" + (" " + shlex.quote(json.dumps(setup)) if setup else "")
+        out = self.conn.shell(command)
         if "not found" in out:
             raise DeviceError(f"{self.address} is not hexa's virtual phone: it cannot be reset")
 

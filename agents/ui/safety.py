@@ -27,14 +27,25 @@ def confirmation_needed(action: Action, shown: list[Element]) -> str | None:
 
 
 class LoopGuard:
-    """Counts (screen, action) pairs: the same action on an unchanged screen again and again
-    means it does nothing the model can see."""
+    """Two ways a small model runs away: the same action on an unchanged screen again and again
+    (it does nothing the model can see), and flipping the switch it has just flipped (each flip
+    undoes the last: a model that does not see it is done would toggle until the step limit,
+    leaving the switch wherever the limit falls)."""
 
     def __init__(self, repeats: int = REPEATS):
         self.repeats = repeats
         self.seen: dict[tuple[str, str], int] = {}
+        self.last: tuple[str, str, bool] | None = None   # (screen title, element, was a switch)
 
     def looping(self, signature: str, action: Action) -> bool:
         key = (signature, str(action))
         self.seen[key] = self.seen.get(key, 0) + 1
         return self.seen[key] >= self.repeats
+
+    def undoes(self, title: str, action: Action, shown: list[Element]) -> bool:
+        """Whether ``action`` flips again the switch the previous action flipped; remembers it."""
+        target = shown[action.index - 1] if action.name == "tap" and action.index else None
+        now = (title, target.label, target.checkable) if target is not None else None
+        undo = now is not None and now[2] and self.last == now
+        self.last = now
+        return undo

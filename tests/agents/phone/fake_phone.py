@@ -27,7 +27,7 @@ class FakePhone:
         self.lock = threading.RLock()
         self.reset()
 
-    def reset(self) -> None:
+    def reset(self, setup=None) -> None:
         self.events: list[tuple] = []
         self.stack: list[tuple[str, str]] = [LAUNCHER]
         self.field = ""

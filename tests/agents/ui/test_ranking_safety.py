@@ -48,17 +48,32 @@ def test_loop_guard():
     assert guard.looping("s", Action("tap", 1))
 
 
-def test_examples_are_the_same_screen_from_similar_episodes():
+def test_examples_are_this_screen_from_similar_episodes_renumbered():
     from memory.episodes import Episode
 
     screen = parse_dump(BLUETOOTH)
-    turn = prompt.turn_text("Turn off Bluetooth.", screen, screen.elements, {"Settings": "com.android.settings"}, [])
+    apps = {"Settings": "com.android.settings"}
+    shown = screen.elements                                   # Use Bluetooth, Device name, Pair new device
+    turn = prompt.turn_text("Turn off Bluetooth.", screen, shown, apps, [])
     assert "App: Settings" in turn and '1. "Use Bluetooth" [switch on]' in turn
-    other = prompt.turn_text("Turn on Bluetooth.", screen, screen.elements, {}, ["tap(1)"])
-    elsewhere = prompt.turn_text("x", parse_dump(settings_page("Display", [("Font size", "", None)])), [], {}, [])
-    ep = Episode(1, "Turn on Bluetooth.", "d", "done", True,
-                 [{"turn": elsewhere, "action": "tap(9)"}, {"turn": other, "action": "tap(1)"}])
-    found = prompt.examples_for(turn, [(0.9, ep)])
-    assert [(e.action, e.screen_text) for e in found] == [("tap(1)", other)]
-    msgs = prompt.messages(turn, found)
+    past = list(reversed(shown))                              # the same screen ranked otherwise
+    then = prompt.turn_text("Turn off the Bluetooth.", screen, past, apps, ["tap(1)"])
+    elsewhere = prompt.turn_text("x", parse_dump(settings_page("Display", [("Font size", "", None)])), [], apps, [])
+    ep = Episode(1, "Turn off the Bluetooth.", "d", "done", True,
+                 [{"turn": elsewhere, "action": "tap(9)"}, {"turn": then, "action": "tap(3)"},
+                  {"turn": then, "action": 'done("Task complete")', "hindsight": True}])
+    (ex,) = prompt.examples_for(turn, shown, [(0.9, ep)])
+    assert ex.action == "tap(1)"                             # "Use Bluetooth" is 1 here, was 3 then
+    assert ex.screen_text == turn.replace("Turn off Bluetooth.", "Turn off the Bluetooth.")
+    flipped = parse_dump(BLUETOOTH.replace('checked="true"', 'checked="false"'))
+    after = prompt.turn_text("Turn off the Bluetooth.", flipped, flipped.elements, apps, ["tap(1)"])
+    ep.steps[2]["turn"] = after
+    now = prompt.turn_text("Turn off Bluetooth.", flipped, flipped.elements, apps, ["tap(1)"])
+    assert prompt.examples_for(now, flipped.elements, [(0.9, ep)]) == []   # an ending needs the same task
+    (ex,) = prompt.examples_for(now, flipped.elements, [(0.97, ep)])
+    assert ex.action == 'done("Task complete")'
+    assert prompt.examples_for(turn, shown, [(0.7, ep)]) == []    # another kind of task
+    assert prompt.examples_for(turn, shown[:2], [(0.9, Episode(2, "t", "d", "done", True, [
+        {"turn": then, "action": "tap(1)"}]))]) == []            # its element is not shown now
+    msgs = prompt.messages(turn, [ex])
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
