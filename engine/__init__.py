@@ -1,7 +1,7 @@
 """hexa's inference engine: model loading, the compact transformer, decoding, events, benchmark.
 
 ``threads`` is imported first on purpose: it sets OpenMP's wait policy before torch loads. The
-names below that need torch (``Engine``) are imported on first use, so that ``engine.methods``,
+names below that need torch (``Engine``, ``Grammar``, ``Free``) are imported on first use, so that ``engine.methods``,
 ``engine.events`` and ``engine.errors`` stay light (the CLI's argument parsing and the settings
 read them without loading torch).
 """
@@ -10,8 +10,8 @@ from .errors import EngineError
 from .events import Done, Event, Notice, Prefill, Step, Text
 from .methods import BACKENDS, DEFAULT_METHOD, METHODS
 
-__all__ = ["BACKENDS", "DEFAULT_METHOD", "METHODS", "Engine", "EngineError", "Done", "Event", "Notice",
-           "Prefill", "Step", "Text"]
+__all__ = ["BACKENDS", "DEFAULT_METHOD", "METHODS", "Engine", "EngineError", "Done", "Event", "Free", "Grammar",
+           "Notice", "Prefill", "Step", "Text"]
 
 
 def __getattr__(name: str):
@@ -19,4 +19,8 @@ def __getattr__(name: str):
         from .engine import Engine
 
         return Engine
+    if name in ("Grammar", "Free"):          # constrained decoding (engine.constraint)
+        from . import constraint
+
+        return getattr(constraint, name)
     raise AttributeError(f"module 'engine' has no attribute {name!r}")

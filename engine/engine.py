@@ -9,6 +9,7 @@ from typing import Callable, Iterator, Sequence
 
 from . import threads as _threads
 from .backend import Backend
+from .constraint import Constraint, Grammar
 from .drafting import ConfidenceMap
 from .errors import EngineError
 from .events import Event
@@ -40,6 +41,7 @@ class Engine:
         self._cost = None
         self._online_cost: OnlineCost | None = None   # the profile corrected by observed verification times
         self._confidence: dict[str, ConfidenceMap] = {}   # per method, learned across requests
+        self._vocab = None                   # the vocabulary index constraints compile against
         self.eos_ids = set(model.config.eos_ids)
         for tok in END_OF_TURN + ((tokenizer.eos_token,) if tokenizer.eos_token else ()):
             tid = tokenizer.convert_tokens_to_ids(tok)
@@ -116,8 +118,14 @@ class Engine:
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                  stop: Sequence[str] = (), method: str = "vanilla",
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
-                 chunk_size: int = 256) -> Iterator[Event]:
+                 chunk_size: int = 256, constraint: Constraint | Grammar | None = None) -> Iterator[Event]:
+        """Stream one request's events. ``constraint``: only the tokens it allows are emitted
+        (a ``Grammar`` is compiled here; compile once with ``constraint()`` to reuse it)."""
         spec = method_spec(method)
+        if isinstance(constraint, Grammar):
+            constraint = self.constraint(constraint)
+        if constraint is not None and constraint.vocab is not self._vocab:
+            raise EngineError("the constraint was compiled for another engine's vocabulary")
         if max_new_tokens < 1:
             raise EngineError("max_new_tokens must be at least 1")
         if temperature < 0 or not 0 < top_p <= 1:
@@ -131,9 +139,19 @@ class Engine:
         if not ids:
             raise EngineError("empty prompt")
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                                  seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size)
+                                  seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
+                                  constraint=constraint)
         return generate(self.model, self.tokenizer, ids, config, self.eos_ids, self.context_window,
                         self._speculator(method, spec, sources), cancel)
+
+    def constraint(self, grammar: Grammar) -> Constraint:
+        """``grammar`` compiled against this engine's vocabulary and end-of-turn tokens. The
+        vocabulary index is built on the first call (~0.35 s for SmolLM2's 49k tokens)."""
+        if self._vocab is None:
+            from .vocab import VocabIndex
+
+            self._vocab = VocabIndex.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
+        return Constraint(grammar, self._vocab, self.eos_ids)
 
     def _speculator(self, method: str, spec: MethodSpec | None, sources: Sequence[Sequence[int]]
                     ) -> Speculator:

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 # Where an accepted token came from: a draft source, or the model's own bonus token (the one the
 # verifier produces itself after the accepted drafts). The one list the drafter, the TUI and the
-# benchmark use.
-DRAFT_SOURCES = ("context", "history", "calibrated", "reuse")
+# benchmark use. "constraint": drafted because a decoding constraint allowed no other token.
+CONSTRAINT_SOURCE = "constraint"
+DRAFT_SOURCES = ("context", "history", "calibrated", "reuse", CONSTRAINT_SOURCE)
 BONUS_SOURCE = "model"
 SOURCES = DRAFT_SOURCES + (BONUS_SOURCE,)
 

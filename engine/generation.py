@@ -8,6 +8,10 @@ accepted tokens plus the model's own next token.
 Stops: EOS, a stop string, ``max_new_tokens`` (never more, whatever a step accepts), a full
 context, or ``cancel`` — at any point, prefill included: a request cancelled before its first token
 emits none and ends with ``Done(stop_reason="cancelled")``.
+
+With a ``Constraint`` (``GenerationConfig.constraint``) every pick is made from logits masked by
+the constraint (``constrained.ConstrainedRun``): the first token, every verified node, the bonus.
+Without one, the loop does no extra work.
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ import torch
 
 from .backend import Backend
 from .calibration import CalibrationPolicy, TopKView
+from .constrained import ConstrainedRun
+from .constraint import Constraint
 from .drafting.accept import accepted_sources, greedy_accept, sample_accept
 from .drafting.tree import DraftTree
 from .events import Done, Event, Notice, Prefill, Step, Text, now
@@ -40,6 +46,7 @@ class GenerationConfig:
     stop: Sequence[str] = ()
     method: str = "vanilla"
     chunk_size: int = 256
+    constraint: Constraint | None = None   # only tokens it allows are emitted
 
 
 def fit_prompt(ids: list[int], window: int, max_new: int) -> tuple[list[int], int, str | None]:
@@ -160,9 +167,11 @@ def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
     return last_logits, view.result() if view is not None else None
 
 
-def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler
+def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler,
+           constrain: Callable[[torch.Tensor], torch.Tensor] | None = None
            ) -> tuple[list[int], list[int], torch.Tensor]:
     """Feed the tree after the cache in one pass and keep the accepted path's KV entries.
+    ``constrain`` (a constraint's) sets each node's disallowed logits to -inf before any pick.
     Returns (accepted node path, root first; emitted tokens, bonus last; argmax after each node)."""
     n = tree.size
     mask = None
@@ -170,6 +179,8 @@ def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler
         mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), tree.mask], dim=1)
     hidden = model.forward(tree.tokens, tree.depths + cache.length, cache, mask)
     logits = model.logits(hidden)
+    if constrain is not None:
+        logits = constrain(logits)
     next_ids = logits.argmax(-1)
     if n == 1:
         path, bonus = [0], sampler.pick(logits[0])
@@ -181,18 +192,23 @@ def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler
     return path, [tree.token_list[i] for i in path[1:]] + [bonus], next_ids
 
 
-def decode_step(model: Backend, cache: KVCache, speculator: Speculator, sampler: Sampler
-                ) -> tuple[list[int], Step] | None:
+def decode_step(model: Backend, cache: KVCache, speculator: Speculator, sampler: Sampler,
+                constrained: ConstrainedRun | None = None) -> tuple[list[int], Step] | None:
     """Propose, verify, report back: (emitted tokens, the step's event), or None if the tree
     does not fit in the cache."""
     t0 = now()
     tree = speculator.propose()
+    constrain = None
+    if constrained is not None:
+        tree, constrain = constrained.prepare(tree, speculator.max_tree)
     t1 = now()
     if cache.length + tree.size > cache.capacity:
         return None
     past = cache.length
-    path, emitted, next_ids = verify(model, cache, tree, sampler)
+    path, emitted, next_ids = verify(model, cache, tree, sampler, constrain)
     t2 = now()
+    if constrained is not None:
+        constrained.commit(emitted)
     speculator.observe(tree, emitted, next_ids, verify_ms=(t2 - t1) * 1000, past=past)
     return emitted, Step(proposed=tree.n, accepted=len(emitted), sources=accepted_sources(tree, path),
                          draft_ms=(t1 - t0) * 1000, verify_ms=(t2 - t1) * 1000,
@@ -200,12 +216,13 @@ def decode_step(model: Backend, cache: KVCache, speculator: Speculator, sampler:
 
 
 def decode(model: Backend, cache: KVCache, speculator: Speculator, sampler: Sampler, out: Output,
-           totals: Totals, cancelled: Callable[[], bool]) -> Generator[Event, None, str]:
+           totals: Totals, cancelled: Callable[[], bool], constrained: ConstrainedRun | None = None
+           ) -> Generator[Event, None, str]:
     """Steps until a stop; yields ``Step`` and ``Text`` events, returns the stop reason."""
     while True:
         if cancelled():
             return "cancelled"
-        result = decode_step(model, cache, speculator, sampler)
+        result = decode_step(model, cache, speculator, sampler, constrained)
         if result is None:
             return "context_full"
         emitted, step = result
@@ -237,12 +254,18 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
     if prefilled is not None:
         # the first token comes from prefill, like every later bonus token comes from verification
         logits, topk = prefilled
+        constrained = ConstrainedRun(config.constraint) if config.constraint is not None else None
+        if constrained is not None:
+            logits = constrained.first(logits)
         first = sampler.pick(logits)
+        if constrained is not None:
+            constrained.commit([first])
         totals.ttft_ms = (now() - totals.t_start) * 1000
         totals.calibration_ms = speculator.start(ids, first, topk)
         stop_reason = yield from out.emit([first])
         if not stop_reason:
-            stop_reason = yield from decode(model, cache, speculator, sampler, out, totals, cancelled)
+            stop_reason = yield from decode(model, cache, speculator, sampler, out, totals, cancelled,
+                                            constrained)
     tail = out.stream.flush()
     if tail:
         yield Text(tail)

@@ -13,7 +13,7 @@ import resource
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from engine.events import SOURCES, Done, Prefill, Step, Text
+from engine.events import CONSTRAINT_SOURCE, SOURCES, Done, Prefill, Step, Text
 
 SPARK_STEPS = 60      # steps drawn in the sparkline (the mean and histogram count every step)
 
@@ -125,7 +125,9 @@ class RequestMetrics:
 
     def source_shares(self) -> list[tuple[str, int, float]]:
         total = sum(self.sources.values()) or 1
-        return [(s, self.sources.get(s, 0), self.sources.get(s, 0) / total) for s in SOURCES]
+        # "constraint" (forced by a decoding constraint) only shows for the requests that have one
+        return [(s, self.sources.get(s, 0), self.sources.get(s, 0) / total) for s in SOURCES
+                if s != CONSTRAINT_SOURCE or self.sources.get(s)]
 
 
 def footer_text(stats: dict) -> str:

@@ -259,38 +259,73 @@ class TreeBuilder:
         cum = self.cumulative()
         ids = [0] + list(selected)
         new = {old: k for k, old in enumerate(ids)}
-        m = len(ids)
-        toks = [self.token[i] for i in ids]
-        pars = [-1] + [new[self.parent[i]] for i in ids[1:]]
-        deps = [self.depth[i] for i in ids]
-        children: list[list[int]] = [[] for _ in range(m)]
-        for k in range(1, m):
-            children[pars[k]].append(k)
-        # ancestor-or-self rows: row k = row(parent) + self; built as flat python bools (fast at m <= ~100)
-        rows: list[list[bool]] = []
-        flat: list[bool] = []
-        for k in range(m):
-            row = rows[pars[k]].copy() if k else [False] * m
-            row[k] = True
-            rows.append(row)
-            flat.extend(row)
-        mask = torch.tensor(flat, dtype=torch.bool).view(m, m)
-        return DraftTree(
-            tokens=torch.tensor(toks, dtype=torch.long),
-            depths=torch.tensor(deps, dtype=torch.long),
-            parents=torch.tensor(pars, dtype=torch.long),
-            mask=mask,
-            sources=["root"] + [self.source_of(i) for i in ids[1:]],
-            cum=[cum[i] for i in ids],
-            token_list=toks,
-            parent_list=pars,
-            children=children,
-            raw_step=[self.raw_step[i] if i < len(self.raw_step) else 1.0 for i in ids],
-        )
+        return assemble([self.token[i] for i in ids], [-1] + [new[self.parent[i]] for i in ids[1:]],
+                        ["root"] + [self.source_of(i) for i in ids[1:]], [cum[i] for i in ids],
+                        [self.raw_step[i] if i < len(self.raw_step) else 1.0 for i in ids])
 
     def build(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,
               cost_curve: Callable[[int], float] | None = None) -> DraftTree:
         return self.flatten(self.select(budget, alpha, max_depth, cost_curve))
+
+
+def assemble(tokens: list[int], parents: list[int], sources: list[str], cum: list[float],
+             raw_step: list[float]) -> DraftTree:
+    """A DraftTree from per-node lists (index 0 the root, parents before children)."""
+    m = len(tokens)
+    deps = [0] * m
+    children: list[list[int]] = [[] for _ in range(m)]
+    for k in range(1, m):
+        if not 0 <= parents[k] < k:
+            raise ValueError(f"node {k}: its parent {parents[k]} does not precede it")
+        deps[k] = deps[parents[k]] + 1
+        children[parents[k]].append(k)
+    # ancestor-or-self rows: row k = row(parent) + self; built as flat python bools (fast at m <= ~100)
+    rows: list[list[bool]] = []
+    flat: list[bool] = []
+    for k in range(m):
+        row = rows[parents[k]].copy() if k else [False] * m
+        row[k] = True
+        rows.append(row)
+        flat.extend(row)
+    return DraftTree(
+        tokens=torch.tensor(tokens, dtype=torch.long),
+        depths=torch.tensor(deps, dtype=torch.long),
+        parents=torch.tensor(parents, dtype=torch.long),
+        mask=torch.tensor(flat, dtype=torch.bool).view(m, m),
+        sources=list(sources), cum=list(cum), token_list=list(tokens), parent_list=list(parents),
+        children=children, raw_step=list(raw_step),
+    )
+
+
+def subtree(tree: DraftTree, keep: Sequence[int]) -> DraftTree:
+    """The nodes ``keep`` of ``tree`` (old indices, ascending, the root included, every kept
+    node's parent kept), reindexed: what is left when rejected branches are cut."""
+    keep = list(keep)
+    if not keep or keep[0] != 0:
+        raise ValueError("a subtree keeps the root")
+    new = {old: k for k, old in enumerate(keep)}
+    parents = [-1]
+    for old in keep[1:]:
+        if tree.parent_list[old] not in new:
+            raise ValueError(f"node {old} is kept without its parent")
+        parents.append(new[tree.parent_list[old]])
+    raw = tree.raw_step or [1.0] * tree.size
+    return assemble([tree.token_list[i] for i in keep], parents, [tree.sources[i] for i in keep],
+                    [tree.cum[i] for i in keep], [raw[i] for i in keep])
+
+
+def graft(tree: DraftTree, node: int, tokens: Sequence[int], source: str, p: float = 1.0) -> DraftTree:
+    """``tree`` with a chain of ``tokens`` below ``node``, each accepted with probability ``p``
+    given its parent."""
+    cum, parents = list(tree.cum), list(tree.parent_list)
+    parent = node
+    for _ in tokens:
+        cum.append(cum[parent] * p)
+        parents.append(parent)
+        parent = len(parents) - 1
+    raw = tree.raw_step or [1.0] * tree.size
+    return assemble(tree.token_list + [int(t) for t in tokens], parents,
+                    tree.sources + [source] * len(tokens), cum, raw + [p] * len(tokens))
 
 
 def root_only(root_token: int) -> DraftTree:

@@ -4,7 +4,8 @@ import random
 import pytest
 import torch
 
-from engine.drafting.tree import AdaptiveCutoff, Candidate, TreeBuilder, choose_budget, root_only
+from engine.drafting.tree import (AdaptiveCutoff, Candidate, TreeBuilder, choose_budget, graft, root_only,
+                                 subtree)
 
 
 def test_merge_dedups_prefixes_and_combines_sources():
@@ -89,6 +90,52 @@ def test_flatten_mask_positions_parents():
             assert int(t.depths[i]) == int(t.depths[t.parent_list[i]]) + 1
     assert torch.equal(t.positions(10), t.depths + 10)
     assert t.expected_accepted() == pytest.approx(sum(t.cum[1:]))
+
+
+def check_consistent(t):
+    """Parents precede children; mask, depths, children and the python mirrors agree."""
+    m = t.size
+    assert t.tokens.tolist() == t.token_list and t.parents.tolist() == t.parent_list
+    assert len(t.sources) == len(t.cum) == len(t.raw_step) == len(t.children) == m
+    for i in range(m):
+        anc = set(t.path_to(i))
+        assert [bool(x) for x in t.mask[i]] == [j in anc for j in range(m)]
+        assert t.children[i] == [c for c in range(m) if t.parent_list[c] == i]
+        if i:
+            assert t.parent_list[i] < i and int(t.depths[i]) == int(t.depths[t.parent_list[i]]) + 1
+
+
+def test_subtree_cuts_branches_and_keeps_the_tree_consistent():
+    rng = random.Random(11)
+    t = random_builder(rng, 8).build(20)
+    assert t.n > 6
+    drop = {c for c in range(1, t.size) if rng.random() < 0.3}
+    keep = [i for i in range(t.size) if not (set(t.path_to(i)) & drop)]   # a cut node takes its subtree
+    s = subtree(t, keep)
+    check_consistent(s)
+    assert s.size == len(keep)
+    for new, old in enumerate(keep):
+        assert s.token_list[new] == t.token_list[old] and s.sources[new] == t.sources[old]
+        assert s.cum[new] == t.cum[old] and int(s.depths[new]) == int(t.depths[old])
+        assert [t.token_list[i] for i in t.path_to(old)] == [s.token_list[i] for i in s.path_to(new)]
+    assert subtree(t, [0]).n == 0
+    orphan = next(i for i in range(1, t.size) if t.parent_list[i] != 0)
+    with pytest.raises(ValueError):
+        subtree(t, [0, orphan])
+    with pytest.raises(ValueError):
+        subtree(t, [1])
+
+
+def test_graft_appends_a_chain_below_a_node():
+    rng = random.Random(3)
+    t = random_builder(rng, 4).build(6)
+    leaf = max(range(t.size), key=lambda i: int(t.depths[i]))
+    g = graft(t, leaf, [41, 42, 43], "constraint")
+    check_consistent(g)
+    assert g.size == t.size + 3 and g.token_list[:t.size] == t.token_list
+    assert [g.token_list[i] for i in g.path_to(g.size - 1)] == [t.token_list[i] for i in t.path_to(leaf)] + [41, 42, 43]
+    assert g.sources[t.size:] == ["constraint"] * 3 and g.cum[-1] == t.cum[leaf]
+    check_consistent(graft(root_only(5), 0, [6], "constraint"))
 
 
 def test_root_only_tree():
