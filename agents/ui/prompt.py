@@ -50,12 +50,15 @@ def turn_text(task: str, screen: Screen, shown: list[Element], apps: dict[str, s
 
 
 def messages(turn: str, examples: list[Example]) -> list[dict]:
-    """System prompt, examples as earlier exchanges, then this step."""
-    out = [{"role": "system", "content": prompts.load("ui_agent_system")}]
-    for ex in examples:
-        out += [{"role": "user", "content": ex.screen_text}, {"role": "assistant", "content": ex.action}]
-    out.append({"role": "user", "content": turn})
-    return out
+    """System prompt and this step, with the best example as one line at the end of the turn.
+    Why not as earlier exchanges: shown the same screen answered with tap(1), SmolLM2-135M
+    answers tap(2) (it continues the count); a line right before the answer is copied (tap(1),
+    tap(3), tap(7) all copied in a probe; done() and back() were not: its prior for tap wins)."""
+    if examples:
+        ex = examples[0]
+        turn += f'\nLast time, for "{ex.task}" on this screen: {ex.action}'
+    return [{"role": "system", "content": prompts.load("ui_agent_system")},
+            {"role": "user", "content": turn}]
 
 
 def _labels(turn: str) -> set[str]:

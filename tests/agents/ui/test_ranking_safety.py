@@ -76,4 +76,5 @@ def test_examples_are_this_screen_from_similar_episodes_renumbered():
     assert prompt.examples_for(turn, shown[:2], [(0.9, Episode(2, "t", "d", "done", True, [
         {"turn": then, "action": "tap(1)"}]))]) == []            # its element is not shown now
     msgs = prompt.messages(turn, [ex])
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    assert msgs[1]["content"].endswith('Last time, for "Turn off the Bluetooth." on this screen: done("Task complete")')
