@@ -17,6 +17,7 @@ OPS: dict[str, set[str]] = {
     "go": {"args"}, "back": set(), "pop_to": set(), "home": set(), "open": set(), "launch": set(),
     "set": {"value"}, "toggle": set(), "inc": {"by", "min", "max", "wrap"}, "append": {"value", "unique", "at"},
     "remove": {"value", "where"}, "when": {"then", "else"}, "busy": set(), "focus": set(),
+    "each": {"where", "then"},
 }
 
 
@@ -82,6 +83,13 @@ def run(device: Device, steps: list | None, ctx: dict) -> None:
             _remove(ctx, arg, step)
         elif op == "when":
             run(device, step.get("then") if _check(arg, ctx) else step.get("else"), ctx)
+        elif op == "each":
+            # every element of a list (optionally those matching ``where``) as ``item``: archive
+            # the selected conversations, mark them read
+            for item in list(get(ctx, arg) or []):
+                ictx = dict(ctx, item=item)
+                if "where" not in step or _check(step["where"], ictx):
+                    run(device, step.get("then"), ictx)
         elif op == "busy":
             device.busy += int(arg)
         elif op == "focus":

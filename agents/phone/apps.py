@@ -16,10 +16,10 @@ from .checks import check
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "phone"
 RESERVED = {"data", "local", "args", "item", "index", "foreground", "visited"}
 WIDGETS = {"group", "row", "list", "grid", "spacer", "text", "category", "image", "button", "icon_button",
-           "icon", "tile", "edit", "slider", "choice", "tabs", "main_switch", "pref"}
+           "icon", "tile", "edit", "slider", "choice", "tabs", "main_switch", "pref", "dial"}
 SCREEN_KEYS = {"kind", "activity", "title", "toolbar", "up", "header", "body", "footer", "fab", "local",
                "autofocus", "swipe_up", "root_id", "list_id", "list_cls", "message", "buttons", "list",
-               "cancelable", "placeholder", "doc"}
+               "cancelable", "placeholder", "doc", "on_back"}
 
 
 @dataclass
@@ -139,6 +139,7 @@ def _validate_screen(screen: dict, where: str) -> None:
     for i, b in enumerate(screen.get("buttons", [])):
         _validate_actions(b.get("tap"), f"{where} button {i}")
     _validate_actions(screen.get("swipe_up"), f"{where} swipe_up")
+    _validate_actions(screen.get("on_back"), f"{where} on_back")
 
 
 def _validate_widget(w: Any, where: str) -> None:
@@ -146,15 +147,15 @@ def _validate_widget(w: Any, where: str) -> None:
         raise ValueError(f"{where}: a widget needs a type of {sorted(WIDGETS)}, got {w!r:.80}")
     if "if" in w:
         _validate_predicate(w["if"], where)
-    for key in ("tap", "long_tap", "submit", "then"):
+    for key in ("tap", "long_tap", "submit", "then", "swipe"):
         _validate_actions(w.get(key), f"{where} {key}")
-    for key in ("children", "item", "cell", "empty"):
+    for key in ("children", "item", "cell", "empty", "section_item"):
         kids = w.get(key, [])
         for i, kid in enumerate(kids if isinstance(kids, list) else [kids]):
             _validate_widget(kid, f"{where}.{key}[{i}]")
     for i, tab in enumerate(w.get("items", []) if w["type"] == "tabs" else []):
         _validate_actions(tab.get("tap"), f"{where} tab {i}")
-    for i, kid in enumerate(w.get("items", []) if w["type"] in ("list", "grid") else []):
+    for i, kid in enumerate(w.get("items", []) if w["type"] in ("list", "grid", "dial") else []):
         if not isinstance(kid, dict):
             raise ValueError(f"{where} items[{i}]: expected an object")
 
@@ -169,8 +170,10 @@ def _validate_actions(steps: Any, where: str) -> None:
             op = op_of(step)
         except ValueError as e:
             raise ValueError(f"{where}[{i}]: {e}") from None
-        if op == "when":
-            _validate_predicate(step["when"], f"{where}[{i}]")
+        if op in ("when", "each"):
+            pred = step["when"] if op == "when" else step.get("where")
+            if pred is not None:
+                _validate_predicate(pred, f"{where}[{i}]")
             _validate_actions(step.get("then"), f"{where}[{i}].then")
             _validate_actions(step.get("else"), f"{where}[{i}].else")
 

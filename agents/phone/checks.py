@@ -5,7 +5,9 @@ Predicates (no code is ever evaluated):
 - ``{"eq": [path, value]}``, ``{"ne": …}``, ``{"gt": …}``, ``{"ge": …}``, ``{"lt": …}``, ``{"le": …}``
   (the value at ``path`` against a literal; ordering of a missing value is false)
 - ``{"in": [path, value]}``: the list/dict/string at ``path`` contains ``value``
-- ``{"contains": [path, text]}``: case-insensitive substring (the search filters of app lists)
+- ``{"contains": [path, text]}``: case-insensitive substring (the search filters of app lists); on
+  a list or dict, of any text inside it (a conversation's messages)
+- ``{"some": [path, p]}``: some element of the list at ``path`` satisfies ``p`` (it is ``item`` there)
 - ``{"truthy": path}``, ``{"visited": screen_id}``: a screen (``app:screen``) was shown
 - ``{"foreground": screen_id}``: that screen is in front now
 Paths are dotted (``settings.wallpaper.home``, ``clock.alarms[0].label``), see ``paths``.
@@ -22,7 +24,7 @@ from .paths import get
 
 _ORDER = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le}
 _BINARY = {"eq", "ne", "in", "contains", *_ORDER}
-OPS = {"all", "any", "not", "truthy", "visited", "foreground", *_BINARY}
+OPS = {"all", "any", "not", "some", "truthy", "visited", "foreground", *_BINARY}
 
 
 def check(predicate: Any, state: Any) -> bool:
@@ -37,6 +39,13 @@ def check(predicate: Any, state: Any) -> bool:
             raise ValueError(f"{op!r} takes a list of predicates, got {_short(arg)}")
         results = [check(p, state) for p in arg]  # every branch validated, not short-circuited
         return all(results) if op == "all" else any(results)
+    if op == "some":
+        # {"some": [path, p]}: an element of the list at path satisfies p, read as ``item``
+        if not (isinstance(arg, list) and len(arg) == 2 and isinstance(arg[0], str)):
+            raise ValueError(f"'some' takes [path, predicate], got {_short(arg)}")
+        check(arg[1], {})  # validated even when the list is empty
+        items = get(state, arg[0])
+        return any(check(arg[1], dict(state, item=it)) for it in (items if isinstance(items, list) else []))
     if op == "not":
         return not check(arg, state)
     if op in ("truthy", "visited", "foreground"):
@@ -59,7 +68,10 @@ def check(predicate: Any, state: Any) -> bool:
             return isinstance(literal, str) and literal in value
         return isinstance(value, (list, dict)) and literal in value
     if op == "contains":
-        return literal is None or _fold(literal) in _fold("" if value is None else value)
+        if literal is None or _fold(literal) == "":
+            return True
+        texts = _texts(value) if isinstance(value, (list, dict)) else ["" if value is None else value]
+        return any(_fold(literal) in _fold(text) for text in texts)
     try:
         return value is not None and bool(_ORDER[op](value, literal))
     except TypeError:
@@ -69,6 +81,17 @@ def check(predicate: Any, state: Any) -> bool:
 def _fold(text: Any) -> str:
     # what a search box matches: case-insensitive, and "Wi-Fi" finds Settings' "Wi\u2011Fi"
     return str(text).lower().replace("\u2011", "-").replace("\u2010", "-")
+
+
+def _texts(value: Any):
+    """The texts inside a list/dict (values, not keys; flags left out): what a search looks at."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            yield from _texts(v)
+    elif value is not None and not isinstance(value, bool):
+        yield value
 
 
 def _short(value: Any) -> str:

@@ -2,10 +2,13 @@
 
 A path is ``name(.name|[index])*``; an index is an integer or another path, so
 ``data.font_labels[settings.font_size.step]`` and ``clock.alarms[args.index].label`` both work;
-``.length`` of a list or string is its length.
+``.length`` of a list or string is its length. ``[key=path]`` selects the first element of a list
+whose ``key`` equals the value at ``path`` (``[key='text']``: a literal), so screens can follow one
+record by its id while the list around it is reordered: ``contacts.list[id=args.id].phone``.
 A template is any JSON value: strings have ``{path}`` parts replaced (a string that is exactly one
 ``{path}`` yields the raw value, so numbers and booleans survive), lists and dicts are rendered
-item by item, and ``{"if": predicate, "then": a, "else": b}`` picks a branch.
+item by item, and ``{"if": predicate, "then": a, "else": b}`` picks a branch. ``{path|filter}``
+formats the value with one of ``FILTERS`` (chainable: ``{local.hour|int|pad2}``).
 """
 from __future__ import annotations
 
@@ -49,20 +52,39 @@ def _split(path: str) -> list[str | tuple[str]]:
     return out
 
 
-def _key(seg: str | tuple[str], root: Any) -> Any:
+_SELECT = re.compile(r"^([A-Za-z_]\w*)\s*=\s*(.+)$")
+
+
+def _key(seg: str | tuple[str], root: Any, cur: Any = None) -> Any:
     if isinstance(seg, str):
         return seg
     inner = seg[0].strip()
     if re.fullmatch(r"-?\d+", inner):
         return int(inner)
+    select = _SELECT.match(inner)
+    if select:
+        return _select(cur, select.group(1), select.group(2).strip(), root)
     return get(root, inner)
+
+
+def _select(items: Any, field: str, want: str, root: Any) -> int | None:
+    """Index of the first dict in ``items`` whose ``field`` equals ``want`` (a path, or 'quoted')."""
+    if len(want) >= 2 and want[0] == want[-1] and want[0] in "'\"":
+        value: Any = want[1:-1]
+    else:
+        value = get(root, want)
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        # ids typed into templates come back as text: compare as text too
+        if isinstance(item, dict) and field in item and (item[field] == value or str(item[field]) == str(value)):
+            return i
+    return None
 
 
 def get(root: Any, path: str, default: Any = None) -> Any:
     """The value at ``path`` (``default`` when any step is missing)."""
     cur = root
     for seg in _split(path):
-        key = _key(seg, root)
+        key = _key(seg, root, cur)
         if key == "length" and isinstance(cur, (list, str)):
             cur = len(cur)  # ``settings.languages.length``
             continue
@@ -80,11 +102,11 @@ def put(root: dict, path: str, value: Any) -> None:
     segs = _split(path)
     cur = root
     for seg in segs[:-1]:
-        key = _key(seg, root)
+        key = _key(seg, root, cur)
         if isinstance(cur, dict) and key not in cur:
             cur[key] = {}
         cur = cur[key]
-    cur[_key(segs[-1], root)] = value
+    cur[_key(segs[-1], root, cur)] = value
 
 
 def has(root: Any, path: str) -> bool:
@@ -97,10 +119,10 @@ def render(value: Any, ctx: Any, check: Callable[[Any, Any], bool] | None = None
     if isinstance(value, str):
         whole = _WHOLE.match(value)
         if whole:
-            return get(ctx, whole.group(1))
+            return _lookup(ctx, whole.group(1))
         if "{" not in value:
             return value
-        return _PART.sub(lambda m: _text(get(ctx, m.group(1))), value)
+        return _PART.sub(lambda m: _text(_lookup(ctx, m.group(1))), value)
     if isinstance(value, list):
         return [render(v, ctx, check) for v in value]
     if isinstance(value, dict):
@@ -109,6 +131,49 @@ def render(value: Any, ctx: Any, check: Callable[[Any, Any], bool] | None = None
             return render(branch, ctx, check)
         return {k: render(v, ctx, check) for k, v in value.items()}
     return value
+
+
+def _lookup(ctx: Any, expr: str) -> Any:
+    path, *filters = expr.split("|")
+    value = get(ctx, path.strip())
+    for name in filters:
+        if name.strip() not in FILTERS:
+            raise ValueError(f"unknown template filter {name.strip()!r} (known: {', '.join(sorted(FILTERS))})")
+        value = FILTERS[name.strip()](value)
+    return value
+
+
+def _int(value: Any) -> int | None:
+    text = str(value).strip() if value is not None else ""
+    return int(text) if text.isdigit() else None  # typed digits ("05") -> 5; anything else -> None
+
+
+def _clock(seconds: Any, always_minutes: bool) -> str:
+    # AOSP DeskClock's Utils.getTimeString: "1:05:00", "5:00", and a bare "5" for a timer's seconds
+    total = _int(seconds) or 0
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    if h:
+        return f"{h}:{m:02d}:{s:02d}"
+    return f"{m}:{s:02d}" if m or always_minutes else str(s)
+
+
+def _hms(digits: Any) -> int:
+    # a timer keypad's "HHMMSS" digits -> seconds ("000130" is 90; "9999" minutes/seconds overflow too)
+    text = str(digits or "").rjust(6, "0")[-6:]
+    return int(text[:2]) * 3600 + int(text[2:4]) * 60 + int(text[4:]) if text.isdigit() else 0
+
+
+# template filters (``{path|name}``): the few formats the app screens need; no code from the data
+FILTERS: dict[str, Callable[[Any], Any]] = {
+    "int": _int,
+    "text": lambda v: _text(v),  # a number as text ("7"), e.g. to edit it in a field
+    "pad2": lambda v: f"{_int(v):02d}" if _int(v) is not None else _text(v),
+    "duration": lambda v: _clock(v, False),
+    "elapsed": lambda v: _clock(v, True),
+    "hms": _hms,
+    "join": lambda v: ", ".join(_text(x) for x in v) if isinstance(v, list) else _text(v),
+}
 
 
 def _text(value: Any) -> str:

@@ -40,6 +40,7 @@ class Node:
     # behaviour, never printed
     tap: list | None = None
     long_tap: list | None = None
+    swipe: list | None = None    # actions of a horizontal swipe across it (swipe-to-dismiss)
     ctx: Any = None              # the template context the actions run in (list item, args…)
     scroll: str | None = None    # key of this container's offset in the frame
     max_scroll: int = 0

@@ -8,6 +8,7 @@ Preference / AppCompat / Material views, so dumps look like a real Pixel's.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from . import layout as L
@@ -59,7 +60,7 @@ class View:
         """A node; with a widget, its id/desc/tap/long_tap/enabled are applied."""
         n = Node(cls, bounds, **kw)
         if w is not None:
-            n.rid = n.rid or self.rid(w.get("id"))
+            n.rid = n.rid or self.rid(self.text(w.get("id"), ctx))  # may be a template: digit_{item}
             n.desc = n.desc or self.text(w.get("desc"), ctx)
             if "enabled" in w:
                 n.enabled = self.holds(w["enabled"], ctx)
@@ -67,6 +68,8 @@ class View:
                 n.tap, n.clickable, n.focusable = list(w["tap"]), True, True
             if w.get("long_tap") is not None:
                 n.long_tap, n.long_clickable = list(w["long_tap"]), True
+            if w.get("swipe") is not None:
+                n.swipe = list(w["swipe"])  # swipe-to-dismiss (ItemTouchHelper): not a flag in the dump
             n.ctx = ctx
         return n
 
@@ -115,15 +118,21 @@ class View:
         return [box.add(*kids)], h
 
     def _each(self, w, ctx) -> list[dict]:
-        """Item contexts of a list/grid: ``each`` (a path) or ``items`` (literal), filtered."""
+        """Item contexts of a list/grid: ``each`` (a path) or ``items`` (literal), with the
+        per-item values of ``let`` (name -> template), filtered, then ordered by ``sort`` (a path
+        in the item context, compared case-insensitively: a contact list stays alphabetical)."""
         source = get(ctx, w["each"]) if "each" in w else w.get("items", [])
         name = w.get("as", "item")
         out = []
         for index, item in enumerate(source or []):
             ictx = dict(ctx, **{name: item, "index": index})
+            for key, template in w.get("let", {}).items():
+                ictx[key] = self.value(template, ictx)
             if "filter" in w and not self.holds(w["filter"], ictx):
                 continue
             out.append(ictx)
+        if "sort" in w:
+            out.sort(key=lambda c: _str(get(c, w["sort"])).casefold())
         return out
 
     def _w_list(self, w, ctx, x, width) -> Built:
@@ -131,8 +140,17 @@ class View:
         items = self._each(w, ctx)
         if not items and "empty" in w:
             return self.build(w["empty"], ctx, x, width)
+        last: Any = object()
         for ictx in items:
-            nodes, h = self.build(w["item"], ictx, x, width)
+            nodes, h = [], 0
+            if "section" in w and get(ictx, w["section"]) != last:
+                # a header before the first item of each run (the letters of a contact list)
+                last = ictx["section"] = get(ictx, w["section"])
+                nodes, h = self.build(w.get("section_item", []), ictx, x, width)
+            more, mh = self.build(w["item"], ictx, x, width)
+            for n in more:
+                shift(n, h)
+            nodes, h = nodes + more, h + mh
             for n in nodes:
                 shift(n, y)
             out += nodes
@@ -180,14 +198,34 @@ class View:
     def _w_button(self, w, ctx, x, width) -> Built:
         text = self.text(w.get("text", ""), ctx)
         h = w.get("height", L.BUTTON_H)
-        bw = min(width - 2 * L.MARGIN, w.get("width") or 110 + 30 * len(text))
+        pad = w.get("padding", L.MARGIN)
+        bw = min(width - 2 * pad, w.get("width") or 110 + 30 * len(text))
         align = w.get("align", "center")
-        left = {"start": x + L.MARGIN, "end": x + width - L.MARGIN - bw,
-                "stretch": x + L.MARGIN}.get(align, x + (width - bw) // 2)
-        right = x + width - L.MARGIN if align == "stretch" else left + bw
-        n = self.node("android.widget.Button", (left, 12, right, h - 12), w, ctx, text=text,
+        left = {"start": x + pad, "end": x + width - pad - bw, "stretch": x + pad}.get(align, x + (width - bw) // 2)
+        right = x + width - pad if align == "stretch" else left + bw
+        n = self.node(w.get("cls", "android.widget.Button"), (left, 12, right, h - 12), w, ctx, text=text,
                       clickable=True, focusable=True)
+        if "checked" in w:  # a compound button (Switch, CheckBox, a day toggle): checked by a predicate
+            n.checkable, n.checked = True, self.holds(w["checked"], ctx)
         return [n], h
+
+    def _w_dial(self, w, ctx, x, width) -> Built:
+        """Items on a circle, the first at 12 o'clock, clockwise (a time picker's clock face)."""
+        size = min(width, w.get("size", 780))
+        cell = w.get("cell_size", 126)
+        left = x + (width - size) // 2
+        box = self.node(w.get("cls", "android.view.View"), (left, 0, left + size, size), w, ctx)
+        items = self._each(w, ctx)
+        radius = (size - cell) / 2
+        for i, ictx in enumerate(items):
+            angle = 2 * math.pi * i / max(1, len(items))
+            cx = left + size / 2 + radius * math.sin(angle)
+            cy = size / 2 - radius * math.cos(angle)
+            nodes, _ = self.build(w["cell"], ictx, round(cx - cell / 2), cell)
+            for n in nodes:
+                shift(n, round(cy - cell / 2))
+            box.add(*nodes)
+        return [box], size
 
     def _w_icon_button(self, w, ctx, x, width) -> Built:
         size = w.get("size", 147)

@@ -86,8 +86,11 @@ def _screen(screen: dict, frame, ctx: dict, view: View) -> Node:
 
 
 def _toolbar(screen: dict, bar, style: str, ctx: dict, view: View, top: int, h: int) -> Node:
-    actions = [] if isinstance(bar, str) else bar.get("actions", [])
-    up = screen.get("up", True)
+    actions = [a for a in ([] if isinstance(bar, str) else bar.get("actions", []))
+               if "if" not in a or view.holds(a["if"], ctx)]
+    # "up": true/false, or the button's content-desc ("Cancel" on an edit form), maybe a template
+    up = view.value(screen.get("up", True), ctx)
+    slots = sum(a.get("width", 147) for a in actions)  # a text action ("Save") is wider than an icon
     title = view.text(screen.get("title", ""), ctx)
     if style == "large":
         box = Node("android.widget.FrameLayout", (0, top, L.WIDTH, top + h), rid=view.rid("collapsing_toolbar"))
@@ -100,20 +103,22 @@ def _toolbar(screen: dict, bar, style: str, ctx: dict, view: View, top: int, h: 
     else:
         box = Node("android.view.ViewGroup", (0, top, L.WIDTH, top + h), rid=view.rid("action_bar"))
         toolbar = box
-        title_node = Node("android.widget.TextView", (189 if up else 63, top + 40, L.WIDTH - 63 - 147 * len(actions),
+        title_node = Node("android.widget.TextView", (189 if up else 63, top + 40, L.WIDTH - 63 - slots,
                                                       top + 107), text=title)
     if up:
-        toolbar.add(Node("android.widget.ImageButton", (0, top, 147, top + L.TOOLBAR_H), desc="Navigate up",
-                         clickable=True, focusable=True, tap=[{"back": 1}], ctx=ctx))
+        toolbar.add(Node("android.widget.ImageButton", (0, top, 147, top + L.TOOLBAR_H),
+                         desc=up if isinstance(up, str) else "Navigate up", clickable=True, focusable=True,
+                         tap=list(screen.get("on_back") or [{"back": 1}]), ctx=ctx))
     if title:
         (box if style == "large" else toolbar).add(title_node)
-    x = L.WIDTH - 147 * len(actions)
+    x = L.WIDTH - slots
     for action in actions:
-        nodes, _ = view.build([dict(action, type=action.get("type", "icon_button"))], ctx, x, 147)
+        slot = action.get("width", 147)
+        nodes, _ = view.build([dict(action, type=action.get("type", "icon_button"))], ctx, x, slot)
         for n in nodes:
             shift(n, top)
         toolbar.add(*nodes)
-        x += 147
+        x += slot
     return box
 
 
