@@ -12,6 +12,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "mode.next": ("ctrl+t", "Next mode"),
     "mode.assistant": ("f2", "Assistant mode"),
     "mode.summarizer": ("f3", "Summarizer mode"),
+    "mode.agent": ("f10", "Agent mode"),
     "chat.send": ("enter", "Send"),
     "chat.newline": ("ctrl+j", "New line in the message"),
     "chat.cancel": ("escape", "Cancel generation"),

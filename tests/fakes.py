@@ -55,10 +55,17 @@ class FakeEngine:
     backend_name = "torch"
     context_window = 2048
 
-    def __init__(self, reply: str = REPLY, delay: float = 0.0):
-        self.reply, self.delay = reply, delay
+    def __init__(self, reply: str | list[str] = REPLY, delay: float = 0.0):
+        # a list: one reply per request, the last one repeated (a UI agent's actions, step by step)
+        self.replies = list(reply) if isinstance(reply, list) else None
+        self.reply, self.delay = (self.replies[0] if self.replies else reply), delay
         self.indexed: list[list[int]] = []
         self.prompts: list[list[int]] = []
+        self.constraints: list = []
+
+    def constraint(self, grammar):
+        """The grammar itself: the scripted replies are the test's to keep valid."""
+        return grammar
 
     def encode(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
@@ -75,7 +82,10 @@ class FakeEngine:
     def generate(self, prompt, *, max_new_tokens=256, cancel: threading.Event | None = None,
                  method="hexa", **_):
         ids = prompt if prompt and isinstance(prompt[0], int) else self.chat_ids(prompt)
+        if self.replies:
+            self.reply = self.replies[min(len(self.prompts), len(self.replies) - 1)]
         self.prompts.append(list(ids))
+        self.constraints.append(_.get("constraint"))
         t = 100.0
         yield Prefill(len(ids), len(ids), len(ids), "torch:dynamic", ms=40.0, t=t)
         pieces = self.reply.split(" ")

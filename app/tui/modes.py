@@ -16,9 +16,11 @@ class ModeSpec:
 
 
 def mode_specs() -> list[ModeSpec]:
+    from .screens.agent import AgentScreen
     from .screens.assistant import AssistantScreen
     from .screens.summarizer import SummarizerScreen
     return [
         ModeSpec("assistant", "Assistant", "mode.assistant", AssistantScreen),
         ModeSpec("summarizer", "Summarizer", "mode.summarizer", SummarizerScreen),
+        ModeSpec("agent", "Agent", "mode.agent", AgentScreen),
     ]

@@ -17,11 +17,12 @@ SIZE = (130, 36)
 ROOT = Path("/tmp/hexa-snapshot")   # fixed: the settings and help screens show the paths
 
 
-def make_app() -> HexaApp:
+def make_app(engine: FakeEngine | None = None) -> HexaApp:
     shutil.rmtree(ROOT, ignore_errors=True)
     locs = locations_in(ROOT)
     loaded = Loaded(Settings(retrieval=False, history_drafting=False), locs.config_file)
-    return HexaApp(loaded, locs, engine_factory=lambda s, l, p: FakeEngine(), memory_factory=hash_memory,
+    engine = engine or FakeEngine()
+    return HexaApp(loaded, locs, engine_factory=lambda s, l, p: engine, memory_factory=hash_memory,
                    rss_probe=lambda: 321.0)
 
 
@@ -72,3 +73,23 @@ def test_help_screen(snap_compare):
         await settle(pilot)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_agent_mode(snap_compare):
+    """An episode on the scripted phone: step log, the phone drawn (Bluetooth just switched off,
+    lit), the panels."""
+    from agent_fakes import FakeDevice
+    from app.tui.device_link import Connected
+    from app.tui.screens.agent import DeviceStatus
+
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("f10")
+        await settle(pilot)
+        pilot.app.screen.post_message(DeviceStatus(connected=Connected(FakeDevice(), True)))
+        await settle(pilot, lambda app: app.screen.online)
+        await pilot.press(*"Turn off Bluetooth", "enter")
+        await settle(pilot, lambda app: app.screen.request == 1 and idle(app.screen))
+
+    engine = FakeEngine(["tap(1)", 'done("Bluetooth is off")'])
+    assert snap_compare(make_app(engine), terminal_size=SIZE, run_before=run_before)

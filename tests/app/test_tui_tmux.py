@@ -92,3 +92,46 @@ def test_hexa_in_tmux(tmp_path):
     roles = [(m["role"], m["text"]) for m in json.loads(out.stdout)["messages"]]
     assert [r for r, _ in roles] == ["user", "assistant", "user", "assistant"], roles
     assert roles[3][1].strip(), "the partial story was not kept"
+
+
+def test_agent_mode_in_tmux(tmp_path):
+    """Agent mode on the embedded model: F10, the virtual phone from the palette, a typed task,
+    steps appearing in the log and the phone panel, Esc stopping the episode, Ctrl+Q."""
+    session = f"hexa-agent-test-{os.getpid()}"
+    env = {**{f"HEXA_{k}_DIR": str(tmp_path / k.lower()) for k in ("CONFIG", "DATA", "LOG")},
+           "HEXA_CACHE_DIR": os.environ.get("HEXA_CACHE_DIR", str(tmp_path / "cache"))}
+    exports = " ".join(f"{k}={v}" for k, v in env.items())
+    hexa = Path(sys.executable).parent / "hexa"
+    done = tmp_path / "exit-code"
+    cmd = f"cd {ROOT} && env -u COLUMNS -u LINES {exports} TERM=xterm-256color {hexa}; echo $? > {done}"
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "36", "sleep 900")
+    try:
+        tmux("set-option", "-t", session, "window-size", "manual")
+        tmux("resize-window", "-t", session, "-x", "120", "-y", "36")
+        tmux("respawn-pane", "-k", "-t", session, cmd)
+        wait_for(session, lambda s: "F10 Agent" in s, 60, "the app")
+        tmux("send-keys", "-t", session, "F10")
+        wait_for(session, lambda s: "Virtual phone" in s, 20, "the agent mode")
+        tmux("send-keys", "-t", session, "C-p")
+        time.sleep(1)
+        tmux("send-keys", "-t", session, "-l", "Start the virtual phone")
+        time.sleep(1.5)
+        tmux("send-keys", "-t", session, "Enter")
+        screen = wait_for(session, lambda s: "connected to 127.0.0.1:" in s, 60, "the virtual phone")
+        assert "Home screen" in screen, screen           # the phone panel draws its first screen
+        # typed at once, while the model may still be loading: it starts when the model is ready
+        tmux("send-keys", "-t", session, "-l", "Open the Clock app and add an alarm for 7:30")
+        tmux("send-keys", "-t", session, "Enter")
+        # a first action, then Esc while the model writes the next one
+        wait_for(session, lambda s: "step 1" in s and "→ " in s, 120, "the first action")
+        tmux("send-keys", "-t", session, "Escape")
+        screen = wait_for(session, lambda s: "■ " in s, 60, "the episode's end")
+        (tmp_path / "agent.txt").write_text(screen)
+        assert "■ stopped" in screen, screen
+        tmux("send-keys", "-t", session, "C-q")
+        t0 = time.monotonic()
+        while not done.exists() and time.monotonic() - t0 < 15:
+            time.sleep(0.1)
+        assert done.exists() and done.read_text().strip() == "0", "hexa did not exit cleanly"
+    finally:
+        tmux("kill-session", "-t", session)
