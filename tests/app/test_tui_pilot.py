@@ -60,6 +60,8 @@ async def test_switch_modes(real_engine, tmp_path):
         await pilot.press("f3")
         assert app.current_mode == "summarizer"
         await pilot.press("ctrl+t")
+        assert app.current_mode == "agent"
+        await pilot.press("ctrl+t")
         assert app.current_mode == "assistant"
         await pilot.press("ctrl+p")
         await pilot.press(*"Mode: Summarizer")
