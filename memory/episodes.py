@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from .errors import StoreError
-from .indexing import IndexKeeper
 from .models import Message
 from .repository import Repository
+from .retrieval import Retriever
 from .store import Store, now
 
 MODE = "agent"
@@ -49,8 +49,8 @@ class Episode:
 
 
 class EpisodeLog:
-    def __init__(self, store: Store, repo: Repository, index: IndexKeeper):
-        self.store, self.repo, self.index = store, repo, index
+    def __init__(self, store: Store, repo: Repository, retriever: Retriever):
+        self.store, self.repo, self.retriever = store, repo, retriever
 
     def start(self, task: str, device: str, model: str = "") -> Episode:
         task = " ".join(task.split())
@@ -72,25 +72,21 @@ class EpisodeLog:
         crash between the two loses the screen, never the action."""
         msg = self.repo.add_message(session_id, "assistant", action, list(token_ids) or None, MODE,
                                     model, stats or {})
-        with self.store.write() as c:
-            row = c.execute("SELECT steps FROM episodes WHERE session_id = ?",
-                            (session_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no episode {session_id}")
-            steps = json.loads(row["steps"]) + [dict(step, action=action)]
-            c.execute("UPDATE episodes SET steps = ?, updated = ? WHERE session_id = ?",
-                      (json.dumps(steps, ensure_ascii=False), now(), session_id))
+        self._append(session_id, dict(step, action=action))
         return msg
 
     def add_hindsight(self, session_id: int, step: dict, action: str) -> None:
         """A step nobody took, learnt from a check on the device's state (e.g. where the task
         was already done): in the trajectory, marked ``hindsight``, never as a message."""
+        self._append(session_id, dict(step, action=action, hindsight=True))
+
+    def _append(self, session_id: int, step: dict) -> None:
         with self.store.write() as c:
             row = c.execute("SELECT steps FROM episodes WHERE session_id = ?",
                             (session_id,)).fetchone()
             if row is None:
                 raise StoreError(f"no episode {session_id}")
-            steps = json.loads(row["steps"]) + [dict(step, action=action, hindsight=True)]
+            steps = json.loads(row["steps"]) + [step]
             c.execute("UPDATE episodes SET steps = ?, updated = ? WHERE session_id = ?",
                       (json.dumps(steps, ensure_ascii=False), now(), session_id))
 
@@ -117,18 +113,10 @@ class EpisodeLog:
                 min_score: float = 0.8) -> list[tuple[float, Episode]]:
         """Finished episodes whose task is most like ``task``, best first, as (similarity,
         episode); verified successes before unchecked ones at equal similarity."""
-        if k <= 0 or not task.strip():
+        if k <= 0:
             return []
-        vi = self.index.ready()
-        if vi is None:
-            return []
-        qv = self.index.embedder([" ".join(task.split())])[0]
-        try:
-            hits = vi.query("messages", qv, k * 8,
-                            where={"$and": [{"mode": MODE}, {"role": "user"}]})
-        except Exception as e:   # a damaged index mid-session: repaired on next use
-            self.index.failed(e)
-            return []
+        hits = self.retriever.nearest(" ".join(task.split()), lambda vi, qv: vi.query(
+            "messages", qv, k * 8, where={"$and": [{"mode": MODE}, {"role": "user"}]}))
         best: dict[int, float] = {}
         for vid, score, meta in hits:
             sid = int(meta.get("session_id", 0))

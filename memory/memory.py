@@ -54,7 +54,7 @@ class Memory:
         self.vectors = VectorIndex(self.root / "vectors", self.embedder)
         self.index = IndexKeeper(self.store, self.vectors, self.embedder, self.notice)
         self.retriever = Retriever(self.store, self.index, self.count_tokens)
-        self.episodes = EpisodeLog(self.store, self.repo, self.index)   # UI-agent trajectories
+        self.episodes = EpisodeLog(self.store, self.repo, self.retriever)   # UI-agent trajectories
         self._closed = False
 
     @classmethod

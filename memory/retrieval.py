@@ -27,13 +27,13 @@ class Retriever:
             return []
         kinds = tuple(kinds)
         n = k * 3  # candidates: some are duplicates or do not fit the budget
-        found = self._nearest(query, lambda vi, qv: (
+        found = self.nearest(query, lambda vi, qv: (
             (self._chunk_hits(vi, qv, n) if "chunk" in kinds else [])
             + (self._turn_hits(vi, qv, n, session_id) if "message" in kinds else [])))
         found.sort(key=lambda it: it.score, reverse=True)
         return self._fit(found, k, token_budget)
 
-    def _nearest(self, query: str, search: Callable[[VectorIndex, list[float]], list]) -> list:
+    def nearest(self, query: str, search: Callable[[VectorIndex, list[float]], list]) -> list:
         """``search(index, query vector)``, or [] when there is no query or no usable index."""
         if not query.strip():
             return []
@@ -139,7 +139,7 @@ class Retriever:
         if max_count <= 0 or max_tokens <= 0:
             return []
         where = {"mode": mode} if mode else None
-        hits = self._nearest(query, lambda vi, qv: vi.query("responses", qv, max_count * 2,
+        hits = self.nearest(query, lambda vi, qv: vi.query("responses", qv, max_count * 2,
                                                              where=where))
         ids = [parse_id(vid) for vid, _, _ in hits]
         if not ids:

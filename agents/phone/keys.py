@@ -3,16 +3,14 @@ from __future__ import annotations
 
 import string
 
-_NAMED = {
-    "HOME": 3, "BACK": 4, "CALL": 5, "ENDCALL": 6, "DPAD_UP": 19, "DPAD_DOWN": 20, "DPAD_LEFT": 21,
-    "DPAD_RIGHT": 22, "DPAD_CENTER": 23, "VOLUME_UP": 24, "VOLUME_DOWN": 25, "POWER": 26, "CAMERA": 27,
-    "COMMA": 55, "PERIOD": 56, "TAB": 61, "SPACE": 62, "ENTER": 66, "DEL": 67, "MINUS": 69, "EQUALS": 70,
-    "AT": 77, "MENU": 82, "SEARCH": 84, "MEDIA_PLAY_PAUSE": 85, "PAGE_UP": 92, "PAGE_DOWN": 93,
-    "ESCAPE": 111, "FORWARD_DEL": 112, "MOVE_HOME": 122, "MOVE_END": 123, "VOLUME_MUTE": 164,
-    "APP_SWITCH": 187, "SLEEP": 223, "WAKEUP": 224,
-}
-_NAMED.update({str(d): 7 + d for d in range(10)})
-_NAMED.update({c: 29 + i for i, c in enumerate(string.ascii_uppercase)})
+from .keycodes import BY_NAME
+
+# the keys the device model acts on (BACK, HOME, text editing, typing); codes from the one table
+_HANDLED = ("HOME BACK CALL ENDCALL DPAD_UP DPAD_DOWN DPAD_LEFT DPAD_RIGHT DPAD_CENTER VOLUME_UP "
+            "VOLUME_DOWN POWER CAMERA COMMA PERIOD TAB SPACE ENTER DEL MINUS EQUALS AT MENU SEARCH "
+            "MEDIA_PLAY_PAUSE PAGE_UP PAGE_DOWN ESCAPE FORWARD_DEL MOVE_HOME MOVE_END VOLUME_MUTE "
+            "APP_SWITCH SLEEP WAKEUP").split() + list(string.digits) + list(string.ascii_uppercase)
+_NAMED = {name: BY_NAME["KEYCODE_" + name] for name in _HANDLED}
 
 _BY_CODE = {code: name for name, code in _NAMED.items()}
 

@@ -18,6 +18,7 @@ FOCUS = re.compile(r"mCurrentFocus=Window\{[^}]*?\s(?P<pkg>[\w.]+)/(?P<act>[\w.$
 FOCUSED_APP = re.compile(r"mFocusedApp=.*?\s(?P<pkg>[\w.]+)/(?P<act>[\w.$]+)")
 SIZE = re.compile(r"(Physical|Override) size:\s*(\d+)x(\d+)")
 FAILED = ("Error:", "Exception", "inaccessible or not found", "monkey aborted", "usage:")
+FOCUS_COMMAND = "dumpsys window | grep -E 'mCurrentFocus|mFocusedApp'"
 KEYS = {"back": "KEYCODE_BACK", "home": "KEYCODE_HOME"}
 
 
@@ -46,7 +47,8 @@ class Device:
     def observe(self) -> Screen:
         """The current screen. The old dump is removed first (else a failed dump reads a stale
         one); "could not get idle state" (an animation) and a missing file are retried."""
-        command = f"rm -f {DUMP_PATH}; uiautomator dump {DUMP_PATH}; cat {DUMP_PATH}"
+        # one round trip per step: the dump, then the window in front
+        command = f"rm -f {DUMP_PATH}; uiautomator dump {DUMP_PATH}; cat {DUMP_PATH}; {FOCUS_COMMAND}"
         problem = ""
         for attempt in range(DUMP_TRIES):
             out = self.conn.shell(command)
@@ -62,13 +64,8 @@ class Device:
         else:
             raise DeviceError(f"could not read the screen after {DUMP_TRIES} tries ({problem}): "
                               f"the phone may be animating or locked")
-        screen.package, screen.activity = self.focus()
+        screen.package, screen.activity = parse_focus(out[out.rfind("</hierarchy>"):])
         return screen
-
-    def focus(self) -> tuple[str, str]:
-        out = self.conn.shell("dumpsys window | grep -E 'mCurrentFocus|mFocusedApp'")
-        m = FOCUS.search(out) or FOCUSED_APP.search(out)
-        return (m["pkg"], m["act"]) if m else ("", "")
 
     def perform(self, action: Action, shown: list[Element], screen: Screen) -> str:
         """Run ``action``; the shell command(s) sent. ``ActionError`` when the phone refused."""
@@ -119,6 +116,12 @@ class Device:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def parse_focus(text: str) -> tuple[str, str]:
+    """(package, activity) in front, from ``dumpsys window`` lines; ("", "") when none."""
+    m = FOCUS.search(text) or FOCUSED_APP.search(text)
+    return (m["pkg"], m["act"]) if m else ("", "")
 
 
 def parse_size(text: str) -> tuple[int, int]:

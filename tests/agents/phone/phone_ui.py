@@ -3,6 +3,7 @@ content-desc, tap the centre of its bounds; scroll the list when it is not on sc
 from __future__ import annotations
 
 import re
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 from agents.phone import NotIdle
@@ -70,3 +71,44 @@ def tap(phone, label: str, exact: bool = True, max_scrolls: int = 12) -> None:
         if phone.dump_ui() == before:
             break
     raise AssertionError(f"no element {label!r} on screen: {texts(phone)}")
+
+
+def long_press(phone, label: str) -> None:
+    node = find(phone, label)
+    assert node is not None, texts(phone)
+    x, y = centre(node)
+    phone.swipe(x, y, x, y, 800)  # how adb long-presses: a swipe that does not move
+
+
+def solve(phone, steps: list, more: dict | None = None) -> None:
+    """Play a task's solution as a user would: a label is a tap on it (scrolling to it),
+    ``("type", text)``, ``("key", name)``, ``("long", label)``; ``more`` adds step kinds an app's
+    tests need (name -> function(phone, *args))."""
+    kinds = {"type": lambda p, text: p.type_text(text),
+             "key": lambda p, name: _pressed(p.key(name), name),
+             "long": long_press, **(more or {})}
+    for step in steps:
+        if isinstance(step, str):
+            tap(phone, step)
+        elif step[0] in kinds:
+            kinds[step[0]](phone, *step[1:])
+        else:
+            raise ValueError(f"unknown solution step {step!r}")
+
+
+def _pressed(known: bool, name: str) -> None:
+    assert known, f"the phone does not know key {name}"
+
+
+def dev_instructions(app: str) -> list[str]:
+    """The dev set's instructions for ``app`` (the shared bench folder beside the repository);
+    the test skips where that folder is not there."""
+    import json
+
+    import pytest
+
+    bench = Path(__file__).resolve().parents[4] / "shared" / "bench" / "ui_tasks_dev.jsonl"
+    if not bench.exists():
+        pytest.skip(f"no shared bench at {bench}")
+    rows = [json.loads(line) for line in bench.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r["instruction"] for r in rows if r["app"] == app]

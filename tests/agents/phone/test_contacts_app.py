@@ -10,7 +10,7 @@ import pytest
 
 from agents.phone.checks import load_tasks
 from agents.phone.device import VirtualPhone
-from phone_ui import centre, find, scroll, tap, texts
+from phone_ui import solve, centre, find, scroll, tap, texts
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks" / "contacts.jsonl"
 DEL = ("key", "KEYCODE_DEL")
@@ -30,15 +30,6 @@ SOLUTIONS: dict[str, list] = {
                    + [DEL] * len("(415) 555-0163") + [("type", "(415) 555-0199"), "Save"],
 }
 
-
-def solve(phone: VirtualPhone, steps: list) -> None:
-    for step in steps:
-        if isinstance(step, str):
-            tap(phone, step)
-        elif step[0] == "type":
-            phone.type_text(step[1])
-        elif step[0] == "key":
-            assert phone.key(step[1])
 
 
 def contacts_app() -> VirtualPhone:

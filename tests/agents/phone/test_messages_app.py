@@ -9,7 +9,7 @@ import pytest
 
 from agents.phone.checks import load_tasks
 from agents.phone.device import VirtualPhone
-from phone_ui import centre, dump, find, nodes, tap, texts
+from phone_ui import long_press, solve, dump, find, nodes, tap, texts
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks" / "messages.jsonl"
 
@@ -26,22 +26,6 @@ SOLUTIONS: dict[str, list] = {
                     "Unblock"],
 }
 
-
-def long_press(phone: VirtualPhone, label: str) -> None:
-    node = find(phone, label)
-    assert node is not None, texts(phone)
-    x, y = centre(node)
-    phone.swipe(x, y, x, y, 800)  # how adb long-presses: a swipe that does not move
-
-
-def solve(phone: VirtualPhone, steps: list) -> None:
-    for step in steps:
-        if isinstance(step, str):
-            tap(phone, step)
-        elif step[0] == "type":
-            phone.type_text(step[1])
-        elif step[0] == "long":
-            long_press(phone, step[1])
 
 
 def messages_app() -> VirtualPhone:
