@@ -72,7 +72,7 @@ class UIAgent:
                 yield Observed(step, screen, tuple(shown))
                 apps = sorted(self.device.apps)
                 turn = prompt.turn_text(task, screen, shown, self.device.apps, done_actions)
-                chosen = prompt.examples_for(turn, shown, examples)
+                chosen = prompt.examples_for(turn, shown, examples, limit=1)
                 done = yield from self._choose(turn, chosen, sources, shown, screen, apps, cancel)
                 if done is None or done.stop_reason == "cancelled":
                     outcome, message = "stopped", "Stopped."
@@ -127,9 +127,8 @@ class UIAgent:
 
         constraint = self.engine.constraint(Grammar(grammar_alternatives(shown, screen, apps)))
         ids = self.engine.chat_ids(prompt.messages(turn, chosen))
-        while len(ids) + MAX_ACTION_TOKENS > self.engine.context_window and chosen:
-            chosen = chosen[:-1]                 # examples go first when the window is tight
-            ids = self.engine.chat_ids(prompt.messages(turn, chosen))
+        if len(ids) + MAX_ACTION_TOKENS > self.engine.context_window and chosen:
+            ids = self.engine.chat_ids(prompt.messages(turn, []))   # the example goes first
         if len(ids) + MAX_ACTION_TOKENS > self.engine.context_window:
             yield Notice("The screen does not fit in the context window: it was cut.")
         done = None
