@@ -1,7 +1,8 @@
 """Assistant agent: chat turns with retrieved context and history drafting sources.
 
 ``respond`` stores the user turn first (nothing typed is lost on a crash), builds the prompt
-(system prompt + retrieved context + conversation, cut to fit the context window), runs the
+(system prompt + conversation + the new message, then the context retrieved for it, cut to fit
+the context window: what changes per turn comes last, so the engine reuses the rest), runs the
 engine, then stores the response with its token ids and stats and indexes it for drafting.
 Every method runs on the caller's worker thread: memory and engine work alike.
 """

@@ -49,7 +49,7 @@ def prompt_budget(engine: Any, max_new_tokens: int) -> tuple[int, int]:
 
 def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, budget: int,
              context: str = "") -> tuple[list[int], list[str]]:
-    """Chat-template ids for system (+context) + turns + the new user message, within ``budget``.
+    """Chat-template ids for system + turns + the new user message (+ context), within ``budget``.
 
     Older turns are dropped first (a whole user/assistant exchange at a time), then the retrieved
     context, then the user message is cut. Returns the ids and one notice per kind of cut made.
@@ -58,9 +58,12 @@ def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, bu
     turns = list(turns)
 
     def build(ctx: str, text: str) -> list[int]:
-        sys_text = f"{system}\n\n{ctx}" if ctx else system
-        msgs = ([{"role": "system", "content": sys_text}] if sys_text else []) + turns
-        return engine.chat_ids(msgs + [{"role": "user", "content": text}])
+        # The retrieved context changes every turn, so it comes last, after the user's own words:
+        # the system prompt, the earlier turns and this message as stored stay the start of the
+        # next turn's prompt, whose KV the engine then reuses instead of prefilling the whole chat
+        # again (it used to be in the system prompt: prompts differed from their first lines on).
+        msgs = ([{"role": "system", "content": system}] if system else []) + turns
+        return engine.chat_ids(msgs + [{"role": "user", "content": f"{text}\n\n{ctx}" if ctx else text}])
 
     ids = build(context, user_text)
     dropped = 0

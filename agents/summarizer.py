@@ -111,6 +111,9 @@ class Summarizer:
         return session_id
 
     def _ids(self, system: str, template: str, document: str, style: str) -> list[int]:
+        # the templates put the document first and the style's instruction after it: summarizing
+        # the same document again (in any style) then starts with the same tokens, and the engine
+        # reuses their KV instead of prefilling the whole document again
         user = prompts.render(template, document=document, style_hint=prompts.STYLE_HINTS[style])
         return self.engine.chat_ids([{"role": "system", "content": system},
                                      {"role": "user", "content": user}])

@@ -96,7 +96,9 @@ def stream(events) -> int:
             done = ev
     sys.stdout.write("\n")
     if done is not None:
+        reused = f", {done.reused_tokens} reused" if done.reused_tokens else ""   # from a kept prefix
         print(f"[{done.method}] TTFT {done.ttft_ms:.0f} ms | prefill {done.prefill_tok_s:.1f} tok/s "
-              f"({done.prompt_tokens} tok) | decode {done.decode_tok_s:.1f} tok/s ({done.new_tokens} tok, "
-              f"{done.mean_accepted:.2f}/step) | stop: {done.stop_reason}", file=sys.stderr)
+              f"({done.prompt_tokens} tok{reused}) | decode {done.decode_tok_s:.1f} tok/s "
+              f"({done.new_tokens} tok, {done.mean_accepted:.2f}/step) | stop: {done.stop_reason}",
+              file=sys.stderr)
     return 0

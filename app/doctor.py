@@ -59,9 +59,32 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
                                         progress=lambda text: print(f"hexa: {text}", file=sys.stderr))
     except ImportError as exc:
         return False, f"cannot import engine: {exc}"
-    return (True, f"avx2 packed-weight linear (fp32, and Q4_1/Q8_0 codes for decoding), attention and "
-                  f"layer glue on {kernel.threads} pool threads (prefill, decoding steps, draft verification)") if kernel \
-        else (False, f"{why_not}; torch's linear is used")
+    if kernel is None:
+        return False, f"{why_not}; torch's linear is used"
+    from engine.kernels import cpu_features
+    from engine.transformer import decode_choice
+
+    unused = sorted(f for f in cpu_features() if f.startswith("avx512") or f in ("avx_vnni", "amx_int8"))
+    note = f"; this CPU also has {', '.join(unused[:4])}, which no hexa kernel uses yet" if unused else ""
+    return True, (f"{kernel.isa}: one call per decoding step over Q4_1/Q8_0 codes "
+                  f"({decode_choice()} decoding arithmetic, exact fp32 prefill), on {kernel.threads} pool threads; "
+                  f"{_packed_weights(settings, locs, kernel)}{note}")
+
+
+def _packed_weights(settings, locs, kernel) -> str:
+    """What the engine keeps resident for the weights: the packed file a start writes and reads."""
+    from engine import packed_weights
+    from engine.errors import EngineError
+    from engine.model_cache import entry_dir
+    from engine.model_source import resolve
+
+    try:
+        path = packed_weights.path_for(entry_dir(resolve(settings.model), locs.model_cache), kernel.build)
+    except EngineError:
+        return "weights: model not found"
+    if not path.exists():
+        return "weights: packed on the next start"
+    return f"weights resident: {path.stat().st_size / 1e6:.0f} MB ({path.name})"
 
 
 def run(loaded, locs) -> int:

@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Sequence
 from . import threads as _threads
 from .backend import Backend
 from .constraint import Constraint, Grammar
-from .drafting import ConfidenceMap
+from .drafting import ConfidenceMap, HistoryIndex
 from .errors import EngineError
 from .events import Event
 from .generation import GenerationConfig, generate
@@ -37,7 +37,8 @@ class Engine:
         self.context_window = context_window
         self.load_seconds = load_seconds
         self.cache_dir = cache_dir           # where the cost profile is kept; None: not kept
-        self.history: list[list[int]] = []   # completed responses, future drafting sources
+        self.source = None                   # the ModelSource it was loaded from (set by ``load``)
+        self.history = HistoryIndex()        # completed responses, indexed once, future drafting sources
         self._cost = None
         self._online_cost: OnlineCost | None = None   # the profile corrected by observed verification times
         self._confidence: dict[str, ConfidenceMap] = {}   # per method, learned across requests
@@ -47,6 +48,20 @@ class Engine:
             tid = tokenizer.convert_tokens_to_ids(tok)
             if tid is not None and tid != tokenizer.unk_token_id:
                 self.eos_ids.add(tid)
+        from .prefix_cache import PrefixStore
+        from .transformer import CompactTransformer
+
+        # Recent prompts' KV, reused by prompts that start alike (prefix_cache.py). Only the torch
+        # runtime: the qnn graphs do prefill from any cache length, but the HTP's fp16 rows depend
+        # on where they fall in its 64-row prefill pieces (K/V off by up to 0.07, measured), so a
+        # warm request could decode unlike a cold one. K/V cost 2 x layers x kv_heads x head_dim x
+        # 4 bytes a token: 46 KB for SmolLM2-135M (30 x 3 x 64), 377 MB for the 8192 tokens of two
+        # full 4096-token windows (a chat and a document); bigger models keep fewer, within 512 MB.
+        budget = 0
+        if isinstance(model, CompactTransformer):
+            c = model.config
+            budget = min(2 * context_window, (512 << 20) // (8 * c.num_layers * c.num_kv_heads * c.head_dim))
+        self.prefixes = PrefixStore(budget)
 
     @classmethod
     def load(cls, model: str | None, cache_dir: Path, backend: str = "torch", threads: int | None = None,
@@ -67,20 +82,19 @@ class Engine:
         from .tokenizer import ChatTokenizer
         from .transformer import CompactTransformer
 
-        try:
-            compact = CompactTransformer.load(folder, linear)
-            tokenizer = ChatTokenizer(folder)
-        except Exception as exc:  # a cache that validated but still cannot load
-            raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
+        kernel = None
         # the qnn backend runs the layers on the HTP and builds its graphs from the raw weights
         if backend == "torch" and linear == "native":
             from .kernels import native_kernel
 
             kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress)
-            if kernel is not None:
-                compact.use_native_kernel(kernel, "avx2")
-            elif progress:
-                progress(f"native kernel unavailable ({why_not}); using {compact.kernel}")
+        try:
+            compact = CompactTransformer.load(folder, linear, kernel)
+            tokenizer = ChatTokenizer(folder)
+        except Exception as exc:  # a cache that validated but still cannot load
+            raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
+        if backend == "torch" and linear == "native" and kernel is None and progress:
+            progress(f"native kernel unavailable ({why_not}); using {compact.kernel}")
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT[backend])
         runtime: Backend = compact
         if backend == "qnn":
@@ -94,8 +108,10 @@ class Engine:
         # (~70 ms) landing inside a decoding step would cost more than the step. Freeze them.
         gc.collect()
         gc.freeze()
-        return cls(runtime, tokenizer, folder, source.name, backend, n_threads, window,
-                   time.perf_counter() - t0, Path(cache_dir))
+        engine = cls(runtime, tokenizer, folder, source.name, backend, n_threads, window,
+                     time.perf_counter() - t0, Path(cache_dir))
+        engine.source = source
+        return engine
 
     # ---- text <-> tokens
     def encode(self, text: str) -> list[int]:
@@ -118,9 +134,12 @@ class Engine:
                  temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
                  stop: Sequence[str] = (), method: str = "vanilla",
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
-                 chunk_size: int = 256, constraint: Constraint | Grammar | None = None) -> Iterator[Event]:
+                 chunk_size: int = 256, constraint: Constraint | Grammar | None = None,
+                 reuse: bool = True) -> Iterator[Event]:
         """Stream one request's events. ``constraint``: only the tokens it allows are emitted
-        (a ``Grammar`` is compiled here; compile once with ``constraint()`` to reuse it)."""
+        (a ``Grammar`` is compiled here; compile once with ``constraint()`` to reuse it).
+        ``reuse``: serve the prompt's start from a recent prompt's KV when they share it (the
+        output is a cold run's), and keep this prompt's for later requests."""
         spec = method_spec(method)
         if isinstance(constraint, Grammar):
             constraint = self.constraint(constraint)
@@ -142,7 +161,18 @@ class Engine:
                                   seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
                                   constraint=constraint)
         return generate(self.model, self.tokenizer, ids, config, self.eos_ids, self.context_window,
-                        self._speculator(method, spec, sources), cancel)
+                        self._speculator(method, spec, sources), cancel,
+                        prefixes=self.prefixes if reuse else None)
+
+    def resident_bytes(self) -> dict[str, int]:
+        """What the engine holds in memory beyond the Python runtime, by part: the weights as the
+        backend keeps them, and the kept prompts' KV (shown by the TUI's Device panel)."""
+        weights = getattr(self.model, "weight_bytes", None)
+        return {"weights": weights() if weights else 0, "kept KV": self.prefixes.nbytes()}
+
+    def forget_prefixes(self) -> None:
+        """Drop every kept prompt's KV: the next request prefills its whole prompt (a cold run)."""
+        self.prefixes.clear()
 
     def constraint(self, grammar: Grammar) -> Constraint:
         """``grammar`` compiled against this engine's vocabulary and end-of-turn tokens. The
@@ -156,7 +186,8 @@ class Engine:
     def _speculator(self, method: str, spec: MethodSpec | None, sources: Sequence[Sequence[int]]
                     ) -> Speculator:
         """The method's speculator for one request; ``sources`` and the engine's history are its
-        history drafting sources. The cost profile and confidence maps are the engine's, kept
+        history drafting sources (indexed when the request starts: the engine's automaton as it
+        is, ``sources`` apart). The cost profile and confidence maps are the engine's, kept
         across requests."""
         if spec is None:
             return PlainDecoding()
@@ -164,10 +195,10 @@ class Engine:
             self._confidence[method] = ConfidenceMap()
         if self._online_cost is None:
             self._online_cost = OnlineCost(self.cost_curve())
-        history = [list(s) for s in sources] + self.history
         draft = self.model.max_draft                  # a static-shape backend caps the tree
-        return DraftingSpeculator(spec, history, self._online_cost, max_tree=draft,
-                                  max_depth=min(MAX_DEPTH, draft), confidence=self._confidence[method])
+        return DraftingSpeculator(spec, self.history, self._online_cost, max_tree=draft,
+                                  max_depth=min(MAX_DEPTH, draft), confidence=self._confidence[method],
+                                  sources=sources)
 
     def cost_curve(self):
         """Forward cost (ms) by tokens fed and context length, profiled once on this backend (a
@@ -181,6 +212,7 @@ class Engine:
         return self._cost
 
     def index_response(self, token_ids: Sequence[int]) -> None:
-        """Keep a completed response as a drafting source for later requests."""
+        """Keep a completed response as a drafting source for later requests (indexed now, once;
+        call between requests; the oldest responses go past the history's token budget)."""
         if token_ids:
-            self.history.append(list(token_ids))
+            self.history.add(token_ids)

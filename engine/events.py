@@ -40,6 +40,7 @@ class Prefill:
     exposed_load_ms: float = 0.0
     ms: float = 0.0           # wall time of this chunk
     t: float = field(default_factory=now)
+    reused: int = 0           # prompt tokens served from a kept prefix (counted in done and total)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Done:
     new_tokens: int
     ttft_ms: float            # request start -> first new token available
     prefill_ms: float
-    prefill_tok_s: float
+    prefill_tok_s: float      # prompt tokens actually prefilled (reused ones excluded) per second
     decode_ms: float
     decode_tok_s: float
     ms_per_token: float
@@ -82,6 +83,7 @@ class Done:
     peak_memory_mb: float = 0.0
     method: str = "vanilla"
     t: float = field(default_factory=now)
+    reused_tokens: int = 0    # prompt tokens served from a kept prefix, not prefilled
 
 
 Event = Notice | Prefill | Step | Text | Done

@@ -30,6 +30,7 @@ from .drafting.accept import accepted_sources, greedy_accept, sample_accept
 from .drafting.tree import DraftTree
 from .events import Done, Event, Notice, Prefill, Step, Text, now
 from .kv_cache import KVCache
+from .prefix_cache import PrefixStore, ViewRows
 from .sampling import Sampler
 from .speculative import Speculator
 from .text_stream import TextStream
@@ -104,6 +105,7 @@ class Totals:
     prompt_tokens: int
     method: str
     t_start: float
+    reused: int = 0           # prompt tokens served from a kept prefix
     prefill_ms: float = 0.0
     ttft_ms: float = 0.0
     calibration_ms: float = 0.0
@@ -125,27 +127,33 @@ class Totals:
         return Done(
             stop_reason=stop_reason, text=out.stream.text, token_ids=tuple(out.ids),
             prompt_tokens=self.prompt_tokens, new_tokens=n_new, ttft_ms=self.ttft_ms, prefill_ms=self.prefill_ms,
-            prefill_tok_s=self.prompt_tokens / max(self.prefill_ms / 1000, 1e-9),
+            prefill_tok_s=(self.prompt_tokens - self.reused) / max(self.prefill_ms / 1000, 1e-9),
             decode_ms=decode_ms, decode_tok_s=n_new / max(decode_ms / 1000, 1e-9),
             ms_per_token=decode_ms / max(n_new, 1), steps=self.steps,
             mean_accepted=(sum(self.by_source.values()) / self.steps) if self.steps else 0.0,
             draft_ms=self.draft_ms, verify_ms=self.verify_ms, calibration_ms=self.calibration_ms,
-            accepted_by_source=self.by_source, peak_memory_mb=peak_memory_mb(), method=self.method)
+            accepted_by_source=self.by_source, peak_memory_mb=peak_memory_mb(), method=self.method,
+            reused_tokens=self.reused)
 
 
 def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
-            calibration: CalibrationPolicy | None, cancelled: Callable[[], bool]
+            calibration: CalibrationPolicy | None, cancelled: Callable[[], bool],
+            reused: int = 0, view_head: ViewRows | None = None
             ) -> Generator[Prefill, None, tuple[torch.Tensor, tuple | None] | None]:
     """Feed the prompt in chunks, one ``Prefill`` event each. Returns (logits after the last prompt
     token, the top-k view calibration asked for or None), or None when cancelled before the end
     (checked before every chunk and after the last one's event: no token is sampled from, and no
-    speculator started on, part of a prompt)."""
+    speculator started on, part of a prompt).
+
+    ``reused``: ``cache`` already holds the first ``reused`` positions (a kept prefix); only the
+    rest is fed, and ``view_head`` holds their top-k view rows when calibrating."""
     view = TopKView(model, ids, calibration) if calibration is not None else None
+    assert not (reused and view is not None and view_head is None), "a warm prefix without its view"
     chunk = max(1, chunk_size)
     last_logits = None
-    model.begin_prefill(len(ids))
+    model.begin_prefill(len(ids) - reused)
     try:
-        for s in range(0, len(ids), chunk):
+        for s in range(reused, len(ids), chunk):
             if cancelled():
                 return None
             t0 = now()
@@ -159,12 +167,18 @@ def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
             yield Prefill(done=s + len(part), total=len(ids), chunk=len(part), graph=model.prefill_graph,
                           switched_blocks=status.switched if status else 0,
                           total_blocks=status.total if status else 0,
-                          exposed_load_ms=status.exposed_ms if status else 0.0, ms=(now() - t0) * 1000)
+                          exposed_load_ms=status.exposed_ms if status else 0.0, ms=(now() - t0) * 1000,
+                          reused=reused)
     finally:   # also when the consumer closes this generator mid-prefill
         model.end_prefill()
     if cancelled():
         return None
-    return last_logits, view.result() if view is not None else None
+    topk = view.result() if view is not None else None
+    if topk is not None and reused:
+        # the kept rows were ranked over the earlier prompt's tokens (calibration_head): drafts
+        # only steer what is verified, so a slightly different subset cannot change the output
+        topk = (torch.cat([view_head[0], topk[0]]), torch.cat([view_head[1], topk[1]]))
+    return last_logits, topk
 
 
 def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler,
@@ -235,7 +249,9 @@ def decode(model: Backend, cache: KVCache, speculator: Speculator, sampler: Samp
 
 def generate(model: Backend, tokenizer, prompt_ids: list[int], config: GenerationConfig,
              eos_ids: set[int], window: int, speculator: Speculator,
-             cancel: threading.Event | None = None) -> Iterator[Event]:
+             cancel: threading.Event | None = None, prefixes: PrefixStore | None = None) -> Iterator[Event]:
+    """One request's events. ``prefixes``: kept prompts whose KV a prompt starting with the same
+    tokens reuses (only its rest is prefilled); the prompt is kept there once prefilled."""
     t_start = now()
     if not prompt_ids:
         raise ValueError("empty prompt")
@@ -247,7 +263,13 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
     cancelled = (lambda: cancel is not None and cancel.is_set())
 
     cache = model.new_cache(len(ids) + max_new + 1 + speculator.max_tree)
-    prefilled = yield from prefill(model, ids, cache, config.chunk_size, speculator.calibration, cancelled)
+    policy = speculator.calibration
+    view_key = None if policy is None else (policy.topk, policy.vocab)   # what the view rows depend on
+    kept, totals.reused = prefixes.lookup(ids, view_key) if prefixes is not None else (None, 0)
+    if kept is not None:
+        kept.restore(cache, totals.reused)
+    prefilled = yield from prefill(model, ids, cache, config.chunk_size, policy, cancelled, totals.reused,
+                                   kept.view_head(totals.reused) if kept is not None else None)
     totals.prefill_ms = (now() - totals.t_start) * 1000
     out = Output(tokenizer, config.stop, eos_ids, max_new)
     stop_reason = "cancelled"
@@ -260,9 +282,12 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
         first = sampler.pick(logits)
         if constrained is not None:
             constrained.commit([first])
-        totals.ttft_ms = (now() - totals.t_start) * 1000
+        # the speculator's set-up (indexing, calibration) delays the first token's emission: in TTFT
         totals.calibration_ms = speculator.start(ids, first, topk)
+        totals.ttft_ms = (now() - totals.t_start) * 1000
         stop_reason = yield from out.emit([first])
+        if prefixes is not None:   # after the first token is out; decoding writes after the prompt's rows
+            prefixes.put(ids, cache, topk, view_key)
         if not stop_reason:
             stop_reason = yield from decode(model, cache, speculator, sampler, out, totals, cancelled,
                                             constrained)

@@ -13,7 +13,7 @@ from typing import Protocol, Sequence
 import torch
 
 from .calibration import CalibrationPolicy, calibration_for
-from .drafting import ConfidenceMap, Drafter, SuffixAutomaton
+from .drafting import ConfidenceMap, Drafter, HistoryIndex, SuffixAutomaton, build_history
 from .drafting.tree import ALPHA0, ALPHA_FLOOR, DraftTree, root_only
 from .methods import MethodSpec
 from .profiling import OnlineCost
@@ -28,7 +28,9 @@ class Speculator(Protocol):
     def start(self, prompt_ids: list[int], first_token: int,
               topk: tuple[torch.Tensor, torch.Tensor] | None) -> float:
         """A request's prompt is prefilled and its first token sampled; returns ms spent calibrating.
-        ``topk`` is the whole prompt's view when ``calibration`` asked for one, else None."""
+        ``topk`` is the whole prompt's view when ``calibration`` asked for one, else None.
+        Everything done here (indexing, calibration) comes before the first token is emitted
+        and counts in the request's TTFT."""
 
     def propose(self) -> DraftTree:
         """The tree to verify next, rooted at the pending token."""
@@ -60,14 +62,20 @@ class PlainDecoding:
 
 
 class DraftingSpeculator:
-    """Retrieval drafting for one request at a time (a fresh ``Drafter`` per ``start``)."""
+    """Retrieval drafting for one request at a time (a fresh ``Drafter`` per ``start``).
 
-    def __init__(self, spec: MethodSpec, history: SuffixAutomaton | Sequence[Sequence[int]],
+    ``history``: the engine's ``HistoryIndex`` (its automaton is matched as is, never rebuilt
+    here), a ready automaton, or sequences to index for this request. ``sources``: this
+    request's own drafting sources, indexed in ``start`` (for a ``HistoryIndex``, only those it
+    does not already hold, in a small automaton of their own)."""
+
+    def __init__(self, spec: MethodSpec, history: HistoryIndex | SuffixAutomaton | Sequence[Sequence[int]],
                  cost: OnlineCost, max_tree: int = 32, max_depth: int = MAX_DEPTH,
-                 confidence: ConfidenceMap | None = None):
+                 confidence: ConfidenceMap | None = None, sources: Sequence[Sequence[int]] = ()):
         self.spec = spec
         self.confidence = confidence
         self.history = history
+        self.sources = list(sources)
         self.cost = cost                  # forward cost by tokens fed and context, corrected online
         self.max_tree = max_tree
         self.max_depth = max_depth
@@ -79,7 +87,16 @@ class DraftingSpeculator:
         """Index the prompt (and calibrate from the prefill top-k view); return ms spent calibrating."""
         s = self.spec
         sized = s.mode == "tree" and not s.fill     # trees sized by the cost curve, at every step
-        self.drafter = Drafter(prompt_ids, self.history if s.history else None, use_context=s.context,
+        history, extra = None, None
+        if s.history:
+            if isinstance(self.history, HistoryIndex):
+                history, extra = self.history.sam, self.history.request_index(self.sources)
+            elif isinstance(self.history, SuffixAutomaton):
+                history = self.history
+                extra = build_history(self.sources) if self.sources else None
+            else:
+                history = build_history(list(self.sources) + list(self.history))
+        self.drafter = Drafter(prompt_ids, history, sources_index=extra, use_context=s.context,
                                use_history=s.history, use_calibration=s.calibration, use_reuse=s.reuse,
                                mode=s.mode, cost_curve=self.cost if sized else None,
                                confidence=self.confidence, max_branches=s.branches,

@@ -58,6 +58,21 @@ def _onednn_linear():
     return linear
 
 
+DECODE_CHOICES = ("int8", "exact")
+
+
+def decode_choice() -> str:
+    """``HEXA_DECODE``, the one place it is read: the arithmetic of decoding steps and draft trees
+    on weights held as Q4_1/Q8_0 codes. ``int8`` (default): integer dot products on 8-bit
+    activations, as llama.cpp decodes the same GGUF; ``exact``: the fp32 weights' arithmetic, as
+    prefill always is (the reference transformers computes). Lossless either way: plain and
+    speculative decoding share it, and a row never depends on the batch."""
+    value = os.environ.get("HEXA_DECODE", "").strip().lower() or "int8"
+    if value not in DECODE_CHOICES:
+        raise EngineError(f"HEXA_DECODE={value} is not one of {', '.join(DECODE_CHOICES)}")
+    return value
+
+
 def library_linear(choice: str = "native") -> tuple[Callable, str]:
     """(linear, name) of the library kernel for a ``linear_choice()``: oneDNN unless ``mkl`` was
     chosen or this torch build lacks it. The native kernels fall back to it for unpacked weights."""
@@ -66,7 +81,7 @@ def library_linear(choice: str = "native") -> tuple[Callable, str]:
 
 
 MAX_TREE = 32         # draft tokens per verification on this dynamic-shape backend
-ATTENTION_ROWS = 64   # tokens per pass up to which the native attention runs (every step and tree)
+FUSED_ROWS = 64   # tokens per pass up to which one native call runs the whole pass (every step and tree)
 
 
 class Layer:
@@ -85,19 +100,16 @@ class CompactTransformer:
     switch_status = None
 
     def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor], linear: str = "native"):
-        self.config = c = config
         p = "model."
-        self.embed = weights[p + "embed_tokens.weight"]
-        self.lm_head = self.embed if c.tie_embeddings else weights["lm_head.weight"]
-        self.norm = weights[p + "norm.weight"]
-        self.layers: list[Layer] = []
-        for i in range(c.num_layers):
+        embed = weights[p + "embed_tokens.weight"]
+        layers = []
+        for i in range(config.num_layers):
             q = f"{p}layers.{i}."
             a = q + "self_attn."
             bias = None
-            if c.attention_bias:
+            if config.attention_bias:
                 bias = torch.cat([weights[a + n + "_proj.bias"] for n in "qkv"])
-            self.layers.append(Layer(
+            layers.append(Layer(
                 ln_in=weights[q + "input_layernorm.weight"],
                 wqkv=torch.cat([weights[a + n + "_proj.weight"] for n in "qkv"]).contiguous(),
                 bqkv=bias,
@@ -106,6 +118,33 @@ class CompactTransformer:
                 wgu=torch.cat([weights[q + "mlp.gate_proj.weight"], weights[q + "mlp.up_proj.weight"]]).contiguous(),
                 wdown=weights[q + "mlp.down_proj.weight"],
             ))
+        self._setup(config, embed, embed if config.tie_embeddings else weights["lm_head.weight"],
+                    weights[p + "norm.weight"], layers, linear)
+
+    @classmethod
+    def from_packed(cls, config: ModelConfig, state: dict, kernel, name: str,
+                    linear: str = "native") -> "CompactTransformer":
+        """The model from ``packed_weights.load``'s state: the kernel's packed weights as saved,
+        no fp32 copy ever read."""
+        from .kernels import PackedWeight
+
+        def weight(entry: dict) -> PackedWeight:
+            quant = (entry["codes"], entry["bits"]) if entry["bits"] else None
+            return PackedWeight(entry.get("data"), tuple(entry["shape"]), quant, kernel)
+
+        layers = [Layer(ln_in=L["ln_in"], bqkv=L["bqkv"], ln_post=L["ln_post"],
+                        **{slot: weight(L[slot]) for slot in ("wqkv", "wo", "wgu", "wdown")})
+                  for L in state["layers"]]
+        head = weight(state["lm_head"])
+        model = cls.__new__(cls)
+        model._setup(config, head if state["tied"] else state["embed"], head, state["norm"], layers, linear)
+        model._use_packed(kernel, name)
+        return model
+
+    def _setup(self, config: ModelConfig, embed, lm_head, norm: torch.Tensor, layers: list[Layer],
+               linear: str) -> None:
+        self.config = c = config
+        self.embed, self.lm_head, self.norm, self.layers = embed, lm_head, norm, layers
         freqs = torch.outer(torch.arange(c.max_positions, dtype=torch.float32), c.inv_freq())
         emb = torch.cat([freqs, freqs], dim=-1)
         self.cos, self.sin = emb.cos(), emb.sin()
@@ -114,23 +153,34 @@ class CompactTransformer:
         self._group = c.num_heads // c.num_kv_heads
         self.linear, self._library = library_linear(linear)
         self.native = None       # the native kernel, when it runs whole layers (64-dim heads)
+        self.fused = None        # its one-call forward pass for steps and trees (FusedForward)
+        # fp32 arithmetic for every pass (else decoding passes take integer dot products on codes);
+        # prefill is always exact, so a prompt's KV never depends on how it was chunked or reused
+        self.exact = decode_choice() == "exact"
+        self._prefilling = False
         self.kernel = self._library
         self.kernel_build = ""   # the native kernel's source digest, if in use
 
     def use_native_kernel(self, kernel, name: str) -> None:
         """Pack every projection (and the output head, which may be the tied embedding) for the
         native kernel and route all products through it, prefill chunks included (it beats the
-        library kernels for 1-256 rows). The packed copies replace the originals: memory stays the
-        same, and ``embed[ids]`` still reads rows for the lookup."""
-        from .kernels import ATTENTION_HEAD_DIM, PackedWeight
-
+        library kernels for 1-256 rows). The packed copies replace the originals: weights that
+        are exactly Q4_1/Q8_0 keep only their codes, and ``embed[ids]`` still reads rows."""
         for L in self.layers:
             for slot in ("wqkv", "wo", "wgu", "wdown"):
-                setattr(L, slot, kernel.pack(getattr(L, slot)))
+                setattr(L, slot, kernel.pack(getattr(L, slot)))   # the fp32 original is freed here
         tied = self.lm_head is self.embed
         self.lm_head = kernel.pack(self.lm_head)
         if tied:
             self.embed = self.lm_head
+        self._use_packed(kernel, name)
+
+    def _use_packed(self, kernel, name: str) -> None:
+        """Route every product through the native kernel (weights already packed) and, for
+        64-dim heads, run steps and trees as one native call (``kernels/fused.py``)."""
+        from .kernels import ATTENTION_HEAD_DIM, PackedWeight
+        from .kernels.fused import FusedForward
+
         library = self.linear
 
         def linear(x: torch.Tensor, w, b: torch.Tensor | None = None) -> torch.Tensor:
@@ -139,25 +189,58 @@ class CompactTransformer:
         self.linear = linear
         if self.config.head_dim == ATTENTION_HEAD_DIM:
             self.native = kernel
+            for L in self.layers:   # the fused pass reads these through raw pointers
+                L.ln_in, L.ln_post = L.ln_in.float().contiguous(), L.ln_post.float().contiguous()
+                L.bqkv = L.bqkv.float().contiguous() if L.bqkv is not None else None
+            self.norm = self.norm.float().contiguous()
+            self.fused = FusedForward(kernel, self.config, self.layers, self.norm)
         self.kernel = f"{name} packed + {self._library}"
         self.kernel_build = kernel.build
 
     @classmethod
-    def load(cls, folder: Path, linear: str = "native") -> "CompactTransformer":
+    def load(cls, folder: Path, linear: str = "native", kernel=None) -> "CompactTransformer":
+        """The model in the cache ``folder``; with a native ``kernel``, packed for it — read from
+        the packed file an earlier start wrote (``packed_weights``) when there is one, else packed
+        from the fp32 weights and that file written."""
         from safetensors.torch import load_file
 
+        from . import packed_weights
+
         config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
-        return cls(config, load_file(str(folder / "model.safetensors")), linear)
+        if kernel is not None:
+            state = packed_weights.load(folder, kernel.build)
+            if state is not None:
+                return cls.from_packed(config, state, kernel, kernel.isa, linear)
+        model = cls(config, load_file(str(folder / "model.safetensors")), linear)
+        if kernel is not None:
+            model.use_native_kernel(kernel, kernel.isa)
+            try:
+                packed_weights.save(model, folder, kernel.build)
+            except OSError:
+                pass   # a read-only cache: the next start packs again
+        return model
 
     def new_cache(self, capacity: int) -> KVCache:
         c = self.config
         return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity)
 
     def begin_prefill(self, total_tokens: int) -> None:
-        """Nothing to plan: every shape runs as it comes."""
+        """Nothing to plan (every shape runs as it comes); prefill passes are exact."""
+        self._prefilling = True
 
     def end_prefill(self) -> None:
-        pass
+        self._prefilling = False
+
+    def weight_bytes(self) -> int:
+        """Bytes of every weight as held (codes, fp32 panels or plain tensors; a tied head once)."""
+        held = [self.norm, self.embed] + ([] if self.lm_head is self.embed else [self.lm_head])
+        held += [getattr(L, slot) for L in self.layers for slot in Layer.__slots__]
+        return sum(t.nbytes for t in held if t is not None)
+
+    @property
+    def decode_arithmetic(self) -> str:
+        """What decoding passes compute with, for the status lines: "int8" or "exact"."""
+        return "int8" if self.native is not None and not self.exact else "exact"
 
     def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.config.rms_eps))
@@ -194,6 +277,10 @@ class CompactTransformer:
             mask = mask.view(1, 1, self._group * S, end)
         cos, sin = self.cos[positions], self.sin[positions]
         x = self.embed[tokens]
+        if self.native is not None and self.fused is not None and S <= FUSED_ROWS:
+            mask2d = None if mask is None else mask.reshape(self._group * S, end).contiguous()
+            return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
+                              exact=self.exact or self._prefilling)
         if self.native is not None:
             x = self._native_layers(x, cos, sin, cache, mask)
             return self.native.rmsnorm(x, self.norm, c.rms_eps)
@@ -202,24 +289,24 @@ class CompactTransformer:
 
     def _native_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
                        mask: torch.Tensor | None) -> torch.Tensor:
-        """The layers with the native kernel doing everything but prefill attention: ~6 calls per
-        layer instead of ~25 torch ops. Steps and tree verifications (<= ATTENTION_ROWS tokens) use
-        one attention kernel for every row count, so tree rows equal plain steps bit for bit."""
+        """The layers with the native kernel doing everything, prefill chunks included: ~6 calls
+        per layer instead of ~25 torch ops (``kernels/fused.py`` makes them one call for passes
+        of up to 64 tokens). Every row of every kernel is computed alone, so a token's KV and
+        hidden state never depend on the other rows of its pass: tree rows equal plain steps, and
+        a prompt prefilled in any chunking (or partly reused from an earlier request) gives the
+        same bits. (torch's flash attention, used here for chunks over 64 tokens before, did not:
+        a warm request's 1-token suffix then differed from the cold chunk. The native attention
+        is also faster there: 1,400-token prompt in 256-token chunks, 200 against 156 tok/s.)"""
         c, k = self.config, self.native
         S = x.shape[0]
         start, end = cache.length, cache.length + S
-        few_rows = S <= ATTENTION_ROWS
-        scale = c.head_dim ** -0.5 if few_rows else 1.0   # SDPA scales q itself
-        mask2d = mask.view(self._group * S, end) if few_rows and mask is not None else None
+        mask2d = mask.view(self._group * S, end) if mask is not None else None
         x = x.contiguous()
         for i, L in enumerate(self.layers):
             qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv)
-            q = k.rope_split(qkv, cos, sin, c.num_heads, cache.k[i], cache.v[i], start, scale)
+            q = k.rope_split(qkv, cos, sin, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5)
             q = q.view(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
-            if few_rows:
-                o = k.attention(q, cache.k[i], cache.v[i], end, mask2d, tokens=S, scaled=True)
-            else:
-                o = self._sdpa(q, cache, i, end, mask)
+            o = k.attention(q, cache.k[i], cache.v[i], end, mask2d, tokens=S, scaled=True)
             x = k.linear(o, L.wo, residual=x)
             gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
             x = k.linear(k.silu_mul(gu), L.wdown, residual=x)
@@ -261,4 +348,6 @@ class CompactTransformer:
 
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.native is not None and not (self.exact or self._prefilling):
+            return self.native.linear(hidden, self.lm_head, exact=False)
         return self.linear(hidden, self.lm_head)

@@ -82,6 +82,9 @@ class HexaApp(App):
 
     def _probe(self) -> None:
         self.device.rss_mb = self.rss_probe()
+        parts = getattr(getattr(self.runtime, "engine", None), "resident_bytes", None)
+        if parts is not None:
+            self.device.engine_mb = {k: v / 1e6 for k, v in parts().items()}
 
     def set_status(self, text: str) -> None:
         self.status = text

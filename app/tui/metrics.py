@@ -33,6 +33,7 @@ class DeviceInfo:
     backend: str = "-"
     method: str = "-"
     rss_mb: float = 0.0
+    engine_mb: dict = field(default_factory=dict)   # the engine's own memory by part (Engine.resident_bytes)
     memory: str = ""          # why memory is limited this run ("" when it is the normal store)
 
 
@@ -50,6 +51,7 @@ class RequestMetrics:
     ttft_ms: float | None = None
     prefill_done: int = 0
     prefill_total: int = 0
+    prefill_reused: int = 0   # prompt tokens served from a kept prefix (in done/total, never fed)
     prefill_ms: float = 0.0
     tokens: int = 0
     draft_ms: float = 0.0
@@ -71,7 +73,8 @@ class RequestMetrics:
     def prefill_tok_s(self) -> float:
         if self.done:
             return self.done.prefill_tok_s
-        return self.prefill_done / (self.prefill_ms / 1000) if self.prefill_ms else 0.0
+        fed = self.prefill_done - self.prefill_reused
+        return fed / (self.prefill_ms / 1000) if self.prefill_ms else 0.0
 
     @property
     def decode_tok_s(self) -> float:
@@ -90,11 +93,12 @@ class RequestMetrics:
 
     def feed(self, event) -> None:
         if isinstance(event, Prefill):
-            if event.done == event.chunk and (self.steps or self.done):   # a new pass begins
+            if event.done == event.reused + event.chunk and (self.steps or self.done):   # a new pass begins
                 self.reset()
             if self.start_t is None:
                 self.start_t = event.t - event.ms / 1000
             self.prefill_done, self.prefill_total = event.done, event.total
+            self.prefill_reused = event.reused
             self.prefill_ms += event.ms
             self.switched, self.total_blocks = event.switched_blocks, event.total_blocks
             self.exposed_load_ms = event.exposed_load_ms

@@ -2,12 +2,13 @@
 
 Sources
   context     local suffix automaton over prompt + generated tokens (SAM-Decoding "local")
-  history     suffix automaton over earlier responses (shared across requests, lazy counts)
+  history     suffix automata over earlier responses: the engine's corpus (shared across requests,
+              see ``history.HistoryIndex``) and optionally one over the request's own sources
   calibrated  in-context distribution calibration tree built from the prefill top-k view
   reuse       verified tails of rejected drafts
 
 Loop contract (one request):
-    d = Drafter(prompt_ids, history)             # after tokenization
+    d = Drafter(prompt_ids, history, sources_index=extra)   # after tokenization
     d.set_calibration(topk_ids, topk_probs)      # after prefill (optional)
     d.observe([first_token])                     # the token sampled from the prefill logits
     while not done:
@@ -42,11 +43,11 @@ def match_confidence(match_len: int) -> float:
 def build_history(sequences: Sequence[Sequence[int]]) -> SuffixAutomaton:
     """A history automaton over many sequences.  Keep it across requests and ``add_sequence``
     each finished response *between* requests (a Drafter's matcher assumes it does not change
-    while the request runs)."""
-    sam = SuffixAutomaton(counts="lazy")
+    while the request runs).  Eager counts: building is no slower than lazy + one count pass,
+    and a later ``add_sequence`` costs O(its length), not an O(total) recount."""
+    sam = SuffixAutomaton(counts="eager")
     for s in sequences:
         sam.add_sequence([int(t) for t in s])
-    sam.finalize()
     return sam
 
 
@@ -59,7 +60,11 @@ class Drafter:
                  alpha0: float = ALPHA0, tc: float = 0.9, max_branches: int = 4,
                  min_match_context: int = 1, min_match_history: int = 2,
                  cost_curve: Callable[[int], float] | None = None,
-                 confidence: ConfidenceMap | None = None) -> None:
+                 confidence: ConfidenceMap | None = None,
+                 sources_index: SuffixAutomaton | None = None) -> None:
+        """``history_sources``: the history automaton (kept across requests) or sequences to build
+        one from. ``sources_index``: a second history automaton (e.g. over the request's own
+        sources, which the first does not hold); both are matched and both offer candidates."""
         if mode not in ("tree", "linear"):
             raise ValueError(f"mode must be 'tree' or 'linear', not {mode!r}")
         prompt = prompt_ids.tolist() if isinstance(prompt_ids, torch.Tensor) else [int(t) for t in prompt_ids]
@@ -81,8 +86,16 @@ class Drafter:
         else:
             self.history = build_history(history_sources or []) if use_history else SuffixAutomaton("lazy")
         if use_history:
-            self.history.finalize()             # pay the O(n) count pass now, not in the first step
+            self.history.finalize()             # a lazy automaton pays its count pass now, not in a step
         self.hmatch: Matcher = self.history.matcher()
+        # every history automaton with text, each with its own matcher (self.history's first)
+        self._hist: list[tuple[SuffixAutomaton, Matcher]] = []
+        if use_history:
+            if len(self.history):
+                self._hist.append((self.history, self.hmatch))
+            if sources_index is not None and len(sources_index):
+                sources_index.finalize()
+                self._hist.append((sources_index, sources_index.matcher()))
         self.calibrated: CalibratedTree | None = None
         self.reuse = ReuseBuffer()
         self.cutoff = AdaptiveCutoff(alpha0, tc)
@@ -102,8 +115,8 @@ class Drafter:
             self.seq.append(t)
             if self.use_context:
                 self.local.extend(t)
-            if self.use_history:
-                self.hmatch.feed(t)
+            for _, m in self._hist:
+                m.feed(t)
 
     def set_calibration(self, topk_ids: torch.Tensor, topk_probs: torch.Tensor) -> CalibrationStats | None:
         """Build the calibrated tree from the prefill top-k view ([T, k] for the T prompt tokens)."""
@@ -130,9 +143,9 @@ class Drafter:
             s, L = self.local.self_match()
             if L >= self.min_match_context:
                 out += self._sam_candidates(self.local, s, L, "context", max_depth, max_nodes)
-        if self.use_history and self.hmatch.length >= self.min_match_history:
-            out += self._sam_candidates(self.history, self.hmatch.state, self.hmatch.length,
-                                        "history", max_depth, max_nodes)
+        for sam, m in self._hist:
+            if m.length >= self.min_match_history:
+                out += self._sam_candidates(sam, m.state, m.length, "history", max_depth, max_nodes)
         if self.calibrated is not None:
             sc = 0.9 * self.scale("calibrated")
             for toks, ps in self.calibrated.lookup(self.seq[-self.calibration_config.order:], self.max_branches * 2):
@@ -169,9 +182,9 @@ class Drafter:
             s, L = self.local.self_match()
             if L >= self.min_match_context:
                 best = (L, self.local, s, "context")
-        if self.use_history and self.hmatch.length >= self.min_match_history:
-            if best is None or self.hmatch.length > best[0]:
-                best = (self.hmatch.length, self.history, self.hmatch.state, "history")
+        for sam, m in self._hist:
+            if m.length >= self.min_match_history and (best is None or m.length > best[0]):
+                best = (m.length, sam, m.state, "history")
         if best is None:
             return None
         L, sam, s, src = best

@@ -23,42 +23,48 @@ from typing import Callable
 
 import torch
 
-SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "quant_gemm.c", "attention.c", "glue.c", "pool.c")]
-HEADERS = [Path(__file__).with_name(n) for n in ("pool.h", "tile.h")]
-PANEL = 16   # output columns per packed panel (PW in packed_gemm.c)
-QUANT_ROWS = 12  # calls with at most this many rows read the quantized copy of a weight, if it has one
+from .binding import HEADER
+
+SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "quant_gemm.c", "quant_dot.c", "attention.c",
+                                                  "glue.c", "forward.c", "pool.c")]
+HEADERS = [Path(__file__).with_name(n) for n in ("hexa.h", "pool.h", "tile.h")]
+PANEL = HEADER.constants["HEXA_PANEL"]                    # output columns per packed panel
+QUANT_ROWS = HEADER.constants["HEXA_QUANT_ROWS"]          # quantized calls up to here rebuild weights per tile
+ATTENTION_HEAD_DIM = HEADER.constants["HEXA_HEAD_DIM"]    # attention.c is written for 64-dim heads
+FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fused forward pass runs
 FLAGS = ["-O3", "-mavx2", "-mfma", "-mf16c", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
-ATTENTION_HEAD_DIM = 64   # attention.c is written for 64-dim heads (SmolLM2, Qwen2.5-0.5B)
+ISA = "avx2"   # the one instruction set the kernels are written for (see _cpu_supported)
 
 
 class PackedWeight:
-    """A weight [N, K] in the kernel's panel layout; ``w[ids]`` gives original rows back (the
-    embedding lookup and the calibration head read rows of the tied output projection).
-    ``quant``/``bits``: the same weights as 4- or 8-bit codes (``quant_gemm.c``) when they are
-    exactly Q4_1 or Q8_0, else None/0."""
-    __slots__ = ("data", "shape", "quant", "bits")
+    """A weight [N, K] in the kernel's layout; ``w[ids]`` gives original rows back (the embedding
+    lookup and the calibration head read rows of the tied output projection).
 
-    def __init__(self, data: torch.Tensor, shape: tuple[int, int], quant: tuple[torch.Tensor, int] | None = None):
+    ``quant``/``bits``: the weight as 4- or 8-bit codes (``quant_gemm.c``) when it is exactly
+    Q4_1 or Q8_0; the codes are then its only copy (``data`` is None: the kernels rebuild the
+    fp32 weights from them bit for bit). Otherwise ``data`` holds the fp32 panels, bits is 0."""
+    __slots__ = ("data", "shape", "quant", "bits", "kernel")
+
+    def __init__(self, data: torch.Tensor | None, shape: tuple[int, int],
+                 quant: tuple[torch.Tensor, int] | None = None, kernel: "NativeKernel | None" = None):
         self.data = data
         self.shape = torch.Size(shape)
         self.quant, self.bits = quant if quant is not None else (None, 0)
+        self.kernel = kernel
+        if data is None and self.quant is None:
+            raise ValueError("a packed weight needs fp32 panels or codes")
 
     @property
     def nbytes(self) -> int:
-        return self.data.nbytes + (self.quant.nbytes if self.quant is not None else 0)
+        return (self.data.nbytes if self.data is not None else 0) + (self.quant.nbytes if self.quant is not None else 0)
 
     def __getitem__(self, ids) -> torch.Tensor:
         ids = torch.as_tensor(ids, dtype=torch.long)
-        return self.data.view(-1, self.shape[1], PANEL)[ids // PANEL, :, ids % PANEL]
-
-
-def _bind(lib: ctypes.CDLL, name: str, *argtypes):
-    fn = getattr(lib, name)
-    fn.argtypes, fn.restype = list(argtypes), None
-    return fn
-
-
-_P, _I, _F, _L = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_int64
+        if self.data is not None:
+            return self.data.view(-1, self.shape[1], PANEL)[ids // PANEL, :, ids % PANEL]
+        flat = ids.reshape(-1).contiguous()
+        out = self.kernel.unpack_rows(self.quant, self.bits, self.shape, flat)
+        return out.view(*ids.shape, self.shape[1])
 
 
 def _ptr(t: torch.Tensor | None):
@@ -66,48 +72,52 @@ def _ptr(t: torch.Tensor | None):
 
 
 class NativeKernel:
-    def __init__(self, lib: ctypes.CDLL, threads: int, build: str = ""):
+    def __init__(self, lib: ctypes.CDLL, threads: int, build: str = "", library_path: str = ""):
         self.build = build   # the sources' digest: a rebuilt kernel gets a fresh cost profile
-        self._linear = _bind(lib, "hexa_linear", _P, _P, _P, _P, _P, _I, _I, _I, _I)
-        self._linear_quant = _bind(lib, "hexa_linear_quant", _P, _P, _P, _P, _P, _I, _I, _I, _I, _I)
-        self._pack_quant = _bind(lib, "hexa_pack_quant", _P, _P, _I, _I, _I, _I)
-        self._pack_quant.restype = ctypes.c_int
-        self._quant_block_bytes = _bind(lib, "hexa_quant_block_bytes", _I)
-        self._quant_block_bytes.restype = ctypes.c_int
-        self._pack = _bind(lib, "hexa_pack", _P, _P, _I, _I, _I)
-        self._attention = _bind(lib, "hexa_attention", _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _I)
-        self._rmsnorm = _bind(lib, "hexa_rmsnorm", _P, _P, _P, _I, _I, _F, _I)
-        self._silu_mul = _bind(lib, "hexa_silu_mul", _P, _P, _I, _I, _I)
-        self._rope_split = _bind(lib, "hexa_rope_split", _P, _P, _P, _P, _P, _P, _I, _I, _I, _L, _I, _F, _I)
+        self.library_path = library_path
+        self.isa = ISA
+        self.fn = HEADER.bind(lib)
         self.threads = threads
 
-    def pack(self, w: torch.Tensor) -> PackedWeight:
-        """Pack for the fp32 kernel and, for weights that are exactly Q4_1 or Q8_0, also as their
-        codes, which calls of at most ``QUANT_ROWS`` rows then read (the same bits from 5x / 3.5x
-        fewer bytes)."""
+    def pack(self, w: torch.Tensor, keep_fp32: bool = False) -> PackedWeight:
+        """Pack a weight [N, K]: as its codes alone when it is exactly Q4_1 or Q8_0 (5x / 3.5x
+        fewer bytes, the same bits out of every product), else as fp32 panels. ``keep_fp32``
+        keeps the fp32 panels beside the codes (tests compare the two kernels)."""
         w = w.to(torch.float32).contiguous()
         N, K = w.shape
-        data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
-        self._pack(w.data_ptr(), data.data_ptr(), N, K, self.threads)
-        return PackedWeight(data, (N, K), self.pack_quantized(w))
+        quant = self.pack_quantized(w)
+        data = None
+        if quant is None or keep_fp32:
+            data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
+            self.fn["hexa_pack"](w.data_ptr(), data.data_ptr(), N, K, self.threads)
+        return PackedWeight(data, (N, K), quant, self)
 
     def pack_quantized(self, w: torch.Tensor) -> tuple[torch.Tensor, int] | None:
         """(codes, bits) of a weight [N, K] that is exactly Q4_1 or Q8_0 (every block checked
         bit for bit by ``hexa_pack_quant``), in ``quant_gemm.c``'s layout; None otherwise."""
         N, K = w.shape
-        if K % 32:
+        if K % HEADER.constants["HEXA_QUANT_BLOCK"]:
             return None
         for bits in (4, 8):
-            out = torch.empty(-(-N // PANEL) * (K // 32) * self._quant_block_bytes(bits), dtype=torch.uint8)
-            if self._pack_quant(w.data_ptr(), out.data_ptr(), N, K, bits, self.threads):
+            out = torch.empty(-(-N // PANEL) * (K // 32) * self.fn["hexa_quant_block_bytes"](bits), dtype=torch.uint8)
+            if self.fn["hexa_pack_quant"](w.data_ptr(), out.data_ptr(), N, K, bits, self.threads):
                 return out, bits
         return None
 
+    def unpack_rows(self, codes: torch.Tensor, bits: int, shape: tuple[int, int], rows: torch.Tensor) -> torch.Tensor:
+        N, K = shape
+        rows = rows.to(torch.int64).contiguous()
+        out = torch.empty(rows.numel(), K, dtype=torch.float32)
+        self.fn["hexa_unpack_rows"](codes.data_ptr(), rows.data_ptr(), rows.numel(), N, K, bits, out.data_ptr())
+        return out
+
     def linear(self, x: torch.Tensor, w: PackedWeight, b: torch.Tensor | None = None,
-               residual: torch.Tensor | None = None) -> torch.Tensor:
+               residual: torch.Tensor | None = None, exact: bool = True) -> torch.Tensor:
         """``x @ w.T + b``; with ``residual`` (contiguous [M, N]), adds the product to it in place
-        and returns it (the residual stream's update, without a separate add). Both kernels give
-        identical bits, so which one a call takes never changes a result."""
+        and returns it (the residual stream's update, without a separate add). The codes and the
+        fp32 panels give identical bits, so which copy a call reads never changes a result.
+        ``exact=False``: a weight with codes takes integer dot products on 8-bit activations
+        (``quant_dot.c``, the decoding arithmetic) instead."""
         x = x.contiguous()
         M, K = x.shape
         N = w.shape[0]
@@ -118,12 +128,15 @@ class NativeKernel:
         y = torch.empty(M, N, dtype=torch.float32) if residual is None else residual
         if b is not None:
             b = b.contiguous()
-        if w.quant is not None and M <= QUANT_ROWS:
-            self._linear_quant(x.data_ptr(), w.quant.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(),
-                               M, N, K, w.bits, self.threads)
+        if w.quant is not None and not exact:
+            self.fn["hexa_linear_dot"](x.data_ptr(), w.quant.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(),
+                                       M, N, K, w.bits, self.threads)
+        elif w.quant is not None and (w.data is None or M <= QUANT_ROWS):
+            self.fn["hexa_linear_quant"](x.data_ptr(), w.quant.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(),
+                                         M, N, K, w.bits, self.threads)
         else:
-            self._linear(x.data_ptr(), w.data.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(), M, N, K,
-                         self.threads)
+            self.fn["hexa_linear"](x.data_ptr(), w.data.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(), M, N, K,
+                                   self.threads)
         return y
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, length: int,
@@ -141,21 +154,21 @@ class NativeKernel:
         out = torch.empty((tokens, H * R // tokens * D) if tokens else (H, R, D), dtype=torch.float32)
         if mask is not None:
             mask = mask.contiguous()
-        self._attention(q.data_ptr(), k.data_ptr(), v.data_ptr(), _ptr(mask), out.data_ptr(), H, R, length,
+        self.fn["hexa_attention"](q.data_ptr(), k.data_ptr(), v.data_ptr(), _ptr(mask), out.data_ptr(), H, R, length,
                         k.stride(0), tokens, self.threads)
         return out
 
     def rmsnorm(self, x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
         x = x.contiguous()
         out = torch.empty_like(x)
-        self._rmsnorm(x.data_ptr(), w.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1], eps, self.threads)
+        self.fn["hexa_rmsnorm"](x.data_ptr(), w.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1], eps, self.threads)
         return out
 
     def silu_mul(self, gu: torch.Tensor) -> torch.Tensor:
         """silu(g) * u for rows [g | u]."""
         M, F2 = gu.shape
         out = torch.empty(M, F2 // 2, dtype=torch.float32)
-        self._silu_mul(gu.contiguous().data_ptr(), out.data_ptr(), M, F2 // 2, self.threads)
+        self.fn["hexa_silu_mul"](gu.contiguous().data_ptr(), out.data_ptr(), M, F2 // 2, self.threads)
         return out
 
     def rope_split(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, heads: int,
@@ -170,19 +183,26 @@ class NativeKernel:
             raise ValueError("rope_split: shapes do not match the cache")
         q = torch.empty(heads, S, 64, dtype=torch.float32)
         cos, sin = cos.contiguous(), sin.contiguous()
-        self._rope_split(qkv.contiguous().data_ptr(), cos.data_ptr(), sin.data_ptr(), q.data_ptr(),
+        self.fn["hexa_rope_split"](qkv.contiguous().data_ptr(), cos.data_ptr(), sin.data_ptr(), q.data_ptr(),
                          k_cache.data_ptr(), v_cache.data_ptr(), S, heads, kv_heads, k_cache.stride(0), start,
                          q_scale, self.threads)
         return q
 
 
+def cpu_features() -> set[str]:
+    """The CPU's feature flags (Linux /proc/cpuinfo); empty where they cannot be read."""
+    try:
+        return set(next((line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                         if line.startswith("flags")), "").partition(":")[2].split())
+    except OSError:
+        return set()
+
+
 def _cpu_supported() -> str | None:
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return f"no AVX2 kernel for {platform.machine()}"
-    try:
-        flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("flags")), "").split()
-    except OSError:
+    flags = cpu_features()
+    if not flags:
         return "cannot read /proc/cpuinfo"
     missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
     return f"CPU lacks {', '.join(missing)}" if missing else None
@@ -221,10 +241,14 @@ def _self_check(kernel: NativeKernel) -> str | None:
     codes = torch.randint(0, 16, (21, 64), generator=g).float()
     codes[:, ::32], codes[:, 1::32] = 0, 15            # each block's extremes, as Q4_1 has them
     d, m = (t.half().float().repeat_interleave(32, 1) for t in (torch.rand(21, 2, generator=g), torch.randn(21, 2, generator=g)))
-    quant = kernel.pack(codes * d + m)
-    xq = torch.randn(3, 64, generator=g)
-    if quant.bits != 4 or not torch.equal(kernel.linear(xq, quant), kernel.linear(xq, PackedWeight(quant.data, (21, 64)))):
-        return "the quantized kernel's self-check gave results that differ from the fp32 kernel"
+    both = kernel.pack(codes * d + m, keep_fp32=True)
+    fp32, quant = PackedWeight(both.data, (21, 64)), PackedWeight(None, (21, 64), (both.quant, both.bits), kernel)
+    for rows in (3, QUANT_ROWS + 8):   # codes rebuilt per tile, and per call into fp32 panels
+        xq = torch.randn(rows, 64, generator=g)
+        if both.bits != 4 or not torch.equal(kernel.linear(xq, quant), kernel.linear(xq, fp32)):
+            return "the quantized kernel's self-check gave results that differ from the fp32 kernel"
+    if not torch.equal(quant[torch.tensor([0, 20])], fp32[torch.tensor([0, 20])]):
+        return "the quantized kernel's self-check could not read rows back from codes"
     q, kc, vc = (torch.randn(s, generator=g) for s in ((2, 6, 64), (2, 300, 64), (2, 300, 64)))
     mask = torch.zeros(6, 290).index_fill_(1, torch.tensor([5, 289]), float("-inf"))
     ref = torch.nn.functional.scaled_dot_product_attention(q[None], kc[None, :, :290], vc[None, :, :290],
@@ -259,7 +283,7 @@ def native_kernel(cache_dir: Path, threads: int, progress: Callable[[str], None]
         if why:
             return None, why
     try:
-        kernel = NativeKernel(ctypes.CDLL(str(path)), threads, digest)
+        kernel = NativeKernel(ctypes.CDLL(str(path)), threads, digest, str(path))
     except OSError as exc:
         return None, f"cannot load {path.name}: {exc}"
     why = _self_check(kernel)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "hexa.h"
 #include "pool.h"
 
 #define CHUNK 128

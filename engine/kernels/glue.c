@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "hexa.h"
 #include "pool.h"
 
 struct rms_job { const float *x, *w; float *out; int D; float eps; };

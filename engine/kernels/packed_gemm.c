@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "hexa.h"
 #include "pool.h"
 #include "tile.h"
 
@@ -41,13 +42,12 @@ void hexa_pack(const float *w, float *packed, int N, int K, int threads) {
    so GCC keeps the accumulators in registers (with a shared bigger array it stored them to the
    stack on every k step, which cost 40%). */
 #define TILE(MR, NPAN)                                                                            \
-static void tile_##MR##_##NPAN(const float *x, const float *pk, const float *b, const float *res,  \
+static void tile_##MR##_##NPAN(const float *x, const float *pr, const float *b, const float *res,  \
                                float *y, int m0, int p0, int N, int K) {                         \
     __m256 acc[MR][2 * NPAN];                                                                     \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
         _Pragma("GCC unroll 16") for (int j = 0; j < 2 * NPAN; j++) acc[i][j] = _mm256_setzero_ps(); \
     const float *xr = x + (int64_t)m0 * K;                                                        \
-    const float *pr = pk + (int64_t)p0 * K * PW;                                                  \
     for (int k = 0; k < K; k++) {                                                                 \
         __m256 wv[2 * NPAN];                                                                      \
         _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++) {                                 \
@@ -66,29 +66,32 @@ static void tile_##MR##_##NPAN(const float *x, const float *pk, const float *b, 
 }
 TILE(1, 1) TILE(1, 6) TILE(2, 1) TILE(2, 3) TILE(3, 1) TILE(3, 2) TILE(4, 1) TILE(5, 1) TILE(6, 1)
 
-/* y rows [0, M) x panels [p0, p0+np): tiles of 6 rows, one panel at a time (the panel stays in
-   cache between them); 4-5 leftover rows likewise; 1-3 leftover rows span several panels at once,
-   so they still keep 12 accumulators busy (a 2-row tile on one panel has only 4: at 8 rows, the
-   6 + 2 split cost 39 ms over all projections against 27 ms for 6 rows). */
-static void group(const float *x, const float *pk, const float *b, const float *res, float *y, int M,
-                  int p0, int np, int N, int K) {
+/* y rows [0, M) x panels [p0, p0+np), pk pointing at panel p0's data: tiles of 6 rows, one panel
+   at a time (the panel stays in cache between them); 4-5 leftover rows likewise; 1-3 leftover rows
+   span several panels at once, so they still keep 12 accumulators busy (a 2-row tile on one panel
+   has only 4: at 8 rows, the 6 + 2 split cost 39 ms over all projections against 27 ms for 6
+   rows). quant_gemm.c runs it on panels it has just rebuilt from codes. */
+void hexa_f32_group(const float *x, const float *pk, const float *b, const float *res, float *y, int M,
+                    int p0, int np, int N, int K) {
     const int full = M / 6 * 6, rest = M - full;
     const int wide = rest > 0 && rest <= 3 && np == GP;
+#define PANEL(p) (pk + (int64_t)((p) - p0) * K * PW)
     for (int p = p0; p < p0 + np; p++) {
-        for (int m = 0; m < full; m += 6) tile_6_1(x, pk, b, res, y, m, p, N, K);
+        for (int m = 0; m < full; m += 6) tile_6_1(x, PANEL(p), b, res, y, m, p, N, K);
         if (wide) continue;
         switch (rest) {
-        case 5: tile_5_1(x, pk, b, res, y, full, p, N, K); break;
-        case 4: tile_4_1(x, pk, b, res, y, full, p, N, K); break;
-        case 3: tile_3_1(x, pk, b, res, y, full, p, N, K); break;
-        case 2: tile_2_1(x, pk, b, res, y, full, p, N, K); break;
-        case 1: tile_1_1(x, pk, b, res, y, full, p, N, K); break;
+        case 5: tile_5_1(x, PANEL(p), b, res, y, full, p, N, K); break;
+        case 4: tile_4_1(x, PANEL(p), b, res, y, full, p, N, K); break;
+        case 3: tile_3_1(x, PANEL(p), b, res, y, full, p, N, K); break;
+        case 2: tile_2_1(x, PANEL(p), b, res, y, full, p, N, K); break;
+        case 1: tile_1_1(x, PANEL(p), b, res, y, full, p, N, K); break;
         }
     }
     if (!wide) return;
-    if (rest == 1) tile_1_6(x, pk, b, res, y, full, p0, N, K);
-    else if (rest == 2) { tile_2_3(x, pk, b, res, y, full, p0, N, K); tile_2_3(x, pk, b, res, y, full, p0 + 3, N, K); }
-    else for (int p = p0; p < p0 + GP; p += 2) tile_3_2(x, pk, b, res, y, full, p, N, K);
+    if (rest == 1) tile_1_6(x, PANEL(p0), b, res, y, full, p0, N, K);
+    else if (rest == 2) { tile_2_3(x, PANEL(p0), b, res, y, full, p0, N, K); tile_2_3(x, PANEL(p0 + 3), b, res, y, full, p0 + 3, N, K); }
+    else for (int p = p0; p < p0 + GP; p += 2) tile_3_2(x, PANEL(p), b, res, y, full, p, N, K);
+#undef PANEL
 }
 
 struct linear_job { const float *x, *packed, *b, *res; float *y; int M, N, K, P; };
@@ -96,7 +99,8 @@ struct linear_job { const float *x, *packed, *b, *res; float *y; int M, N, K, P;
 static void linear_group(void *ctx, int g) {
     const struct linear_job *a = ctx;
     const int p0 = g * GP;
-    group(a->x, a->packed, a->b, a->res, a->y, a->M, p0, a->P - p0 < GP ? a->P - p0 : GP, a->N, a->K);
+    hexa_f32_group(a->x, a->packed + (int64_t)p0 * a->K * PW, a->b, a->res, a->y, a->M, p0,
+                   a->P - p0 < GP ? a->P - p0 : GP, a->N, a->K);
 }
 
 /* y[M,N] = res[M,N] + (x[M,K] @ w[N,K]^T + b[N]), w packed by hexa_pack; b and res may be NULL,

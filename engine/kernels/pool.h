@@ -5,6 +5,7 @@
 typedef void (*hexa_task)(void *ctx, int item);
 
 /* Run task(ctx, i) for every i in [0, items) on the caller and up to threads-1 workers. */
-void hexa_run(hexa_task task, void *ctx, int items, int threads);
+/* internal to the library (not in hexa.h, not exported) */
+__attribute__((visibility("hidden"))) void hexa_run(hexa_task task, void *ctx, int items, int threads);
 
 #endif

@@ -20,8 +20,10 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hexa.h"
 #include "pool.h"
 #include "tile.h"
 
@@ -123,16 +125,87 @@ static void run_##FMT(void *ctx, int g) {                                       
     group_##FMT(a->x, a->packed, a->b, a->res, a->y, a->M, p0, a->P - p0 < GP ? a->P - p0 : GP, a->N, a->K); \
 }
 
-struct quant_job { const float *x; const uint8_t *packed; const float *b, *res; float *y; int M, N, K, P; };
+struct quant_job { const float *x; const uint8_t *packed; const float *b, *res; float *y; int M, N, K, P, bits; };
 GROUP(q4) GROUP(q8)
+
+/* More rows than HEXA_QUANT_ROWS (prefill chunks, where the codes are the only copy of a weight):
+   rebuild a work item's panels into the fp32 panel layout once, in a per-thread buffer, and run
+   packed_gemm.c's tiles on them. The rebuilt weights are the fp32 weights bit for bit (the same
+   multiply and add as above), so the result is again packed_gemm.c's, and the rebuild is paid
+   once per chunk instead of once per 6 rows. */
+#define REBUILD(FMT)                                                                              \
+static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, float *out) {                 \
+    const int nb = K / QB;                                                                        \
+    for (int q = 0; q < np; q++)                                                                  \
+        for (int blk = 0; blk < nb; blk++)                                                        \
+            for (int kk = 0; kk < QB / 2; kk++) {                                                 \
+                __m256 w[4];                                                                      \
+                pair_##FMT(pk + ((int64_t)(p0 + q) * nb + blk) * BYTES_##FMT, kk, w);              \
+                float *dst = out + ((int64_t)q * K + blk * QB + 2 * kk) * PW;                     \
+                _mm256_storeu_ps(dst, w[0]);                                                      \
+                _mm256_storeu_ps(dst + 8, w[1]);                                                  \
+                _mm256_storeu_ps(dst + PW, w[2]);                                                 \
+                _mm256_storeu_ps(dst + PW + 8, w[3]);                                             \
+            }                                                                                     \
+}
+REBUILD(q4) REBUILD(q8)
+
+static float *panel_buffer(int64_t floats) {     /* one per thread, grown as needed, kept */
+    static __thread float *buf;
+    static __thread int64_t cap;
+    if (floats > cap) {
+        free(buf);
+        buf = aligned_alloc(64, (size_t)((floats * 4 + 63) / 64 * 64));
+        cap = buf ? floats : 0;
+    }
+    return buf;
+}
+
+static void run_rebuilt(void *ctx, int g) {
+    const struct quant_job *a = ctx;
+    const int p0 = g * GP, np = a->P - p0 < GP ? a->P - p0 : GP;
+    float *panels = panel_buffer((int64_t)np * a->K * PW);
+    if (!panels) abort();        /* out of memory for ~600 KB: nothing sensible is left to do */
+    if (a->bits == 8) rebuild_q8(a->packed, p0, np, a->K, panels);
+    else rebuild_q4(a->packed, p0, np, a->K, panels);
+    hexa_f32_group(a->x, panels, a->b, a->res, a->y, a->M, p0, np, a->N, a->K);
+}
 
 /* y[M,N] = res[M,N] + (x[M,K] @ w[N,K]^T + b[N]) with w in the Q4_1 (bits 4) or Q8_0 (bits 8)
    layout above (K a multiple of 32); b and res may be NULL, res may be y itself. */
 void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                        int M, int N, int K, int bits, int threads) {
     const int P = (N + PW - 1) / PW;
-    struct quant_job a = {x, packed, b, res, y, M, N, K, P};
-    hexa_run(bits == 8 ? run_q8 : run_q4, &a, (P + GP - 1) / GP, threads);
+    struct quant_job a = {x, packed, b, res, y, M, N, K, P, bits};
+    hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : bits == 8 ? run_q8 : run_q4;
+    hexa_run(task, &a, (P + GP - 1) / GP, threads);
+}
+
+/* Rows ``rows[0..count)`` of w [N, K] as fp32 into out [count, K]: the embedding lookup and the
+   calibration head read rows of the tied output projection, whose codes are its only copy. */
+void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int N, int K, int bits,
+                      float *out) {
+    const int nb = K / QB, bytes = bits == 8 ? Q8_BYTES : Q4_BYTES;
+    for (int r = 0; r < count; r++) {
+        const int64_t n = rows[r];
+        float *dst = out + (int64_t)r * K;
+        if (n < 0 || n >= N) { memset(dst, 0, sizeof(float) * K); continue; }
+        const int p = (int)(n / PW), c = (int)(n % PW);
+        for (int blk = 0; blk < nb; blk++) {
+            const uint8_t *bp = packed + ((int64_t)p * nb + blk) * bytes;
+            const float d = ((const float *)bp)[c];
+            for (int i = 0; i < QB; i++) {
+                float w;
+                if (bits == 8) {
+                    w = d * (float)(int8_t)bp[Q8_HEAD + i * PW + c];
+                } else {
+                    const int q = (bp[Q4_HEAD + (i / 2) * PW + c] >> (4 * (i & 1))) & 15;
+                    w = d * (float)q + ((const float *)bp)[PW + c];
+                }
+                dst[blk * QB + i] = w;
+            }
+        }
+    }
 }
 
 /* ---- packing: recover the codes from fp32 weights, exactly or not at all ----------------------

@@ -5,7 +5,9 @@
 #include <immintrin.h>
 #include <stdint.h>
 
-#define PW 16   /* panel width: output columns per packed panel */
+#include "hexa.h"
+
+#define PW HEXA_PANEL   /* panel width: output columns per packed panel */
 #define GP 6    /* panels per work item */
 
 /* Row m, columns n0 .. n0+15 (those < N): y = res + (acc + b), the bias added last so every
@@ -21,5 +23,9 @@ static inline void store_panel(__m256 lo, __m256 hi, const float *b, const float
         y[at] = res ? res[at] + v : v;
     }
 }
+
+/* packed_gemm.c's tiles over rows [0, M) x panels [p0, p0+np), pk pointing at panel p0 (internal) */
+__attribute__((visibility("hidden"))) void hexa_f32_group(const float *x, const float *pk, const float *b, const float *res, float *y, int M,
+                    int p0, int np, int N, int K);
 
 #endif

@@ -147,7 +147,8 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
 
 
 @pytest.mark.slow
-def test_bench_on_two_prompts(tmp_path, capsys):
+def test_bench_on_two_prompts(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HEXA_DECODE", "exact")   # transformers computes the fp32 arithmetic
     data = tmp_path / "bench.jsonl"
     data.write_text("\n".join(json.dumps(c) for c in [
         {"id": "s1", "task": "summary", "turns": ["Summarize: The cat sat on the mat. The cat was happy."]},

@@ -98,8 +98,12 @@ def test_corrupt_or_half_written_cache_is_rebuilt(engine, tmp_path, damage):
     assert not [p for p in cache.iterdir() if ".tmp-" in p.name]
 
 
-def test_embedded_model_matches_transformers(engine):
+def test_embedded_model_matches_transformers(engine, monkeypatch):
+    """In the exact arithmetic (the decoding default takes integer dot products, as llama.cpp
+    does, and is checked against plain decoding instead)."""
     from transformers import AutoModelForCausalLM
+
+    monkeypatch.setattr(engine.model, "exact", True)
 
     hf_model = AutoModelForCausalLM.from_pretrained(engine.folder, dtype=torch.float32).eval()
     ids = engine.chat_ids([{"role": "user", "content": "Explain in detail how a bicycle gear works."}])

@@ -30,6 +30,10 @@ def fp32_only(p: PackedWeight) -> PackedWeight:
     return PackedWeight(p.data, tuple(p.shape), None)
 
 
+def codes_only(p: PackedWeight) -> PackedWeight:
+    return PackedWeight(None, tuple(p.shape), (p.quant, p.bits), p.kernel)
+
+
 def bits(kernel, w: torch.Tensor) -> int:
     found = kernel.pack_quantized(w)
     return found[1] if found else 0
@@ -71,7 +75,7 @@ def test_quantized_kernel_gives_the_fp32_kernels_bits(kernel, fmt, M, N):
     and in-place residual: bit-identical to the fp32 kernel on the same weights."""
     g = torch.Generator().manual_seed(M * 1000 + N)
     w = gguf_weights(fmt, N, 576, seed=N)
-    packed = kernel.pack(w)
+    packed = kernel.pack(w, keep_fp32=True)
     assert packed.bits == (4 if fmt == "Q4_1" else 8) and M <= QUANT_ROWS
     x, b = torch.randn(M, 576, generator=g), torch.randn(N, generator=g)
     assert torch.equal(kernel.linear(x, packed, b), kernel.linear(x, fp32_only(packed), b))
@@ -81,12 +85,35 @@ def test_quantized_kernel_gives_the_fp32_kernels_bits(kernel, fmt, M, N):
     assert torch.allclose(kernel.linear(x, packed, b), torch.nn.functional.linear(x, w, b), atol=1e-3, rtol=1e-4)
 
 
-def test_engine_weights_use_their_source_codes(real_engine):
+@pytest.mark.parametrize("fmt", ["Q4_1", "Q8_0"])
+@pytest.mark.parametrize("M", [13, 16, 31, 64, 257])
+def test_codes_alone_give_the_fp32_kernels_bits_for_prefill_chunks(kernel, fmt, M):
+    """More rows than QUANT_ROWS rebuild each work item's panels from the codes once and run the
+    fp32 tiles on them: still the fp32 kernel's bits, so the codes can be a weight's only copy."""
+    g = torch.Generator().manual_seed(M)
+    packed = kernel.pack(gguf_weights(fmt, 40, 576, seed=M), keep_fp32=True)
+    x, b, r = torch.randn(M, 576, generator=g), torch.randn(40, generator=g), torch.randn(M, 40, generator=g)
+    assert torch.equal(kernel.linear(x, codes_only(packed), b), kernel.linear(x, fp32_only(packed), b))
+    r2 = r.clone()
+    assert torch.equal(kernel.linear(x, codes_only(packed), residual=r), kernel.linear(x, fp32_only(packed), residual=r2))
+
+
+@pytest.mark.parametrize("fmt", ["Q4_1", "Q8_0"])
+def test_rows_read_back_from_codes(kernel, fmt):
+    w = gguf_weights(fmt, 40, 96, seed=3)
+    packed = kernel.pack(w)
+    assert packed.data is None
+    ids = torch.tensor([[0, 17], [39, 5]])
+    assert torch.equal(packed[ids], w[ids])
+
+
+def test_engine_weights_keep_only_their_source_codes(real_engine):
     """The embedded model is Q4_1 (projections) and Q8_0 (the tied embedding / output head) at its
-    source: every one of them decodes from its codes, in 0.19 / 0.28 of the fp32 bytes."""
+    source: every one of them is held as its codes alone, 0.19 / 0.28 of the fp32 bytes."""
     model = real_engine.model
     slots = [getattr(L, s) for L in model.layers for s in ("wqkv", "wo", "wgu", "wdown")]
-    assert all(isinstance(w, PackedWeight) and w.bits == 4 for w in slots)
-    assert model.lm_head.bits == 8
-    assert slots[0].quant.nbytes / slots[0].data.nbytes == pytest.approx(0.1875)
-    assert model.lm_head.quant.nbytes / model.lm_head.data.nbytes == pytest.approx(0.28125)
+    assert all(isinstance(w, PackedWeight) and w.bits == 4 and w.data is None for w in slots)
+    assert model.lm_head.bits == 8 and model.lm_head.data is None and model.embed is model.lm_head
+    N, K = slots[0].shape
+    assert slots[0].nbytes / (N * K * 4) == pytest.approx(0.1875, rel=0.01)
+    assert model.lm_head.nbytes / (model.lm_head.shape.numel() * 4) == pytest.approx(0.28125, rel=0.01)

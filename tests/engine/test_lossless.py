@@ -69,9 +69,13 @@ def exact_two_token_distribution(engine, ids) -> dict[tuple[int, int], float]:
 
     model = engine.model
     cache = model.new_cache(len(ids) + 64)
-    h = model.forward(torch.tensor(ids), torch.arange(len(ids)), cache)
+    model.begin_prefill(len(ids))   # the prompt in prefill's arithmetic, decoding passes in theirs
+    try:
+        h = model.forward(torch.tensor(ids), torch.arange(len(ids)), cache)
+        p1 = processed_probs(model.logits(h[-1:])[0], TEMPERATURE, 1.0)
+    finally:
+        model.end_prefill()
     cache.commit(len(ids))
-    p1 = processed_probs(model.logits(h[-1:])[0], TEMPERATURE, 1.0)
     firsts = [int(t) for t in torch.nonzero(p1 > 1e-3).flatten()]
     # one pass: all candidate first tokens as siblings (each attends the past and itself)
     n = len(firsts)

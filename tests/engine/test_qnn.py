@@ -141,13 +141,14 @@ def test_qnn_context_is_static(qnn_engine):
         qnn_engine.model.new_cache(193)
 
 
-def test_qnn_fp16_logits_follow_the_fp32_model(engine, qnn_engine):
+def test_qnn_fp16_logits_follow_the_fp32_model(engine, qnn_engine, monkeypatch):
     """The HTP computes in fp16; SmolLM2's attention-sink tokens carry a ~25,000 activation whose
     RMSNorm once overflowed / was flushed to zero, which derailed every later token. The logits
     after a prompt must stay close to the fp32 torch model's."""
     ids = engine.chat_ids([{"role": "user", "content": "Repeat this list exactly: apple, banana, "
                                                        "cherry, apple, banana, cherry."}])
     pos = torch.arange(len(ids))
+    monkeypatch.setattr(engine.model, "exact", True)   # the fp32 reference, not decoding's int8
     ref = engine.model.logits(engine.model.forward(torch.tensor(ids), pos, engine.model.new_cache(len(ids)))[-1:])[0]
     q = qnn_engine.model
     q.begin_prefill(len(ids))                # the path generation takes: G1 chunks

@@ -81,6 +81,7 @@ class LatencyPanel(Lines):
         lines = [
             f"TTFT      {ttft}",
             f"prefill   {m.prefill_tok_s:.0f} tok/s  {m.prefill_done}/{m.prefill_total}",
+            *([f"          reused {m.prefill_reused} tok"] if m.prefill_reused else []),
             f"decode    {m.decode_tok_s:.1f} tok/s",
             f"          {m.ms_per_token:.1f} ms/token",
             f"draft     {m.draft_ms:.2f} ms/step",
@@ -100,6 +101,9 @@ class DevicePanel(Lines):
         kind = "vanilla" if method == "vanilla" else f"speculative ({method})"
         lines = [f"model    {device.model}", f"backend  {device.backend}", f"decoding {kind}",
                  f"memory   {device.rss_mb:.0f} MB"]
+        if device.engine_mb:
+            parts = ", ".join(f"{k} {v:.0f}" for k, v in device.engine_mb.items())
+            lines.append(f"engine   {sum(device.engine_mb.values()):.0f} MB ({parts})")
         if device.memory:
             lines.append(f"[yellow]store    {device.memory}[/yellow]")
         self.redraw("\n".join(lines))

@@ -1,0 +1,61 @@
+/* A whole decoder forward pass in one call: every decoding step and draft tree (<= 64 tokens).
+ *
+ * Driven from Python, a step made ~9 Python -> C calls per layer (270 for SmolLM2's 30 layers),
+ * each with its own torch tensor allocation and ctypes marshalling: milliseconds of a step spent
+ * outside the kernels. Here Python hands over the embedded tokens, their RoPE rows, the mask and
+ * the cache; the layers run back to back over buffers the engine allocated once.
+ *
+ * With ``exact`` the calls are exactly the ones CompactTransformer._native_layers makes, in the
+ * same order, with the same arguments: the fused pass gives that path's bits (the engine tests
+ * compare them). Without, the projections on codes take integer dot products (quant_dot.c);
+ * either way every row is computed alone, so a tree row still equals a plain step bit for bit.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hexa.h"
+
+static void linear(const void *w, int bits, int exact, const float *x, const float *b, const float *res,
+                   float *y, int M, int N, int K, int threads) {
+    if (bits && !exact)
+        hexa_linear_dot(x, w, b, res, y, M, N, K, bits, threads);
+    else if (bits)
+        hexa_linear_quant(x, w, b, res, y, M, N, K, bits, threads);
+    else
+        hexa_linear(x, w, b, res, y, M, N, K, threads);
+}
+
+/* floats of scratch one pass of S tokens needs */
+int64_t hexa_forward_scratch(const struct hexa_model *m, int S) {
+    const int64_t D = m->hidden, qkv = (int64_t)(m->heads + 2 * m->kv_heads) * HEXA_HEAD_DIM;
+    const int64_t att = (int64_t)m->heads * HEXA_HEAD_DIM;
+    return S * (D + qkv + 2 * att + 3 * (int64_t)m->ffn);
+}
+
+/* x [S, hidden]: the embedded tokens, updated in place as the residual stream; cos/sin [S, 64]
+   the RoPE rows of their positions; mask [G*S, start+S] additive (G = heads / kv_heads query rows
+   per token, repeated) or NULL for a single token; new K/V go to cache rows start..start+S-1;
+   out [S, hidden] = the final RMSNorm of the last layer's output. */
+void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask,
+                  int S, int start, float *k_cache, float *v_cache, float *scratch, float *out,
+                  int exact) {
+    const int D = m->hidden, Hq = m->heads, Hkv = m->kv_heads, F = m->ffn, T = m->threads;
+    const int QKV = (Hq + 2 * Hkv) * HEXA_HEAD_DIM, ATT = Hq * HEXA_HEAD_DIM;
+    const float qscale = 0.125f;   /* 1/sqrt(64), exact: folded into q as the Python path does */
+    float *h = scratch, *qkv = h + (int64_t)S * D, *q = qkv + (int64_t)S * QKV, *o = q + (int64_t)S * ATT;
+    float *gu = o + (int64_t)S * ATT, *act = gu + (int64_t)S * 2 * F;
+    for (int i = 0; i < m->layers; i++) {
+        const struct hexa_layer *L = m->layer + i;
+        float *kc = k_cache + i * m->cache_layer_stride, *vc = v_cache + i * m->cache_layer_stride;
+        hexa_rmsnorm(x, L->ln_in, h, S, D, m->eps, T);
+        linear(L->wqkv, L->wqkv_bits, exact, h, L->bqkv, NULL, qkv, S, QKV, D, T);
+        hexa_rope_split(qkv, cos, sin, q, kc, vc, S, Hq, Hkv, m->cache_head_stride, start, qscale, T);
+        hexa_attention(q, kc, vc, mask, o, Hkv, Hq / Hkv * S, start + S, m->cache_head_stride, S, T);
+        linear(L->wo, L->wo_bits, exact, o, NULL, x, x, S, D, ATT, T);
+        hexa_rmsnorm(x, L->ln_post, h, S, D, m->eps, T);
+        linear(L->wgu, L->wgu_bits, exact, h, NULL, NULL, gu, S, 2 * F, D, T);
+        hexa_silu_mul(gu, act, S, F, T);
+        linear(L->wdown, L->wdown_bits, exact, act, NULL, x, x, S, D, F, T);
+    }
+    hexa_rmsnorm(x, m->norm, out, S, D, m->eps, T);
+}

@@ -1,0 +1,71 @@
+/* Everything the native kernels export: shapes and constants, the model struct a forward pass
+ * reads, and every function Python calls. The one source of truth for both sides: each .c file
+ * includes it (the compiler rejects a definition that drifts from its declaration), and the
+ * Python binding (kernels/binding.py) reads its #defines, struct fields and prototypes from this
+ * file instead of keeping its own lists. Keep to one declaration per line and the plain types
+ * binding.py knows (float, int32_t, int64_t, pointers).
+ */
+#ifndef HEXA_H
+#define HEXA_H
+
+#include <stdint.h>
+
+#define HEXA_HEAD_DIM 64      /* attention.c and glue.c are written for 64-dim heads */
+#define HEXA_PANEL 16         /* output columns per packed panel */
+#define HEXA_QUANT_BLOCK 32   /* inputs per Q4_1 / Q8_0 block */
+#define HEXA_QUANT_ROWS 12    /* quantized calls of at most this many rows rebuild weights per tile */
+#define HEXA_FORWARD_ROWS 64  /* most tokens one hexa_forward call runs (every step and draft tree) */
+
+/* One decoder layer's weights. Projections are packed fp32 (bits 0, hexa_pack's layout) or codes
+   (bits 4: Q4_1, 8: Q8_0, hexa_pack_quant's layout); bqkv may be NULL. */
+struct hexa_layer {
+    const float *ln_in;
+    const void *wqkv;
+    const float *bqkv;
+    const void *wo;
+    const float *ln_post;
+    const void *wgu;
+    const void *wdown;
+    int32_t wqkv_bits;
+    int32_t wo_bits;
+    int32_t wgu_bits;
+    int32_t wdown_bits;
+};
+
+/* A llama/qwen2 decoder as hexa_forward runs it. */
+struct hexa_model {
+    int32_t layers;
+    int32_t hidden;
+    int32_t heads;
+    int32_t kv_heads;
+    int32_t ffn;
+    float eps;
+    const struct hexa_layer *layer;
+    const float *norm;
+    int64_t cache_layer_stride;   /* floats between two layers of the K (and V) cache */
+    int64_t cache_head_stride;    /* floats between two kv heads of one layer */
+    int32_t threads;
+};
+
+/* linear algebra: y[M,N] = res + (x[M,K] @ w[N,K]^T + b); b, res may be NULL, res may be y.
+   hexa_linear_quant gives hexa_linear's bits from codes; hexa_linear_dot quantizes x (quant_dot.c) */
+void hexa_pack(const float *w, float *packed, int32_t N, int32_t K, int32_t threads);
+void hexa_linear(const float *x, const float *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t threads);
+int32_t hexa_pack_quant(const float *w, uint8_t *packed, int32_t N, int32_t K, int32_t bits, int32_t threads);
+int32_t hexa_quant_block_bytes(int32_t bits);
+void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
+void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
+void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count, int32_t N, int32_t K, int32_t bits, float *out);
+
+/* the rest of a layer */
+void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out, int32_t H, int32_t R, int32_t L, int64_t head_stride, int32_t S, int32_t threads);
+void hexa_rmsnorm(const float *x, const float *w, float *out, int32_t M, int32_t D, float eps, int32_t threads);
+void hexa_silu_mul(const float *gu, float *out, int32_t M, int32_t F, int32_t threads);
+void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, float *k, float *v, int32_t M, int32_t Hq, int32_t Hkv, int64_t head_stride, int32_t start, float qscale, int32_t threads);
+
+/* a whole forward pass of S <= HEXA_FORWARD_ROWS tokens (forward.c); exact 0: codes times 8-bit
+   activations (hexa_linear_dot, decoding), 1: the fp32 arithmetic (prefill, reference) */
+int64_t hexa_forward_scratch(const struct hexa_model *m, int32_t S);
+void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask, int32_t S, int32_t start, float *k_cache, float *v_cache, float *scratch, float *out, int32_t exact);
+
+#endif

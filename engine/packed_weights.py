@@ -1,0 +1,77 @@
+"""The model as the native kernel runs it, kept beside the model cache so later starts skip the
+fp32 weights altogether.
+
+Packing needs the fp32 weights (540 MB for SmolLM2-135M); the packed model is their Q4_1/Q8_0
+codes (~110 MB) plus the few weights that are not codes (norms). Reading the fp32 file on every
+start made the fp32 copy the peak of a process's memory (``hexa ask`` 1.45 GB resident); reading
+this file instead keeps the peak near what the engine holds while it runs. One file per kernel
+build (its layout is the kernel's), tied to the weights it was packed from by their hash.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+FORMAT = 1
+SLOTS = ("wqkv", "wo", "wgu", "wdown")
+
+
+def path_for(folder: Path, build: str) -> Path:
+    return Path(folder) / f"packed-{build}.pt"
+
+
+def weights_hash(folder: Path) -> str:
+    """The model cache's recorded hash of its fp32 weights ("" if it has none)."""
+    try:
+        return json.loads((Path(folder) / "manifest.json").read_text())["files"]["model.safetensors"]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def _pack_entry(w) -> dict:
+    if w.quant is not None:
+        return {"shape": list(w.shape), "bits": w.bits, "codes": w.quant}
+    return {"shape": list(w.shape), "bits": 0, "data": w.data}
+
+
+def save(model, folder: Path, build: str) -> Path:
+    """Write ``model``'s packed weights (a CompactTransformer after ``use_native_kernel``)."""
+    layers = [{"ln_in": L.ln_in, "ln_post": L.ln_post, "bqkv": L.bqkv,
+               **{s: _pack_entry(getattr(L, s)) for s in SLOTS}} for L in model.layers]
+    state = {"format": FORMAT, "build": build, "weights": weights_hash(folder), "layers": layers,
+             "norm": model.norm, "lm_head": _pack_entry(model.lm_head),
+             "tied": model.lm_head is model.embed,
+             "embed": None if model.lm_head is model.embed else model.embed}
+    path = path_for(folder, build)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name + ".tmp-")
+    os.close(fd)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    for old in Path(folder).glob("packed-*.pt"):   # layouts of earlier kernel builds
+        if old != path:
+            old.unlink(missing_ok=True)
+    return path
+
+
+def load(folder: Path, build: str) -> dict | None:
+    """The packed state for this kernel build, or None if there is none or it does not belong to
+    these weights (then the caller packs from fp32 and saves again)."""
+    path = path_for(folder, build)
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, weights_only=True, mmap=False)
+    except Exception:   # a truncated or foreign file: repack
+        return None
+    if not isinstance(state, dict) or state.get("format") != FORMAT or state.get("build") != build \
+            or state.get("weights") != weights_hash(folder):
+        return None
+    return state

@@ -1,0 +1,180 @@
+"""One native call per forward pass: the same bits as the per-op path; the binding read from
+hexa.h agrees with what the C compiler sees; the packed model file round-trips."""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine import packed_weights
+from engine.events import Done
+from engine.kernels import SOURCES, _cpu_supported
+from engine.kernels.binding import HEADER, Header
+
+pytestmark = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
+KERNELS = Path(SOURCES[0]).parent
+
+
+def _pass(model, S: int, context: int, fused: bool):
+    """Hidden states of S new tokens after ``context`` cached ones, and the cache rows written
+    (the per-op path is the fp32 reference, so both run exact)."""
+    saved, exact = model.fused, model.exact
+    model.fused, model.exact = saved if fused else None, True
+    try:
+        cache = model.new_cache(context + S + 4)
+        model.forward(torch.arange(100, 100 + context), torch.arange(context), cache)
+        cache.commit(context)
+        mask = None
+        if S > 1:   # a tree: node i sees the context, itself and every other odd/even node before it
+            tree = torch.ones(S, S, dtype=torch.bool).tril() & ((torch.arange(S)[:, None] - torch.arange(S)) % 2 == 0)
+            mask = torch.cat([torch.ones(S, context, dtype=torch.bool), tree], 1)
+        hidden = model.forward(torch.arange(7, 7 + S), context + torch.arange(S) // 2, cache, mask)
+        return hidden, cache.k[:, :, :context + S].clone(), cache.v[:, :, :context + S].clone()
+    finally:
+        model.fused, model.exact = saved, exact
+
+
+@pytest.mark.parametrize("S", [1, 2, 7, 13, 33, 64])
+def test_fused_pass_gives_the_per_op_paths_bits(real_engine, S):
+    model = real_engine.model
+    assert model.fused is not None
+    for a, b in zip(_pass(model, S, 37, fused=True), _pass(model, S, 37, fused=False)):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_tree_row_equals_a_plain_step_in_the_fused_pass(real_engine, exact, monkeypatch):
+    """Rows 0 and 1 of a 2-token causal pass are the two plain steps, bit for bit, in the
+    decoding arithmetic (integer dot products) and in the exact one."""
+    model = real_engine.model
+    monkeypatch.setattr(model, "exact", exact)
+    cache = model.new_cache(64)
+    model.forward(torch.arange(100, 120), torch.arange(20), cache)
+    cache.commit(20)
+    both = model.forward(torch.tensor([5, 6]), torch.tensor([20, 21]), cache,
+                         torch.ones(2, 22, dtype=torch.bool).tril(20))
+    first = model.forward(torch.tensor([5]), torch.tensor([20]), cache)
+    cache.commit(1)
+    second = model.forward(torch.tensor([6]), torch.tensor([21]), cache)
+    assert torch.equal(both[0], first[0]) and torch.equal(both[1], second[0])
+
+
+def test_every_exported_function_is_declared_in_the_header(kernel):
+    """The .so exports exactly the header's functions (nm), and each binding has the header's arity."""
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    lib = Path(kernel.library_path)
+    out = subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    exported = {line.split()[-1] for line in out.splitlines() if " T hexa_" in line}
+    assert exported == set(HEADER.functions)
+    for name, (params, argtypes, _) in HEADER.functions.items():
+        assert len(kernel.fn[name].argtypes) == len(params) == len(argtypes)
+
+
+def test_struct_layout_matches_the_c_compiler(tmp_path):
+    """A probe compiled against hexa.h prints each struct field's offset and size; ctypes agrees."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    lines = []
+    for name, struct in HEADER.structs.items():
+        lines.append(f'printf("{name} size %zu\\n", sizeof(struct {name}));')
+        for field, _ in struct._fields_:
+            lines.append(f'printf("{name}.{field} %zu %zu\\n", offsetof(struct {name}, {field}), '
+                         f'sizeof(((struct {name} *)0)->{field}));')
+    probe = tmp_path / "probe.c"
+    probe.write_text('#include <stddef.h>\n#include <stdio.h>\n#include "hexa.h"\nint main(void) {\n'
+                     + "\n".join(lines) + "\nreturn 0;\n}\n")
+    subprocess.run([cc, "-I", str(KERNELS), str(probe), "-o", str(tmp_path / "probe")], check=True)
+    seen = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout.split("\n")
+    expected = []
+    for name, struct in HEADER.structs.items():
+        expected.append(f"{name} size {ctypes.sizeof(struct)}")
+        for field, ctype in struct._fields_:
+            expected.append(f"{name}.{field} {getattr(struct, field).offset} {ctypes.sizeof(ctype)}")
+    assert [s for s in seen if s] == expected
+
+
+def test_a_changed_declaration_changes_the_binding(tmp_path):
+    """The binding has no list of its own: edit a prototype and the argument types follow."""
+    text = (KERNELS / "hexa.h").read_text().replace(
+        "int64_t hexa_forward_scratch(const struct hexa_model *m, int32_t S);",
+        "int64_t hexa_forward_scratch(const struct hexa_model *m, int64_t S, float extra);")
+    (tmp_path / "hexa.h").write_text(text)
+    _, argtypes, restype = Header.read(tmp_path / "hexa.h").functions["hexa_forward_scratch"]
+    assert argtypes[1:] == [ctypes.c_int64, ctypes.c_float] and restype is ctypes.c_int64
+
+
+def test_packed_model_file_round_trips_and_is_refused_for_other_weights(real_engine, tmp_path):
+    model = real_engine.model
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "manifest.json").write_text('{"files": {"model.safetensors": {"sha256": "abc"}}}')
+    packed_weights.save(model, folder, "build1")
+    state = packed_weights.load(folder, "build1")
+    assert state is not None and state["tied"]
+    assert torch.equal(state["layers"][3]["wgu"]["codes"], model.layers[3].wgu.quant)
+    assert packed_weights.load(folder, "build2") is None          # another kernel layout
+    (folder / "manifest.json").write_text('{"files": {"model.safetensors": {"sha256": "def"}}}')
+    assert packed_weights.load(folder, "build1") is None          # other weights
+    (folder / "manifest.json").write_text('{"files": {"model.safetensors": {"sha256": "abc"}}}')
+    path = packed_weights.path_for(folder, "build1")
+    path.write_bytes(path.read_bytes()[:1000])                     # truncated
+    assert packed_weights.load(folder, "build1") is None
+
+
+def test_engine_started_from_the_packed_file_gives_the_same_tokens(real_engine):
+    """The session engine was packed from fp32 or read from the packed file; a second engine on
+    the same cache reads the file: both decode the same tokens."""
+    from engine import Engine
+
+    again = Engine.load(None, cache_dir=real_engine.cache_dir)
+    prompt = real_engine.chat_ids([{"role": "user", "content": "Name three rivers."}])
+    tokens = [next(e for e in eng.generate(prompt, max_new_tokens=12) if isinstance(e, Done)).token_ids
+              for eng in (real_engine, again)]
+    assert tokens[0] == tokens[1]
+
+
+def test_decoding_arithmetic_is_close_to_fp32_and_batch_invariant(kernel):
+    """Codes times 8-bit activations: within llama.cpp-like error of the fp32 product, and each
+    row's bits independent of how many rows share the call (1 to 33, every tile remainder)."""
+    from test_kernels_quant import gguf_weights   # tests/engine is on sys.path (no packages)
+
+    g = torch.Generator().manual_seed(5)
+    for fmt in ("Q4_1", "Q8_0"):
+        w = gguf_weights(fmt, 70, 576, seed=1)
+        packed = kernel.pack(w)
+        x, b = torch.randn(33, 576, generator=g), torch.randn(70, generator=g)
+        ref = torch.nn.functional.linear(x, w, b)
+        full = kernel.linear(x, packed, b, exact=False)
+        assert ((full - ref).norm() / ref.norm()) < 0.02
+        for M in (1, 2, 3, 4, 5, 7, 33):
+            assert torch.equal(kernel.linear(x[:M], packed, b, exact=False), full[:M])
+        assert torch.equal(kernel.linear(x[20:21], packed, b, exact=False)[0], full[20])
+
+
+def test_prefill_chunking_never_changes_a_bit_of_the_prompts_kv(real_engine):
+    """Prefill rows are computed alone (native attention at every chunk size): a prompt's KV is
+    the same in 7-token and 300-token chunks, so a request served partly from a kept prefix
+    prefills exactly what a cold one would."""
+    model = real_engine.model
+    tokens = torch.randint(0, model.config.vocab_size, (150,), generator=torch.Generator().manual_seed(2))
+    caches = []
+    for chunk in (7, 64, 300):
+        cache = model.new_cache(160)
+        model.begin_prefill(150)
+        try:
+            for s in range(0, 150, chunk):
+                part = tokens[s:s + chunk]
+                last = model.logits(model.forward(part, torch.arange(s, s + len(part)), cache)[-1:])
+                cache.commit(len(part))
+        finally:
+            model.end_prefill()
+        caches.append((cache.k[:, :, :150].clone(), cache.v[:, :, :150].clone(), last))
+    for other in caches[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(caches[0], other))
