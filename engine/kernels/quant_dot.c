@@ -110,23 +110,22 @@ static void dot_##FMT##_##MR(const struct dot_job *a, int m0, int p) {          
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
         store_panel(acc[i][0], acc[i][1], a->b, a->res, a->y, m0 + i, p * PW, a->N);             \
 }
-DOT_TILE(Q4, 1, 1) DOT_TILE(Q4, 2, 1) DOT_TILE(Q4, 3, 1)
-DOT_TILE(Q8, 1, 0) DOT_TILE(Q8, 2, 0) DOT_TILE(Q8, 3, 0)
+DOT_TILE(Q4, 1, 1) DOT_TILE(Q4, 2, 1) DOT_TILE(Q4, 3, 1) DOT_TILE(Q4, 4, 1) DOT_TILE(Q4, 5, 1) DOT_TILE(Q4, 6, 1)
+DOT_TILE(Q8, 1, 0) DOT_TILE(Q8, 2, 0) DOT_TILE(Q8, 3, 0) DOT_TILE(Q8, 4, 0) DOT_TILE(Q8, 5, 0) DOT_TILE(Q8, 6, 0)
 
-/* a work item: panels [g*GP, g*GP+GP) x all rows, 3 rows at a time (the codes of a panel stay
-   in cache across the row groups) */
+typedef void (*dot_tile)(const struct dot_job *, int, int);
+static const dot_tile TILES_Q4[7] = {0, dot_Q4_1, dot_Q4_2, dot_Q4_3, dot_Q4_4, dot_Q4_5, dot_Q4_6};
+static const dot_tile TILES_Q8[7] = {0, dot_Q8_1, dot_Q8_2, dot_Q8_3, dot_Q8_4, dot_Q8_5, dot_Q8_6};
+
+/* a work item: panels [g*GP, g*GP+GP) x all rows, up to 6 rows at a time (the codes of a panel
+   stay in cache across the row groups; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
+    const dot_tile *tiles = a->bits == 8 ? TILES_Q8 : TILES_Q4;
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
-        for (int m = 0; m < a->M; m += 3) {
-            const int r = a->M - m < 3 ? a->M - m : 3;
-            if (a->bits == 8) {
-                if (r == 3) dot_Q8_3(a, m, p); else if (r == 2) dot_Q8_2(a, m, p); else dot_Q8_1(a, m, p);
-            } else {
-                if (r == 3) dot_Q4_3(a, m, p); else if (r == 2) dot_Q4_2(a, m, p); else dot_Q4_1(a, m, p);
-            }
-        }
+        for (int m = 0; m < a->M; m += 6)
+            tiles[a->M - m < 6 ? a->M - m : 6](a, m, p);
 }
 
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
