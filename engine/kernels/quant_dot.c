@@ -74,6 +74,14 @@ static inline void pairs_q8(const uint8_t *bp, int kk, __m256i *w) {
 
 #define pairs_Q4 pairs_q4
 #define pairs_Q8 pairs_q8
+/* Blocks read ahead in software. A step's ~120 calls each stream 0.1-1.5 MB, too short for the
+   hardware prefetchers to reach full speed: all projections of one step ran at ~12 GB/s where a
+   plain sum reaches ~26. Interleaved in one process over all of a step's projections: 0 blocks
+   ahead 7.9 ms, 4 blocks 6.7, 8 blocks 6.8, 16 blocks 7.3. Past a work item's end this reads
+   into the next panels (harmless). */
+#ifndef PREFETCH
+#define PREFETCH 4
+#endif
 
 /* rows [m0, m0+MR) x panel p */
 #define DOT_TILE(FMT, MR, HAS_MIN)                                                                \
@@ -83,6 +91,8 @@ static void dot_##FMT##_##MR(const struct dot_job *a, int m0, int p) {          
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
     for (int blk = 0; blk < nb; blk++) {                                                          \
         const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * FMT##_BYTES;                   \
+        for (int off = 0; off < FMT##_BYTES; off += 64)   /* PREFETCH blocks ahead */   \
+            _mm_prefetch((const char *)bp + PREFETCH * FMT##_BYTES + off, _MM_HINT_T0);           \
         __m256i isum[MR][2];                                                                      \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 16") for (int kk = 0; kk < QB / 2; kk++) {                            \
