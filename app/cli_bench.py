@@ -14,9 +14,15 @@ def register(sub) -> None:
     p.add_argument("--n", type=int, default=None, help="prompts per task (default: all)")
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--max-prompt-tokens", type=int, default=1536)
-    p.add_argument("--methods", default="vanilla,pld", help="comma-separated methods; the first run is vanilla's peer")
+    p.add_argument("--methods", default="vanilla,pld",
+                   help="comma-separated methods: the engine's, transformers' hf/pld/pld3/pld10, and llamacpp "
+                        "(llama.cpp on the same GGUF; `pip install -e .[peers]`); the reference is vanilla, "
+                        "else the first")
     p.add_argument("--history", action="store_true",
                    help="stream the data set: earlier responses of a task become drafting sources")
+    p.add_argument("--turns", action="store_true",
+                   help="multi-turn instead: each case's turns in one session; every turn from the second "
+                        "runs warm (the kept KV prefix) and cold, comparing TTFT and tokens")
     p.add_argument("--json", type=Path, default=None, help="write every figure and output here")
     p.add_argument("--app", action="store_true",
                    help="measure the app instead: each prompt sent in the (headless) app, then given "
@@ -27,7 +33,7 @@ def register(sub) -> None:
 
 def cmd_bench(args) -> int:
     from engine.bench.data import load_cases
-    from engine.bench.runner import BenchOptions, format_table, run_bench, write_json
+    from engine.bench.runner import BenchOptions, format_table, format_turns, run_bench, run_turns, write_json
     from engine.errors import EngineError
 
     from .loading import load_engine
@@ -44,8 +50,12 @@ def cmd_bench(args) -> int:
         return bench_app(engine, cases, methods, args)
     opts = BenchOptions(methods=methods, max_new_tokens=args.max_new_tokens,
                         max_prompt_tokens=args.max_prompt_tokens, history=args.history)
-    result = run_bench(engine, cases, opts)
-    print(format_table(result))
+    if args.turns:
+        result = run_turns(engine, cases, opts)
+        print(format_turns(result))
+    else:
+        result = run_bench(engine, cases, opts)
+        print(format_table(result))
     if args.json:
         write_json(result, args.json)
         print(f"hexa: wrote {args.json}", file=sys.stderr)

@@ -12,7 +12,12 @@ from ..errors import EngineError
 class Case:
     id: str
     task: str
-    prompt: str     # the first user turn
+    prompt: str                  # the first user turn
+    turns: tuple[str, ...] = ()  # every user turn in order (the first is ``prompt``); () means (prompt,)
+
+    def __post_init__(self):
+        if not self.turns:
+            object.__setattr__(self, "turns", (self.prompt,))
 
 
 def load_cases(path: Path, tasks: list[str] | None = None, n: int | None = None) -> list[Case]:
@@ -27,7 +32,8 @@ def load_cases(path: Path, tasks: list[str] | None = None, n: int | None = None)
             continue
         try:
             obj = json.loads(line)
-            case = Case(str(obj["id"]), str(obj["task"]), str(obj["turns"][0]))
+            turns = tuple(str(t) for t in obj["turns"])
+            case = Case(str(obj["id"]), str(obj["task"]), turns[0], turns)
         except (ValueError, KeyError, IndexError, TypeError):
             raise EngineError(f"{path}:{no}: not a benchmark case (need id, task, turns)") from None
         cases.append(case)
@@ -52,11 +58,17 @@ def load_cases(path: Path, tasks: list[str] | None = None, n: int | None = None)
 
 def prompt_ids(engine, case: Case, max_prompt_tokens: int) -> list[int]:
     """Chat-templated first turn, the user text cut (at its end) so the whole prompt fits."""
-    ids = engine.chat_ids([{"role": "user", "content": case.prompt}])
+    return conversation_ids(engine, [], case.prompt, max_prompt_tokens)
+
+
+def conversation_ids(engine, earlier: list[dict], user: str, max_prompt_tokens: int) -> list[int]:
+    """Chat-templated ``earlier`` messages then the ``user`` turn; the new user text is cut (at its
+    end) so the whole prompt fits (the earlier messages are kept whole)."""
+    ids = engine.chat_ids(earlier + [{"role": "user", "content": user}])
     if len(ids) <= max_prompt_tokens:
         return ids
-    content = engine.encode(case.prompt)
+    content = engine.encode(user)
     overhead = len(ids) - len(content)
     text = engine.decode(content[:max(1, max_prompt_tokens - overhead - 8)])
-    ids = engine.chat_ids([{"role": "user", "content": text}])
+    ids = engine.chat_ids(earlier + [{"role": "user", "content": text}])
     return ids[:max_prompt_tokens] if len(ids) > max_prompt_tokens else ids

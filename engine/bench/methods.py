@@ -1,35 +1,41 @@
 """The decoding methods a benchmark can compare, each run on the same prompt ids.
 
 Engine methods go through ``Engine.generate``; ``hf`` (plain greedy) and ``pld``/``pld3``/``pld10``
-(prompt lookup decoding) are transformers' own ``generate`` on the same cached weights, as peers.
+(prompt lookup decoding) are transformers' own ``generate`` on the same cached weights, as peers;
+``llamacpp`` is llama.cpp's greedy decoding on the same GGUF (optional: ``pip install -e .[peers]``).
+
+Every run starts cold unless told otherwise (``cold=False``, the multi-turn benchmark): nothing from
+an earlier request (a kept KV prefix) may shorten its prefill. Each result's ``extra["prefill_ms"]``
+is the time from the request's start until the prompt's logits are ready (the first token is then
+one sampling away: ``ttft_s``).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import torch
 
 from ..errors import EngineError
 from ..events import Done
 from ..methods import METHODS
+from .result import RunResult
 
 
-@dataclass
-class RunResult:
-    tokens: list[int]
-    seconds: float
-    steps: int                   # decoding forward passes after the one that produced token 1
-    accepted_per_step: float
-    ttft_s: float = 0.0          # request start -> first new token (prefill included)
-    extra: dict = field(default_factory=dict)
+def forget_prefixes(engine) -> None:
+    """Drop the KV prefixes the engine keeps across requests, so the next request starts cold
+    (engines without prefix reuse have nothing to drop)."""
+    forget = getattr(engine, "forget_prefixes", None)
+    if forget is not None:
+        forget()
 
 
 class EngineMethod:
     def __init__(self, engine, method: str):
         self.engine, self.method = engine, method
 
-    def run(self, ids: list[int], max_new: int, history: list[list[int]]) -> RunResult:
+    def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True) -> RunResult:
+        if cold:
+            forget_prefixes(self.engine)
         t0 = time.perf_counter()
         done = None
         for ev in self.engine.generate(ids, max_new_tokens=max_new, method=self.method, sources=history):
@@ -37,7 +43,9 @@ class EngineMethod:
                 done = ev
         seconds = time.perf_counter() - t0
         return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted, done.ttft_ms / 1000,
-                         {"ttft_ms": done.ttft_ms, "draft_ms": done.draft_ms, "verify_ms": done.verify_ms,
+                         {"ttft_ms": done.ttft_ms, "prefill_ms": done.prefill_ms,
+                          "reused_tokens": getattr(done, "reused_tokens", 0),
+                          "draft_ms": done.draft_ms, "verify_ms": done.verify_ms,
                           "calibration_ms": done.calibration_ms, "by_source": done.accepted_by_source})
 
 
@@ -58,7 +66,8 @@ class TransformersMethod:
         self.lookup = lookup_tokens
         self.eos = sorted(engine.eos_ids)
 
-    def run(self, ids: list[int], max_new: int, history: list[list[int]]) -> RunResult:
+    def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True) -> RunResult:
+        # always cold: ``generate`` keeps no KV cache across calls
         kwargs = {"prompt_lookup_num_tokens": self.lookup} if self.lookup else {}
         before = self._calls[0]
         first = _FirstTokenClock()
@@ -73,7 +82,9 @@ class TransformersMethod:
             tokens.pop()
         steps = max(self._calls[0] - before - 1, 0)
         ttft = (first.at - t0) if first.at else seconds
-        return RunResult(tokens, seconds, steps, (len(tokens) - 1) / steps if steps else 0.0, ttft)
+        # the streamer sees the first token after prefill and its sampling: no finer split exists
+        return RunResult(tokens, seconds, steps, (len(tokens) - 1) / steps if steps else 0.0, ttft,
+                         {"ttft_ms": ttft * 1000, "prefill_ms": ttft * 1000, "reused_tokens": 0})
 
 
 class _FirstTokenClock:
@@ -94,11 +105,17 @@ class _FirstTokenClock:
 
 # transformers' own generate on the same weights, as peers: lookup tokens (0: plain greedy)
 PEERS = {"hf": 0, "pld": 10, "pld10": 10, "pld3": 3}
+LLAMACPP = "llamacpp"   # llama.cpp (llama-cpp-python) on the engine's GGUF
 
 
 def make_method(name: str, engine):
     if name in PEERS:
         return TransformersMethod(engine, lookup_tokens=PEERS[name])
+    if name == LLAMACPP:
+        from .llamacpp import LlamaCppMethod
+
+        return LlamaCppMethod(engine)
     if name in METHODS:
         return EngineMethod(engine, name)
-    raise EngineError(f"unknown bench method {name!r} (available: {', '.join(METHODS + tuple(PEERS))})")
+    raise EngineError(f"unknown bench method {name!r} "
+                      f"(available: {', '.join(METHODS + tuple(PEERS) + (LLAMACPP,))})")

@@ -1,4 +1,24 @@
-"""Run methods over cases, interleaved per prompt, and aggregate per task and overall."""
+"""Run methods over cases, interleaved per prompt, and aggregate per task and overall.
+
+Figures, per task and method (sums over the task's prompts, then one ratio, so long prompts weigh
+more than short ones):
+
+- prefill tok/s: prompt tokens / prefill seconds, where prefill is the request's start until the
+  prompt's logits are ready (the engine's ``Done.prefill_ms``; llama.cpp: its ``eval`` of the
+  prompt; transformers: its time to first token, which has no finer split). Every single-turn run
+  starts cold: all its prompt tokens are computed.
+- TTFT: mean time from the request's start to the first new token (prefill + first sampling).
+- decode tok/s: tokens after the first / (seconds - TTFT): decoding alone.
+- e2e tok/s: new tokens / seconds, request start to last token; ``speedup`` divides it by the
+  reference's (vanilla's), ``vs llama.cpp`` by llamacpp's when it was run.
+- max new / over cap: the most tokens one run produced, and how many runs produced more than
+  ``max_new_tokens`` (must be 0).
+- identical: the runs whose tokens equal the reference's (llama.cpp's Q4_1 arithmetic differs
+  from hexa's fp32 dequantized weights, so it may legitimately differ).
+
+``run_turns`` is the multi-turn benchmark: each case's user turns in one session, every turn from
+the second on also run cold, to measure what the kept KV prefix saves.
+"""
 from __future__ import annotations
 
 import json
@@ -6,8 +26,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .data import Case, prompt_ids
-from .methods import RunResult, make_method
+from ..errors import EngineError
+from ..methods import METHODS
+from .data import Case, conversation_ids, prompt_ids
+from .methods import LLAMACPP, RunResult, make_method
+
+TTFT_TARGET = 0.25   # a warm turn's TTFT should be at most this fraction of the cold one's
 
 
 @dataclass
@@ -19,12 +43,22 @@ class BenchOptions:
     warmup: bool = True
 
 
+def _warm_up(engine, cases: list[Case], runners: dict) -> None:
+    """First calls pay one-time costs (allocator, kernels); keep them out of the figures."""
+    warm = prompt_ids(engine, cases[0], 64)
+    for r in runners.values():
+        r.run(warm, 4, [])
+
+
+def _figures(res: RunResult) -> dict:
+    return {"tokens": res.tokens, "seconds": res.seconds, "ttft_s": res.ttft_s, "steps": res.steps,
+            "accepted_per_step": res.accepted_per_step, **res.extra}
+
+
 def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> dict:
     runners = {m: make_method(m, engine) for m in opts.methods}
-    if opts.warmup:  # first calls pay one-time costs (allocator, kernels); keep them out of the figures
-        warm = prompt_ids(engine, cases[0], 64)
-        for r in runners.values():
-            r.run(warm, 4, [])
+    if opts.warmup:
+        _warm_up(engine, cases, runners)
     per_prompt: list[dict] = []
     history: dict[str, list[list[int]]] = {}
     reference = opts.methods[0] if "vanilla" not in opts.methods else "vanilla"
@@ -33,10 +67,8 @@ def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
         sources = list(history.get(case.task, [])) if opts.history else []
         row = {"id": case.id, "task": case.task, "prompt_tokens": len(ids), "results": {}}
         for name, runner in runners.items():
-            res: RunResult = runner.run(ids, opts.max_new_tokens, sources)
-            row["results"][name] = {"tokens": res.tokens, "seconds": res.seconds, "ttft_s": res.ttft_s,
-                                    "steps": res.steps,
-                                    "accepted_per_step": res.accepted_per_step, **res.extra}
+            # cold: an engine method first forgets the prefixes earlier runs left (forget_prefixes)
+            row["results"][name] = _figures(runner.run(ids, opts.max_new_tokens, sources))
         ref_tokens = row["results"][reference]["tokens"]
         for name in runners:
             row["results"][name]["matches_reference"] = row["results"][name]["tokens"] == ref_tokens
@@ -46,52 +78,185 @@ def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
         per_prompt.append(row)
         times = "  ".join(f"{n} {row['results'][n]['seconds']:.2f}s" for n in runners)
         print(f"[{k}/{len(cases)}] {case.task:<8} {case.id:<14} {len(ids):>5} tok  {times}", file=log, flush=True)
-    return summarize(per_prompt, opts, reference, engine)
+    result = summarize(per_prompt, opts, reference, engine)
+    return _with_peer_info(result, runners)
+
+
+def _with_peer_info(result: dict, runners: dict) -> dict:
+    if LLAMACPP in runners:   # how llama.cpp was built and run (its CPU features, context size)
+        result["llamacpp"] = dict(runners[LLAMACPP].info)
+    return result
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else 0.0
 
 
 def summarize(per_prompt: list[dict], opts: BenchOptions, reference: str, engine) -> dict:
     tasks = sorted({r["task"] for r in per_prompt}) + ["all"]
+    cap = opts.max_new_tokens
     runs: dict = {}
     for m in opts.methods:
         runs[m] = {"tasks": {}}
         for t in tasks:
             rows = [r for r in per_prompt if t == "all" or r["task"] == t]
             res = [r["results"][m] for r in rows]
+            prompt = sum(r["prompt_tokens"] for r in rows)
             new = sum(len(x["tokens"]) for x in res)
             secs = sum(x["seconds"] for x in res)
             steps = sum(x["steps"] for x in res)
+            # the prompt's logits ready (see the module's doc); the TTFT where no finer split exists
+            prefill_s = sum(x.get("prefill_ms", x["ttft_s"] * 1000) / 1000 for x in res)
             # tokens per forward pass while decoding (the first token comes from prefill)
             emitted = sum(max(len(x["tokens"]) - 1, 0) for x in res)
             decode_s = sum(x["seconds"] - x["ttft_s"] for x in res)
-            runs[m]["tasks"][t] = {"n": len(rows), "new_tokens": new, "seconds": secs,
-                                   "tokens_per_s": new / secs if secs else 0.0,
+            runs[m]["tasks"][t] = {"n": len(rows), "prompt_tokens": prompt, "new_tokens": new, "seconds": secs,
+                                   "tokens_per_s": _ratio(new, secs),
+                                   "prefill_tokens_per_s": _ratio(prompt, prefill_s),
+                                   "ttft_ms": 1000 * sum(x["ttft_s"] for x in res) / max(len(res), 1),
                                    # after the first token: decoding speed without prefill
-                                   "decode_tokens_per_s": emitted / decode_s if decode_s > 0 else 0.0,
-                                   "accepted_per_step": emitted / steps if steps else 0.0,
+                                   "decode_tokens_per_s": _ratio(emitted, decode_s),
+                                   "accepted_per_step": _ratio(emitted, steps),
+                                   "max_new_tokens": max((len(x["tokens"]) for x in res), default=0),
+                                   "over_cap": sum(len(x["tokens"]) > cap for x in res),
                                    "mismatches": sum(not x["matches_reference"] for x in res)}
     for t in tasks:
         base = runs.get("vanilla", runs[reference])["tasks"][t]["tokens_per_s"]
+        peer = runs[LLAMACPP]["tasks"][t]["tokens_per_s"] if LLAMACPP in runs else None
         for m in opts.methods:
             row = runs[m]["tasks"][t]
-            row["speedup_vs_vanilla"] = row["tokens_per_s"] / base if base else 0.0
+            row["speedup_vs_vanilla"] = _ratio(row["tokens_per_s"], base)
+            if peer is not None:
+                row["vs_llamacpp"] = _ratio(row["tokens_per_s"], peer)
+    return {**_header(engine, opts), "reference": reference, "runs": runs, "prompts": per_prompt}
+
+
+def _header(engine, opts: BenchOptions) -> dict:
     return {"model": engine.model_name, "backend": engine.backend_name, "threads": engine.threads,
-            "kernel": engine.model.kernel, "reference": reference, "options": vars(opts), "runs": runs, "prompts": per_prompt}
+            "kernel": engine.model.kernel, "options": vars(opts)}
+
+
+def _title(result: dict) -> str:
+    return (f"model {result['model']} | backend {result['backend']} | threads {result['threads']} | "
+            f"kernel {result.get('kernel', '?')} | max new tokens {result['options']['max_new_tokens']}")
+
+
+def _rule(head: str) -> list[str]:
+    return [head, "-" * len(head)]
 
 
 def format_table(result: dict) -> str:
-    lines = [f"model {result['model']} | backend {result['backend']} | threads {result['threads']} | "
-             f"kernel {result.get('kernel', '?')} | max new tokens {result['options']['max_new_tokens']} | reference: {result['reference']}"]
-    head = (f"{'task':<8} {'method':<12} {'n':>3} {'new tok':>8} {'seconds':>8} {'tok/s':>7} {'speedup':>8} "
-            f"{'decode tok/s':>12} {'acc/step':>9} {'identical':>10}")
-    lines += [head, "-" * len(head)]
-    tasks = list(next(iter(result["runs"].values()))["tasks"])
+    """Two tables: speed, then outputs (length cap, agreement with the reference)."""
+    cap = result["options"]["max_new_tokens"]
+    runs = result["runs"]
+    peer = LLAMACPP in runs
+    tasks = list(next(iter(runs.values()))["tasks"])
+    lines = [_title(result) + f" | reference: {result['reference']}", ""]
+    lines += _rule(f"{'task':<8} {'method':<12} {'n':>3} {'prompt tok':>10} {'prefill tok/s':>13} {'TTFT ms':>8} "
+                   f"{'decode tok/s':>12} {'e2e tok/s':>9} {'speedup':>8}" + (f" {'vs llama.cpp':>12}" if peer else ""))
     for t in tasks:
-        for m, run in result["runs"].items():
+        for m, run in runs.items():
+            r = run["tasks"][t]
+            lines.append(f"{t:<8} {m:<12} {r['n']:>3} {r['prompt_tokens']:>10} {r['prefill_tokens_per_s']:>13.1f} "
+                         f"{r['ttft_ms']:>8.1f} {r['decode_tokens_per_s']:>12.2f} {r['tokens_per_s']:>9.2f} "
+                         f"{r['speedup_vs_vanilla']:>7.2f}x" + (f" {r['vs_llamacpp']:>11.2f}x" if peer else ""))
+    lines.append("")
+    lines += _rule(f"{'task':<8} {'method':<12} {'new tok':>8} {'seconds':>8} {'acc/step':>9} "
+                   f"{'max new/cap':>11} {'over cap':>8} {'identical':>10}")
+    for t in tasks:
+        for m, run in runs.items():
             r = run["tasks"][t]
             ident = "yes" if r["mismatches"] == 0 else f"no ({r['mismatches']})"
-            lines.append(f"{t:<8} {m:<12} {r['n']:>3} {r['new_tokens']:>8} {r['seconds']:>8.2f} "
-                         f"{r['tokens_per_s']:>7.2f} {r['speedup_vs_vanilla']:>7.2f}x {r['decode_tokens_per_s']:>12.2f} "
-                         f"{r['accepted_per_step']:>9.2f} {ident:>10}")
+            most = f"{r['max_new_tokens']}/{cap}"
+            lines.append(f"{t:<8} {m:<12} {r['new_tokens']:>8} {r['seconds']:>8.2f} {r['accepted_per_step']:>9.2f} "
+                         f"{most:>11} {r['over_cap']:>8} {ident:>10}")
+    return "\n".join(lines)
+
+
+# ---- multi-turn: what the kept KV prefix saves
+
+def can_keep_prefix(method: str) -> bool:
+    """Methods whose runs can continue from the previous request's KV cache (the engine's kept
+    prefixes, llama.cpp's prefix match); transformers' ``generate`` starts from nothing."""
+    return method in METHODS or method == LLAMACPP
+
+
+def run_turns(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> dict:
+    """Each case's user turns in order in one session: ``[user 1]`` -> answer 1 -> ``[user 1,
+    answer 1, user 2]`` -> ... Turn 1 starts cold; every later turn runs warm (whatever the previous
+    turn left), then the same prompt again cold, to compare their TTFT and tokens."""
+    multi = [c for c in cases if len(c.turns) >= 2]
+    if not multi:
+        raise EngineError("--turns needs cases with two or more turns (every selected case has one; "
+                          "try --tasks chat)")
+    if len(multi) < len(cases):
+        print(f"hexa: --turns: skipping {len(cases) - len(multi)} single-turn case(s)", file=log)
+    for m in opts.methods:
+        if not can_keep_prefix(m):
+            print(f"hexa: --turns: skipping {m} (it keeps no KV cache across requests)", file=log)
+    kept = [m for m in opts.methods if can_keep_prefix(m)]
+    if not kept:
+        raise EngineError("--turns needs an engine method or llamacpp in --methods")
+    runners = {m: make_method(m, engine) for m in kept}
+    if opts.warmup:
+        _warm_up(engine, multi, runners)
+    rows: list[dict] = []
+    for k, case in enumerate(multi, 1):
+        for name, runner in runners.items():
+            earlier: list[dict] = []
+            for turn, user in enumerate(case.turns, 1):
+                ids = conversation_ids(engine, earlier, user, opts.max_prompt_tokens)
+                warm = runner.run(ids, opts.max_new_tokens, [], cold=(turn == 1))   # turn 1: a new session
+                row = {"id": case.id, "task": case.task, "method": name, "turn": turn, "prompt_tokens": len(ids),
+                       "warm": _figures(warm)}
+                if turn >= 2:
+                    cold = runner.run(ids, opts.max_new_tokens, [], cold=True)
+                    row.update(cold=_figures(cold), ttft_ratio=_ratio(warm.ttft_s, cold.ttft_s),
+                               reused_tokens=warm.extra.get("reused_tokens", 0),
+                               same_tokens=warm.tokens == cold.tokens)
+                    print(f"[{k}/{len(multi)}] {case.id:<14} {name:<10} turn {turn} {len(ids):>5} tok  "
+                          f"TTFT warm {warm.ttft_s * 1000:.1f} ms, cold {cold.ttft_s * 1000:.1f} ms, "
+                          f"reused {row['reused_tokens']}", file=log, flush=True)
+                rows.append(row)
+                earlier += [{"role": "user", "content": user},
+                            {"role": "assistant", "content": engine.decode(warm.tokens)}]
+    return _with_peer_info({**_header(engine, opts), "turns": {"summary": summarize_turns(rows), "rows": rows}},
+                           runners)
+
+
+def summarize_turns(rows: list[dict]) -> dict:
+    """Per method and turn number (from 2): means of the warm and cold TTFT, their ratio (of the
+    sums), mean reused tokens and how many warm runs gave the cold run's tokens."""
+    out: dict = {}
+    for r in rows:
+        if r["turn"] < 2:
+            continue
+        out.setdefault(r["method"], {}).setdefault(str(r["turn"]), []).append(r)
+    summary: dict = {}
+    for m, by_turn in out.items():
+        summary[m] = {}
+        for turn, rs in by_turn.items():
+            warm = sum(r["warm"]["ttft_s"] for r in rs)
+            cold = sum(r["cold"]["ttft_s"] for r in rs)
+            summary[m][turn] = {"n": len(rs), "prompt_tokens": sum(r["prompt_tokens"] for r in rs) / len(rs),
+                                "warm_ttft_ms": 1000 * warm / len(rs), "cold_ttft_ms": 1000 * cold / len(rs),
+                                "ttft_ratio": _ratio(warm, cold),
+                                "reused_tokens": sum(r["reused_tokens"] for r in rs) / len(rs),
+                                "same_tokens": sum(r["same_tokens"] for r in rs)}
+    return summary
+
+
+def format_turns(result: dict) -> str:
+    lines = [_title(result) + " | multi-turn: warm = the session's kept prefix, cold = from nothing", ""]
+    lines += _rule(f"{'method':<12} {'turn':>4} {'n':>3} {'prompt tok':>10} {'reused tok':>10} {'warm TTFT ms':>12} "
+                   f"{'cold TTFT ms':>12} {'warm/cold':>9} {'<=' + format(TTFT_TARGET, '.0%'):>6} {'same tokens':>11}")
+    for m, by_turn in result["turns"]["summary"].items():
+        for turn, r in by_turn.items():
+            ok = "yes" if r["ttft_ratio"] <= TTFT_TARGET else "no"
+            same = f"{r['same_tokens']}/{r['n']}"
+            lines.append(f"{m:<12} {turn:>4} {r['n']:>3} {r['prompt_tokens']:>10.0f} {r['reused_tokens']:>10.0f} "
+                         f"{r['warm_ttft_ms']:>12.1f} {r['cold_ttft_ms']:>12.1f} {r['ttft_ratio']:>9.0%} {ok:>6} "
+                         f"{same:>11}")
     return "\n".join(lines)
 
 
