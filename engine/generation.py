@@ -295,3 +295,35 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
     if tail:
         yield Text(tail)
     yield totals.done(stop_reason, out)
+    if prefixes is not None and prefixes.budget and prefilled is not None and out.ids \
+            and stop_reason not in ("cancelled", "context_full"):
+        keep_answer(model, cache, ids, out.ids, prefixes, policy, view_key, prefilled[1], config.chunk_size)
+
+
+def keep_answer(model: Backend, cache: KVCache, ids: list[int], answer: list[int], prefixes: PrefixStore,
+                policy: CalibrationPolicy | None, view_key, topk: ViewRows | None, chunk_size: int) -> None:
+    """Keep prompt + answer, so the next turn of a chat (which starts with both) prefills only its
+    new message. Runs after ``Done`` (the user reads the answer meanwhile; a consumer that stops
+    at ``Done`` skips it). The answer's rows are prefilled again, not taken from decoding: decoding
+    computes with other arithmetic (integer dot products), and a warm next turn must give a cold
+    one's tokens, which prefill every token of their prompt."""
+    full = ids + list(answer)
+    if len(full) > cache.capacity:
+        return
+    cache.truncate(len(ids))
+    view = TopKView(model, full, policy) if policy is not None and topk is not None else None
+    model.begin_prefill(len(answer))
+    try:
+        for s in range(len(ids), len(full), max(1, chunk_size)):
+            part = full[s:s + chunk_size]
+            hidden = model.forward(torch.tensor(part), torch.arange(s, s + len(part)), cache)
+            cache.commit(len(part))
+            if view is not None:
+                view.add(hidden)
+    finally:
+        model.end_prefill()
+    rows = None
+    if view is not None:
+        more = view.result()
+        rows = (torch.cat([topk[0], more[0]]), torch.cat([topk[1], more[1]]))
+    prefixes.put(full, cache, rows, view_key)

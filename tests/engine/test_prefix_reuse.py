@@ -63,7 +63,9 @@ def test_a_warm_chat_gives_the_cold_chats_tokens(engine, method):
             continue
         before = warm[turn - 1][0]
         assert ids[:len(before)] == before           # the chat template keeps earlier turns as they were
-        assert w.reused_tokens == len(before)        # the previous prompt, not its (re-tokenized) answer
+        # the previous prompt and its answer, kept after the previous Done (as far as the chat
+        # template's re-tokenized answer equals the generated ids)
+        assert len(before) < w.reused_tokens < len(ids)
         first = prefill[0]
         assert first.reused == w.reused_tokens and first.done == first.reused + first.chunk
         assert prefill[-1].done == prefill[-1].total == len(ids) == w.prompt_tokens
@@ -119,7 +121,7 @@ def test_a_long_first_turn_makes_the_second_turns_first_token_faster(engine, dev
     _, cold = run(engine, ids, method="vanilla", max_new_tokens=8)
     assert warm.token_ids == cold.token_ids
     fed = sum(p.chunk for p in warm_prefill)
-    assert warm.reused_tokens == first.prompt_tokens >= 400 and fed == len(ids) - warm.reused_tokens < 64
+    assert warm.reused_tokens > first.prompt_tokens >= 400 and fed == len(ids) - warm.reused_tokens < 64
     # ~10x fewer tokens fed; a generous bound for a busy 2-core machine
     assert warm.ttft_ms < 0.6 * cold.ttft_ms, (warm.ttft_ms, cold.ttft_ms)
 
