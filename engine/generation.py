@@ -294,19 +294,24 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
     tail = out.stream.flush()
     if tail:
         yield Text(tail)
-    yield totals.done(stop_reason, out)
+    done = totals.done(stop_reason, out)   # stamped now: the answer is complete
     if prefixes is not None and prefixes.budget and prefilled is not None and out.ids \
             and stop_reason not in ("cancelled", "context_full"):
-        keep_answer(model, cache, ids, out.ids, prefixes, policy, view_key, prefilled[1], config.chunk_size)
+        keep_answer(model, cache, ids, out.ids, prefixes, policy, view_key, prefilled[1], config.chunk_size,
+                    cancelled)
+    yield done
 
 
 def keep_answer(model: Backend, cache: KVCache, ids: list[int], answer: list[int], prefixes: PrefixStore,
-                policy: CalibrationPolicy | None, view_key, topk: ViewRows | None, chunk_size: int) -> None:
+                policy: CalibrationPolicy | None, view_key, topk: ViewRows | None, chunk_size: int,
+                cancelled: Callable[[], bool]) -> None:
     """Keep prompt + answer, so the next turn of a chat (which starts with both) prefills only its
-    new message. Runs after ``Done`` (the user reads the answer meanwhile; a consumer that stops
-    at ``Done`` skips it). The answer's rows are prefilled again, not taken from decoding: decoding
-    computes with other arithmetic (integer dot products), and a warm next turn must give a cold
-    one's tokens, which prefill every token of their prompt."""
+    new message. Runs once the answer's text is out, before ``Done`` is yielded (stamped before it):
+    inside the request, so an agent saves the answer and a next request starts only after it (run
+    after ``Done``, a TUI user's next message overtook the answer's save); a cancel stops it. The
+    answer's rows are prefilled again, not taken from decoding: decoding computes with other
+    arithmetic (integer dot products), and a warm next turn must give a cold one's tokens, which
+    prefill every token of their prompt."""
     full = ids + list(answer)
     if len(full) > cache.capacity:
         return
@@ -315,6 +320,8 @@ def keep_answer(model: Backend, cache: KVCache, ids: list[int], answer: list[int
     model.begin_prefill(len(answer))
     try:
         for s in range(len(ids), len(full), max(1, chunk_size)):
+            if cancelled():
+                return
             part = full[s:s + chunk_size]
             hidden = model.forward(torch.tensor(part), torch.arange(s, s + len(part)), cache)
             cache.commit(len(part))

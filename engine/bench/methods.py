@@ -40,7 +40,7 @@ class EngineMethod:
         done = None
         for ev in self.engine.generate(ids, max_new_tokens=max_new, method=self.method, sources=history):
             if isinstance(ev, Done):
-                done, seconds = ev, time.perf_counter() - t0   # the engine keeps the answer's KV after it
+                done, seconds = ev, ev.t - t0   # stamped when the answer was complete (then the answer's KV is kept)
         return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted, done.ttft_ms / 1000,
                          {"ttft_ms": done.ttft_ms, "prefill_ms": done.prefill_ms,
                           "reused_tokens": getattr(done, "reused_tokens", 0),
