@@ -28,6 +28,14 @@ async def test_send_streams_text_and_updates_panels(real_engine, tmp_path):
         assert f"({screen.metrics.steps} steps)" in figures
         stored = app.runtime.memory.messages(screen.session_id)
         assert [m.role for m in stored] == ["user", "assistant"] and stored[1].token_ids
+        app._probe()   # the Device panel shows the engine's own memory: the weights as codes
+        weights = app.device.engine_mb["weights"]
+        assert 100 < weights < 130, weights
+        screen.show_panels()
+        await pilot.pause()
+        from app.tui.widgets.panels import DevicePanel
+        device = str(screen.query_one(DevicePanel).render())
+        assert "engine" in device and f"weights {weights:.0f}" in device
 
 
 async def test_cancel_mid_generation(real_engine, tmp_path):

@@ -101,9 +101,9 @@ class DevicePanel(Lines):
         kind = "vanilla" if method == "vanilla" else f"speculative ({method})"
         lines = [f"model    {device.model}", f"backend  {device.backend}", f"decoding {kind}",
                  f"memory   {device.rss_mb:.0f} MB"]
-        if device.engine_mb:
-            parts = ", ".join(f"{k} {v:.0f}" for k, v in device.engine_mb.items())
-            lines.append(f"engine   {sum(device.engine_mb.values()):.0f} MB ({parts})")
+        if device.engine_mb:   # the engine's own part of it, on two lines to fit the panel
+            lines.append(f"engine   {sum(device.engine_mb.values()):.0f} MB")
+            lines.append("         " + ", ".join(f"{k} {v:.0f}" for k, v in device.engine_mb.items()))
         if device.memory:
             lines.append(f"[yellow]store    {device.memory}[/yellow]")
         self.redraw("\n".join(lines))
