@@ -111,7 +111,7 @@ def test_a_cancelled_prefill_keeps_nothing_and_the_next_request_is_cold_identica
 
 
 def test_a_long_first_turn_makes_the_second_turns_first_token_faster(engine, dev_cases):
-    document = dev_cases[0]["turns"][0][:2500]
+    document = (dev_cases[0]["turns"][0] * 3)[:2500]   # the built-in case (no dev set beside a clone) is short
     messages = [{"role": "user", "content": "Summarize this article:\n" + document}]
     cold_prefill, first = run(engine, engine.chat_ids(messages), method="vanilla", max_new_tokens=8)
     messages += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "Shorter."}]
