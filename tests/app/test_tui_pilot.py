@@ -39,7 +39,8 @@ async def test_send_streams_text_and_updates_panels(real_engine, tmp_path):
 
 
 async def test_cancel_mid_generation(real_engine, tmp_path):
-    app = make_app(real_engine, tmp_path, max_tokens=200)
+    # room for ~10 s of decoding: 200 tokens could be over before Esc lands (~130 tok/s now)
+    app = make_app(real_engine, tmp_path, max_tokens=1200)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Write a long story about a robot.")
