@@ -140,7 +140,7 @@ class Assistant:
     def _run(self, ids: list[int], max_new: int, sources, cancel) -> Iterator:
         return self.engine.generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
                                     top_p=self.settings.top_p, method=self.settings.method,
-                                    sources=sources, cancel=cancel)
+                                    sources=sources, cancel=cancel, keep_answer=True)   # the next turn continues it
 
     def _generate(self, session_id, history, user_text: str, cancel) -> Iterator:
         context, notes = self._context(session_id, user_text, history)

@@ -135,11 +135,13 @@ class Engine:
                  stop: Sequence[str] = (), method: str = "vanilla",
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
                  chunk_size: int = 256, constraint: Constraint | Grammar | None = None,
-                 reuse: bool = True) -> Iterator[Event]:
+                 reuse: bool = True, keep_answer: bool = False) -> Iterator[Event]:
         """Stream one request's events. ``constraint``: only the tokens it allows are emitted
         (a ``Grammar`` is compiled here; compile once with ``constraint()`` to reuse it).
         ``reuse``: serve the prompt's start from a recent prompt's KV when they share it (the
-        output is a cold run's), and keep this prompt's for later requests."""
+        output is a cold run's), and keep this prompt's for later requests. ``keep_answer``: keep
+        prompt + answer instead (a chat, whose next prompt continues with both), at the cost of
+        prefilling the answer once more before ``Done``; a one-shot request has no use for it."""
         spec = method_spec(method)
         if isinstance(constraint, Grammar):
             constraint = self.constraint(constraint)
@@ -159,7 +161,7 @@ class Engine:
             raise EngineError("empty prompt")
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                   seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
-                                  constraint=constraint)
+                                  constraint=constraint, keep_answer=keep_answer)
         return generate(self.model, self.tokenizer, ids, config, self.eos_ids, self.context_window,
                         self._speculator(method, spec, sources), cancel,
                         prefixes=self.prefixes if reuse else None)

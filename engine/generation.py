@@ -48,6 +48,7 @@ class GenerationConfig:
     method: str = "vanilla"
     chunk_size: int = 256
     constraint: Constraint | None = None   # only tokens it allows are emitted
+    keep_answer: bool = False              # keep prompt + answer as a reusable prefix (a chat's next turn)
 
 
 def fit_prompt(ids: list[int], window: int, max_new: int) -> tuple[list[int], int, str | None]:
@@ -295,7 +296,7 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
     if tail:
         yield Text(tail)
     done = totals.done(stop_reason, out)   # stamped now: the answer is complete
-    if prefixes is not None and prefixes.budget and prefilled is not None and out.ids \
+    if config.keep_answer and prefixes is not None and prefixes.budget and prefilled is not None and out.ids \
             and stop_reason not in ("cancelled", "context_full"):
         keep_answer(model, cache, ids, out.ids, prefixes, policy, view_key, prefilled[1], config.chunk_size,
                     cancelled)

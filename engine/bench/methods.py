@@ -38,7 +38,9 @@ class EngineMethod:
             forget_prefixes(self.engine)
         t0 = time.perf_counter()
         done = None
-        for ev in self.engine.generate(ids, max_new_tokens=max_new, method=self.method, sources=history):
+        # a session (not cold) is a chat: its next turn continues this prompt and answer
+        for ev in self.engine.generate(ids, max_new_tokens=max_new, method=self.method, sources=history,
+                                       keep_answer=not cold):
             if isinstance(ev, Done):
                 done, seconds = ev, ev.t - t0   # stamped when the answer was complete (then the answer's KV is kept)
         return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted, done.ttft_ms / 1000,

@@ -44,7 +44,7 @@ def chat(engine, method: str, warm: bool) -> list[tuple[list[int], list[Prefill]
         ids = engine.chat_ids(messages)
         if not warm:
             engine.forget_prefixes()
-        prefill, done = run(engine, ids, method=method)
+        prefill, done = run(engine, ids, method=method, keep_answer=True)   # as the assistant asks
         turns.append((ids, prefill, done))
         messages.append({"role": "assistant", "content": done.text})
     return turns
@@ -113,7 +113,8 @@ def test_a_cancelled_prefill_keeps_nothing_and_the_next_request_is_cold_identica
 def test_a_long_first_turn_makes_the_second_turns_first_token_faster(engine, dev_cases):
     document = (dev_cases[0]["turns"][0] * 3)[:2500]   # the built-in case (no dev set beside a clone) is short
     messages = [{"role": "user", "content": "Summarize this article:\n" + document}]
-    cold_prefill, first = run(engine, engine.chat_ids(messages), method="vanilla", max_new_tokens=8)
+    cold_prefill, first = run(engine, engine.chat_ids(messages), method="vanilla", max_new_tokens=8,
+                              keep_answer=True)
     messages += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "Shorter."}]
     ids = engine.chat_ids(messages)
     warm_prefill, warm = run(engine, ids, method="vanilla", max_new_tokens=8)
@@ -183,3 +184,15 @@ def test_store_keeps_one_entry_per_conversation_and_its_view_rows():
     entry, n = store.lookup(turn2 + [1], view_key=(4, 4096))
     assert n == 80 and torch.equal(entry.view_head(n)[0], view[0])
     assert store.lookup(turn2 + [1], view_key=(8, 0)) == (None, 0)   # rows made another way
+
+
+def test_a_one_shot_request_keeps_its_prompt_only(engine):
+    """Without keep_answer (the summarizer's parts, the agent's steps, the bench) the answer is not
+    prefilled again: only the prompt is kept."""
+    engine.forget_prefixes()
+    ids = engine.chat_ids([{"role": "user", "content": TURNS[0]}])
+    run(engine, ids, max_new_tokens=8)
+    assert [len(e.ids) for e in engine.prefixes._entries.values()] == [len(ids)]
+    engine.forget_prefixes()
+    _, done = run(engine, ids, max_new_tokens=8, keep_answer=True)
+    assert [len(e.ids) for e in engine.prefixes._entries.values()] == [len(ids) + done.new_tokens]
