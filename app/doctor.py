@@ -14,16 +14,23 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def _check_model(settings, locs) -> tuple[bool, str]:
-    from engine.errors import EngineError
-    from engine.model_cache import entry_dir, is_valid
+def _model_entry(settings, locs):
+    """(source, cache folder) of the configured model; raises EngineError when it is not found."""
+    from engine.model_cache import entry_dir
     from engine.model_source import resolve
 
+    source = resolve(settings.model)
+    return source, entry_dir(source, locs.model_cache)
+
+
+def _check_model(settings, locs) -> tuple[bool, str]:
+    from engine.errors import EngineError
+    from engine.model_cache import is_valid
+
     try:
-        source = resolve(settings.model)
+        source, entry = _model_entry(settings, locs)
     except EngineError as exc:
         return False, str(exc)
-    entry = entry_dir(source, locs.model_cache)
     cached = "cached" if is_valid(entry) else "not converted yet (first load converts it)"
     return True, f"{source.name} [{source.kind}] {source.path or source.hub_id} — {cached}"
 
@@ -75,11 +82,9 @@ def _packed_weights(settings, locs, kernel) -> str:
     """What the engine keeps resident for the weights: the packed file a start writes and reads."""
     from engine import packed_weights
     from engine.errors import EngineError
-    from engine.model_cache import entry_dir
-    from engine.model_source import resolve
 
     try:
-        path = packed_weights.path_for(entry_dir(resolve(settings.model), locs.model_cache), kernel.build)
+        path = packed_weights.path_for(_model_entry(settings, locs)[1], kernel.build)
     except EngineError:
         return "weights: model not found"
     if not path.exists():

@@ -169,8 +169,9 @@ class Engine:
     def resident_bytes(self) -> dict[str, int]:
         """What the engine holds in memory beyond the Python runtime, by part: the weights as the
         backend keeps them, and the kept prompts' KV (shown by the TUI's Device panel)."""
-        weights = getattr(self.model, "weight_bytes", None)
-        return {"weights": weights() if weights else 0, "kept KV": self.prefixes.nbytes()}
+        weights = getattr(self.model, "weight_bytes", None)   # the qnn graphs hold theirs in QNN's memory
+        parts = {"weights": weights()} if weights else {}
+        return parts | {"kept KV": self.prefixes.nbytes()}
 
     def forget_prefixes(self) -> None:
         """Drop every kept prompt's KV: the next request prefills its whole prompt (a cold run)."""

@@ -317,21 +317,17 @@ def keep_answer(model: Backend, cache: KVCache, ids: list[int], answer: list[int
     if len(full) > cache.capacity:
         return
     cache.truncate(len(ids))
-    view = TopKView(model, full, policy) if policy is not None and topk is not None else None
-    model.begin_prefill(len(answer))
-    try:
-        for s in range(len(ids), len(full), max(1, chunk_size)):
-            if cancelled():
-                return
-            part = full[s:s + chunk_size]
-            hidden = model.forward(torch.tensor(part), torch.arange(s, s + len(part)), cache)
-            cache.commit(len(part))
-            if view is not None:
-                view.add(hidden)
-    finally:
-        model.end_prefill()
-    rows = None
-    if view is not None:
-        more = view.result()
-        rows = (torch.cat([topk[0], more[0]]), torch.cat([topk[1], more[1]]))
-    prefixes.put(full, cache, rows, view_key)
+    # the answer as a warm prompt's rest: prefill after the kept prompt rows (its events unused)
+    result = _drain(prefill(model, full, cache, chunk_size, policy if topk is not None else None, cancelled,
+                            reused=len(ids), view_head=topk))
+    if result is not None:
+        prefixes.put(full, cache, result[1], view_key)
+
+
+def _drain(events: Generator):
+    """Run a generator to its end, dropping what it yields; return what it returns."""
+    while True:
+        try:
+            next(events)
+        except StopIteration as stop:
+            return stop.value

@@ -81,7 +81,6 @@ def library_linear(choice: str = "native") -> tuple[Callable, str]:
 
 
 MAX_TREE = 32         # draft tokens per verification on this dynamic-shape backend
-FUSED_ROWS = 64   # tokens per pass up to which one native call runs the whole pass (every step and tree)
 
 
 class Layer:
@@ -277,7 +276,7 @@ class CompactTransformer:
             mask = mask.view(1, 1, self._group * S, end)
         cos, sin = self.cos[positions], self.sin[positions]
         x = self.embed[tokens]
-        if self.native is not None and self.fused is not None and S <= FUSED_ROWS:
+        if self.native is not None and self.fused is not None and S <= self.fused.rows:
             mask2d = None if mask is None else mask.reshape(self._group * S, end).contiguous()
             return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
                               exact=self.exact or self._prefilling)

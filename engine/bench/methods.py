@@ -21,21 +21,13 @@ from ..methods import METHODS
 from .result import RunResult
 
 
-def forget_prefixes(engine) -> None:
-    """Drop the KV prefixes the engine keeps across requests, so the next request starts cold
-    (engines without prefix reuse have nothing to drop)."""
-    forget = getattr(engine, "forget_prefixes", None)
-    if forget is not None:
-        forget()
-
-
 class EngineMethod:
     def __init__(self, engine, method: str):
         self.engine, self.method = engine, method
 
     def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True) -> RunResult:
         if cold:
-            forget_prefixes(self.engine)
+            self.engine.forget_prefixes()
         t0 = time.perf_counter()
         done = None
         # a session (not cold) is a chat: its next turn continues this prompt and answer
@@ -45,7 +37,7 @@ class EngineMethod:
                 done, seconds = ev, ev.t - t0   # stamped when the answer was complete (then the answer's KV is kept)
         return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted, done.ttft_ms / 1000,
                          {"ttft_ms": done.ttft_ms, "prefill_ms": done.prefill_ms,
-                          "reused_tokens": getattr(done, "reused_tokens", 0),
+                          "reused_tokens": done.reused_tokens,
                           "draft_ms": done.draft_ms, "verify_ms": done.verify_ms,
                           "calibration_ms": done.calibration_ms, "by_source": done.accepted_by_source})
 

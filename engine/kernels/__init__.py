@@ -29,6 +29,7 @@ SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "quant_gemm.c"
                                                   "glue.c", "forward.c", "pool.c")]
 HEADERS = [Path(__file__).with_name(n) for n in ("hexa.h", "pool.h", "tile.h")]
 PANEL = HEADER.constants["HEXA_PANEL"]                    # output columns per packed panel
+QUANT_BLOCK = HEADER.constants["HEXA_QUANT_BLOCK"]        # inputs per Q4_1 / Q8_0 block
 QUANT_ROWS = HEADER.constants["HEXA_QUANT_ROWS"]          # quantized calls up to here rebuild weights per tile
 ATTENTION_HEAD_DIM = HEADER.constants["HEXA_HEAD_DIM"]    # attention.c is written for 64-dim heads
 FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fused forward pass runs
@@ -96,10 +97,11 @@ class NativeKernel:
         """(codes, bits) of a weight [N, K] that is exactly Q4_1 or Q8_0 (every block checked
         bit for bit by ``hexa_pack_quant``), in ``quant_gemm.c``'s layout; None otherwise."""
         N, K = w.shape
-        if K % HEADER.constants["HEXA_QUANT_BLOCK"]:
+        if K % QUANT_BLOCK:
             return None
         for bits in (4, 8):
-            out = torch.empty(-(-N // PANEL) * (K // 32) * self.fn["hexa_quant_block_bytes"](bits), dtype=torch.uint8)
+            out = torch.empty(-(-N // PANEL) * (K // QUANT_BLOCK) * self.fn["hexa_quant_block_bytes"](bits),
+                              dtype=torch.uint8)
             if self.fn["hexa_pack_quant"](w.data_ptr(), out.data_ptr(), N, K, bits, self.threads):
                 return out, bits
         return None

@@ -24,9 +24,10 @@ class FusedForward:
     """Runs a pass of at most ``ROWS`` tokens through every layer of a ``CompactTransformer``
     whose weights the native kernel packed. The struct points into the model's tensors: they
     must not be replaced while this object lives (the transformer owns both)."""
+    rows = ROWS   # tokens per pass up to which the transformer runs it (every step and tree)
 
     def __init__(self, kernel, config, layers, norm: torch.Tensor):
-        self.fn, self.config = kernel.fn, config
+        self.fn = kernel.fn
         table = (_Layer * len(layers))()
         for entry, L in zip(table, layers):
             entry.ln_in, entry.ln_post = L.ln_in.data_ptr(), L.ln_post.data_ptr()

@@ -22,14 +22,6 @@
 #include "pool.h"
 #include "tile.h"
 
-#define QB 32
-#define Q4_HEAD (2 * PW * 4)
-#define Q4_BYTES (Q4_HEAD + QB / 2 * PW)
-#define Q8_HEAD (PW * 4)
-#define Q8_BYTES (Q8_HEAD + QB * PW)
-
-struct qrow { const int32_t *pairs; const float *dx, *sx; };   /* one quantized row of x */
-
 struct dot_job {
     const uint8_t *packed;
     const float *b, *res;

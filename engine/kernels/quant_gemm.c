@@ -27,11 +27,6 @@
 #include "pool.h"
 #include "tile.h"
 
-#define QB 32          /* inputs per quantization block */
-#define Q4_HEAD (2 * PW * 4)              /* d[16], m[16] */
-#define Q4_BYTES (Q4_HEAD + QB / 2 * PW)     /* + 16 bytes per input pair */
-#define Q8_HEAD (PW * 4)                  /* d[16] */
-#define Q8_BYTES (Q8_HEAD + QB * PW)         /* + 16 bytes per input */
 #define BYTES_q4 Q4_BYTES
 #define BYTES_q8 Q8_BYTES
 

@@ -58,8 +58,6 @@ def _check(result: dict, method: str) -> None:
     assert second["same_tokens"] and result["turns"]["summary"][method]["2"]["same_tokens"] == 1
 
 
-@pytest.mark.skipif(not hasattr(__import__("engine").Engine, "forget_prefixes"),
-                    reason="the engine keeps no KV prefixes across requests yet (no Engine.forget_prefixes)")
 def test_engine_second_turn_reuses_the_first(engine, capsys):
     result = run_turns(engine, [CASE], BenchOptions(["vanilla"], max_new_tokens=8), log=sys.stderr)
     _check(result, "vanilla")
