@@ -27,7 +27,7 @@ from .binding import HEADER
 
 SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "quant_gemm.c", "quant_dot.c", "attention.c",
                                                   "glue.c", "forward.c", "pool.c")]
-HEADERS = [Path(__file__).with_name(n) for n in ("hexa.h", "pool.h", "tile.h")]
+HEADERS = [Path(__file__).with_name(n) for n in ("hexa.h", "pool.h", "tile.h", "vexp.h")]
 PANEL = HEADER.constants["HEXA_PANEL"]                    # output columns per packed panel
 QUANT_BLOCK = HEADER.constants["HEXA_QUANT_BLOCK"]        # inputs per Q4_1 / Q8_0 block
 QUANT_ROWS = HEADER.constants["HEXA_QUANT_ROWS"]          # quantized calls up to here rebuild weights per tile

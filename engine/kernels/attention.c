@@ -14,39 +14,19 @@
 
 #include "hexa.h"
 #include "pool.h"
+#include "vexp.h"
 
 #define CHUNK 128
 
 static const float zeros[64] __attribute__((aligned(32)));
 
-/* exp for 8 lanes: Cephes-style range reduction + degree-6 polynomial (rel. error ~2e-7);
-   -inf -> 0 exactly, as masked keys need. */
-static inline __m256 exp8(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.3f), hi = _mm256_set1_ps(88.3f);
-    __m256 zero_mask = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    x = _mm256_sub_ps(x, _mm256_mul_ps(fx, _mm256_set1_ps(0.693359375f)));
-    x = _mm256_sub_ps(x, _mm256_mul_ps(fx, _mm256_set1_ps(-2.12194440e-4f)));
-    __m256 y = _mm256_set1_ps(1.9875691500E-4f);
-    y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(1.3981999507E-3f));
-    y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(8.3334519073E-3f));
-    y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(4.1665795894E-2f));
-    y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(1.6666665459E-1f));
-    y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(5.0000001201E-1f));
-    y = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(y, x), x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    return _mm256_andnot_ps(zero_mask, y);
-}
-
-#define RT 3      /* query rows per tile (a GQA group of one token) */
+#define RT 3      /* query rows per tile (a GQA group of one token); softmax_numerators unrolls 3 */
+_Static_assert(RT == 3, "softmax_numerators and the P.V loop are written for 3 rows");
 
 /* s[i][j] = q_i . k_j for rt <= RT rows and n keys (64 dims). Every (row, key) dot is the same
    operation sequence whatever rt, n or the key's slot among the 4: 8-lane partial products in
    dimension order, then one fixed horizontal-add tree. */
-static void scores(const float *q, const float *k, float s[RT][CHUNK], int rt, int n) {
+static void scores(const float *q, const float *k, float s[RT][CHUNK + 8], int rt, int n) {
     for (int j = 0; j < n; j += 4) {
         const float *kj[4];
         for (int t = 0; t < 4; t++)        /* past the chunk's end: a zero key, discarded */
@@ -73,67 +53,116 @@ static void scores(const float *q, const float *k, float s[RT][CHUNK], int rt, i
     }
 }
 
-/* s[j] <- exp(s[j] - mx), *l <- their sum in key order; all zero when every key is masked */
-static void softmax_numerators(float *s, int n, float mx, float *l) {
-    float sum = 0.f;
-    if (mx == -INFINITY) {
-        for (int j = 0; j < n; j++) s[j] = 0.f;
-    } else {
-        const __m256 mv = _mm256_set1_ps(mx);
-        float t[CHUNK + 8];
-        for (int j = 0; j < n; j++) t[j] = s[j];
-        for (int j = n; j < ((n + 7) & ~7); j++) t[j] = mx;
-        for (int j = 0; j < n; j += 8) _mm256_storeu_ps(t + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(t + j), mv)));
-        for (int j = 0; j < n; j++) { s[j] = t[j]; sum += t[j]; }
+#define SW (CHUNK + 8)   /* a score row, padded to whole vectors */
+
+/* For each of rt rows: s[j] <- exp(s[j] - mx) in place, l <- their sum in key order; all zero
+   for a row whose every key is masked. Rows rt..RT-1 hold zeros: their sums run alongside, so
+   the three add chains are independent and unrolled (one chain after another, or sums kept in
+   an array indexed by row, left this loop a tenth of the kernel's time). */
+static void softmax_numerators(float s[RT][SW], int rt, int n, const float *mx, float *l) {
+    for (int i = 0; i < rt; i++) {
+        if (mx[i] == -INFINITY) {
+            for (int j = 0; j < n; j++) s[i][j] = 0.f;
+            continue;
+        }
+        const __m256 mv = _mm256_set1_ps(mx[i]);
+        for (int j = n; j < ((n + 7) & ~7); j++) s[i][j] = mx[i];   /* padding: exp(0), never summed */
+        for (int j = 0; j < n; j += 8) _mm256_storeu_ps(s[i] + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(s[i] + j), mv)));
     }
-    *l = sum;
+    float l0 = 0.f, l1 = 0.f, l2 = 0.f;
+    for (int j = 0; j < n; j++) { l0 += s[0][j]; l1 += s[1][j]; l2 += s[2][j]; }
+    l[0] = l0; l[1] = l1; l[2] = l2;
+}
+
+/* Keys of the chunk past the last one some row of the tile may see: those rows' scores there are
+   -inf, their weights exact zeros, so leaving them out changes no bit (a causal prefill chunk
+   skips about half its keys, a fully masked chunk all of them). */
+static int visible_keys(const float *mask, int64_t L, int r0, int rt, int j0, int n) {
+    if (!mask) return n;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    int last = 0;
+    for (int i = 0; i < rt; i++) {
+        const float *m = mask + (int64_t)(r0 + i) * L + j0;
+        int j = n;
+        for (; j - 8 >= last; j -= 8) {   /* 8 at a time: the causal part of a chunk is long */
+            const int seen = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(m + j - 8), ninf, _CMP_NEQ_OQ));
+            if (seen) { last = j - 8 + 32 - __builtin_clz((unsigned)seen); break; }
+        }
+        if (j - 8 < last)
+            for (; j > last; j--)
+                if (m[j - 1] != -INFINITY) { last = j; break; }
+    }
+    return last;
 }
 
 struct attention_job {
     const float *q, *k, *v, *mask;
     float *out, *part_m, *part_l, *part_o;   /* per (head, chunk, row): max, sum, weighted V */
-    int H, R, L, C, S;
+    int H, R, L, C, S, B;                     /* B: blocks of BLOCK rows per (head, chunk) */
     int64_t head_stride;
 };
 
-/* item = (head, chunk): partial softmax of every query row of the head over the chunk's keys */
+#define BLOCK 48   /* query rows per work item: a long prompt's chunk splits into many items */
+
+/* item = (head, chunk, block of rows): partial softmax of the rows over the chunk's keys. A
+   row's numbers depend only on its own row and the chunk, never on the tile or item it is in. */
 static void attend_chunk(void *ctx, int item) {
     const struct attention_job *a = ctx;
-    const int D = 64, R = a->R, L = a->L, h = item / a->C, c = item % a->C;
+    const int D = 64, R = a->R, L = a->L, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
     const float *mask = a->mask;
     const int j0 = c * CHUNK, n = L - j0 < CHUNK ? L - j0 : CHUNK;
     const float *kh = a->k + h * a->head_stride, *vh = a->v + h * a->head_stride;
-    float s[RT][CHUNK];
-    for (int r0 = 0; r0 < R; r0 += RT) {
-        const int rt = R - r0 < RT ? R - r0 : RT;
-        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, s, rt, n);
+    const int rend = (b + 1) * BLOCK < R ? (b + 1) * BLOCK : R;
+    float s[RT][SW] __attribute__((aligned(32)));
+    for (int r0 = b * BLOCK; r0 < rend; r0 += RT) {
+        const int rt = rend - r0 < RT ? rend - r0 : RT;
+        const int64_t slot0 = ((int64_t)h * a->C + c) * R + r0;
+        const int nv = visible_keys(mask, L, r0, rt, j0, n);
+        if (nv == 0) {   /* every key masked for every row: what the full computation gives */
+            for (int i = 0; i < rt; i++) { a->part_m[slot0 + i] = -INFINITY; a->part_l[slot0 + i] = 0.f; }
+            continue;
+        }
+        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, s, rt, nv);
+        for (int i = rt; i < RT; i++)      /* rows past rt: weights 0, computed and discarded */
+            for (int j = 0; j < nv; j++) s[i][j] = 0.f;
         float mx[RT], l[RT];
         for (int i = 0; i < rt; i++) {
+            __m256 m8 = _mm256_set1_ps(-INFINITY);
+            int j = 0;
+            const float *mrow = mask ? mask + (int64_t)(r0 + i) * L + j0 : NULL;
+            for (; j + 8 <= nv; j += 8) {
+                __m256 v = _mm256_loadu_ps(s[i] + j);
+                if (mrow) v = _mm256_add_ps(v, _mm256_loadu_ps(mrow + j));
+                _mm256_storeu_ps(s[i] + j, v);
+                m8 = _mm256_max_ps(m8, v);
+            }
+            float m4[8];
+            _mm256_storeu_ps(m4, m8);
             mx[i] = -INFINITY;
-            for (int j = 0; j < n; j++) {
-                if (mask) s[i][j] += mask[(int64_t)(r0 + i) * L + j0 + j];
+            for (int t = 0; t < 8; t++) mx[i] = m4[t] > mx[i] ? m4[t] : mx[i];
+            for (; j < nv; j++) {
+                if (mrow) s[i][j] += mrow[j];
                 mx[i] = s[i][j] > mx[i] ? s[i][j] : mx[i];
             }
-            softmax_numerators(s[i], n, mx[i], &l[i]);
         }
+        softmax_numerators(s, rt, nv, mx, l);
         for (int half = 0; half < 2; half++) {      /* 32 of the 64 dims at a time */
+            /* all RT rows, unrolled: with a loop over rt the 12 accumulators went to the stack */
             __m256 o[RT][4];
             for (int i = 0; i < RT; i++)
                 for (int d = 0; d < 4; d++) o[i][d] = _mm256_setzero_ps();
-            for (int j = 0; j < n; j++) {
+            for (int j = 0; j < nv; j++) {
                 const float *vj = vh + (int64_t)(j0 + j) * D + 32 * half;
-                const __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 8),
-                             v2 = _mm256_loadu_ps(vj + 16), v3 = _mm256_loadu_ps(vj + 24);
-                for (int i = 0; i < rt; i++) {
-                    const __m256 pv = _mm256_set1_ps(s[i][j]);
-                    o[i][0] = _mm256_fmadd_ps(pv, v0, o[i][0]);
-                    o[i][1] = _mm256_fmadd_ps(pv, v1, o[i][1]);
-                    o[i][2] = _mm256_fmadd_ps(pv, v2, o[i][2]);
-                    o[i][3] = _mm256_fmadd_ps(pv, v3, o[i][3]);
+                const __m256 p0 = _mm256_set1_ps(s[0][j]), p1 = _mm256_set1_ps(s[1][j]), p2 = _mm256_set1_ps(s[2][j]);
+                for (int d = 0; d < 4; d++) {
+                    const __m256 vd = _mm256_loadu_ps(vj + 8 * d);
+                    o[0][d] = _mm256_fmadd_ps(p0, vd, o[0][d]);
+                    o[1][d] = _mm256_fmadd_ps(p1, vd, o[1][d]);
+                    o[2][d] = _mm256_fmadd_ps(p2, vd, o[2][d]);
                 }
             }
             for (int i = 0; i < rt; i++) {
-                const int64_t slot = ((int64_t)h * a->C + c) * R + r0 + i;
+                const int64_t slot = slot0 + i;
                 for (int d = 0; d < 4; d++) _mm256_store_ps(a->part_o + slot * D + 32 * half + 8 * d, o[i][d]);
                 a->part_m[slot] = mx[i];
                 a->part_l[slot] = l[i];
@@ -177,12 +206,12 @@ static void combine_chunks(void *ctx, int item) {
    layout the output projection reads). */
 void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out,
                     int H, int R, int L, int64_t head_stride, int S, int threads) {
-    const int D = 64, C = (L + CHUNK - 1) / CHUNK;
+    const int D = 64, C = (L + CHUNK - 1) / CHUNK, B = (R + BLOCK - 1) / BLOCK;
     struct attention_job a = {q, k, v, mask, out,
                               malloc(sizeof(float) * H * C * R), malloc(sizeof(float) * H * C * R),
                               aligned_alloc(32, sizeof(float) * ((int64_t)H * C * R * D + 8)),
-                              H, R, L, C, S, head_stride};
-    hexa_run(attend_chunk, &a, H * C, threads);
+                              H, R, L, C, S, B, head_stride};
+    hexa_run(attend_chunk, &a, H * C * B, threads);
     hexa_run(combine_chunks, &a, H * R, threads);
     free(a.part_m); free(a.part_l); free(a.part_o);
 }

@@ -97,6 +97,24 @@ def test_attention_matches_torch_and_rows_do_not_depend_on_the_batch(kernel, len
     assert torch.equal(kernel.attention(q[:, :1], k, v, length, None)[:, 0], out[:, 0])
 
 
+def test_causal_prefill_attention_skips_masked_keys_without_changing_a_bit(kernel):
+    # a 100-token prefill chunk after 190 cached tokens: rows span several 48-row work items and
+    # keys span three 128-key chunks, most of the last ones masked (the kernel leaves those out)
+    g = torch.Generator().manual_seed(11)
+    start, S, group = 190, 100, 3
+    L = start + S
+    q = torch.randn(2, group * S, 64, generator=g)
+    k, v = torch.randn(2, 400, 64, generator=g), torch.randn(2, 400, 64, generator=g)
+    causal = torch.where(torch.arange(L)[None] <= torch.arange(start, L)[:, None], 0.0, float("-inf"))
+    mask = causal.repeat(group, 1)
+    out = kernel.attention(q, k, v, L, mask)
+    ref = F.scaled_dot_product_attention(q[None], k[None, :, :L], v[None, :, :L], attn_mask=mask[None, None])[0]
+    assert torch.allclose(out, ref, atol=1e-5)
+    for r in (0, 47, 48, 150, 299):                # alone, over exactly the keys it sees
+        seen = start + r % S + 1
+        assert torch.equal(kernel.attention(q[:, r:r + 1], k, v, seen, None)[:, 0], out[:, r])
+
+
 def test_attention_rejects_other_head_sizes(kernel):
     with pytest.raises(ValueError, match="64-dim"):
         kernel.attention(torch.randn(1, 2, 32), torch.randn(1, 9, 32), torch.randn(1, 9, 32), 9, None)
