@@ -25,16 +25,26 @@ import torch
 
 from .binding import HEADER
 
-SOURCES = [Path(__file__).with_name(n) for n in ("packed_gemm.c", "quant_gemm.c", "quant_dot.c", "attention.c",
-                                                  "glue.c", "forward.c", "pool.c")]
-HEADERS = [Path(__file__).with_name(n) for n in ("hexa.h", "pool.h", "tile.h", "vexp.h")]
+KERNELS = Path(__file__).parent
 PANEL = HEADER.constants["HEXA_PANEL"]                    # output columns per packed panel
 QUANT_BLOCK = HEADER.constants["HEXA_QUANT_BLOCK"]        # inputs per Q4_1 / Q8_0 block
 QUANT_ROWS = HEADER.constants["HEXA_QUANT_ROWS"]          # quantized calls up to here rebuild weights per tile
 ATTENTION_HEAD_DIM = HEADER.constants["HEXA_HEAD_DIM"]    # attention.c is written for 64-dim heads
 FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fused forward pass runs
-FLAGS = ["-O3", "-mavx2", "-mfma", "-mf16c", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
-ISA = "avx2"   # the one instruction set the kernels are written for (see _cpu_supported)
+
+# Each instruction set has its own folder of kernels (the same functions, declared once in
+# hexa.h); forward.c and pool.c are plain C shared by all.
+ISA_FOLDER = {"avx2": "x86", "neon": "arm64"}
+ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "neon": ["-march=armv8-a"]}
+FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
+
+
+def sources(isa: str) -> list[Path]:
+    return [KERNELS / "forward.c", KERNELS / "pool.c", *sorted((KERNELS / ISA_FOLDER[isa]).glob("*.c"))]
+
+
+def headers(isa: str) -> list[Path]:
+    return sorted(KERNELS.glob("*.h")) + sorted((KERNELS / ISA_FOLDER[isa]).glob("*.h"))
 
 
 class PackedWeight:
@@ -73,10 +83,11 @@ def _ptr(t: torch.Tensor | None):
 
 
 class NativeKernel:
-    def __init__(self, lib: ctypes.CDLL, threads: int, build: str = "", library_path: str = ""):
+    def __init__(self, lib: ctypes.CDLL, threads: int, build: str = "", library_path: str = "",
+                 isa: str = "avx2"):
         self.build = build   # the sources' digest: a rebuilt kernel gets a fresh cost profile
         self.library_path = library_path
-        self.isa = ISA
+        self.isa = isa
         self.fn = HEADER.bind(lib)
         self.threads = threads
 
@@ -192,33 +203,45 @@ class NativeKernel:
 
 
 def cpu_features() -> set[str]:
-    """The CPU's feature flags (Linux /proc/cpuinfo); empty where they cannot be read."""
+    """The CPU's feature flags as Linux names them in /proc/cpuinfo ("flags" on x86, "Features" on
+    ARM64); empty where they cannot be read."""
     try:
-        return set(next((line for line in Path("/proc/cpuinfo").read_text().splitlines()
-                         if line.startswith("flags")), "").partition(":")[2].split())
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
         return set()
+    line = next((l for l in lines if l.startswith(("flags", "Features"))), "")
+    return set(line.partition(":")[2].split())
 
 
-def _cpu_supported() -> str | None:
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return f"no AVX2 kernel for {platform.machine()}"
-    flags = cpu_features()
-    if not flags:
-        return "cannot read /proc/cpuinfo"
-    missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
-    return f"CPU lacks {', '.join(missing)}" if missing else None
+def host_isa() -> tuple[str | None, str | None]:
+    """(the kernels' instruction set for this CPU, None) or (None, why there is none)."""
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        flags = cpu_features()
+        if not flags:
+            return None, "cannot read the CPU's features (/proc/cpuinfo)"
+        missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
+        return (None, f"CPU lacks {', '.join(missing)}") if missing else ("avx2", None)
+    if machine in ("aarch64", "arm64", "armv8l"):
+        if platform.system() == "Windows":
+            # pool.c's workers sleep on Linux futexes; a Windows pool is not written yet
+            return None, "no native kernels for Windows on ARM yet (torch's kernels are used)"
+        if machine == "armv8l":
+            return None, "a 32-bit ARM Python on a 64-bit CPU: the NEON kernels need a 64-bit (aarch64) Python"
+        return "neon", None   # Advanced SIMD is part of every ARMv8-A (AArch64) CPU
+    return None, f"no native kernels for {platform.machine()}"
 
 
-def _build(out: Path) -> str | None:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+def _build(out: Path, isa: str) -> str | None:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
-        return "no C compiler (cc/gcc) on PATH"
+        return "no C compiler (cc/gcc/clang) on PATH"
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:   # rename: never a half-written .so
         tmp_so = Path(tmp) / out.name
         try:
-            run = subprocess.run([cc, *FLAGS, *map(str, SOURCES), "-o", str(tmp_so), "-lm"],
+            run = subprocess.run([cc, *FLAGS, *ISA_FLAGS[isa], "-I", str(KERNELS), *map(str, sources(isa)),
+                                  "-o", str(tmp_so), "-lm"],
                                  capture_output=True, text=True, check=False, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"compiling the kernel failed: cannot run {cc}: {exc.__class__.__name__}"
@@ -273,19 +296,20 @@ def native_kernel(cache_dir: Path, threads: int, progress: Callable[[str], None]
                   ) -> tuple[NativeKernel | None, str | None]:
     """The kernels built for this CPU (compiled into ``cache_dir/kernels`` on first use, saying so
     through ``progress``), or None and the reason they cannot be used."""
-    why = _cpu_supported()
+    isa, why = host_isa()
     if why:
         return None, why
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES + HEADERS) + " ".join(FLAGS).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources(isa) + headers(isa))
+                            + " ".join(FLAGS + ISA_FLAGS[isa]).encode()).hexdigest()[:16]
     path = Path(cache_dir) / "kernels" / f"native-{digest}.so"
     if not path.exists():
         if progress:
             progress(COMPILING)
-        why = _build(path)
+        why = _build(path, isa)
         if why:
             return None, why
     try:
-        kernel = NativeKernel(ctypes.CDLL(str(path)), threads, digest, str(path))
+        kernel = NativeKernel(ctypes.CDLL(str(path)), threads, digest, str(path), isa)
     except OSError as exc:
         return None, f"cannot load {path.name}: {exc}"
     why = _self_check(kernel)

@@ -14,7 +14,6 @@
  * Which thread runs an item never changes its result (each item writes its own outputs).
  */
 #define _GNU_SOURCE
-#include <immintrin.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -26,6 +25,15 @@
 #include <unistd.h>
 
 #include "pool.h"
+
+/* a spinning thread tells the core it is waiting (frees the sibling hyperthread, saves power) */
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
 
 #define MAX_WORKERS 63
 
@@ -73,7 +81,7 @@ static void *worker_main(void *arg) {
         unsigned spins = 0;
         uint32_t gen;
         while ((gen = atomic_load(&generation)) == seen) {
-            _mm_pause();
+            cpu_relax();
             if ((++spins & 255) == 0) {
                 if (now_ns() - t0 > spin_ns) {   /* idle for a while: sleep until the next job */
                     atomic_fetch_add(&sleepers, 1);
@@ -135,7 +143,7 @@ void hexa_run(hexa_task fn, void *ctx, int items, int threads) {
     run_items(gen);
     unsigned spins = 0;
     while (atomic_load(&finished) < items) {   /* a worker is finishing its last item */
-        _mm_pause();
+        cpu_relax();
         if ((++spins & 4095) == 0) sched_yield();
     }
     pthread_mutex_unlock(&run_lock);

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.kernels import _cpu_supported, native_kernel
+from engine.kernels import host_isa, native_kernel
 
-pytestmark = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
+pytestmark = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 
 
 @pytest.mark.parametrize("K", [576, 83, 8, 5])

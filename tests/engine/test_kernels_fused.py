@@ -12,11 +12,10 @@ import torch
 
 from engine import packed_weights
 from engine.events import Done
-from engine.kernels import SOURCES, _cpu_supported
+from engine.kernels import KERNELS, host_isa
 from engine.kernels.binding import HEADER, Header
 
-pytestmark = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
-KERNELS = Path(SOURCES[0]).parent
+pytestmark = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 
 
 def _pass(model, S: int, context: int, fused: bool):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine.kernels import QUANT_ROWS, PackedWeight, _cpu_supported
+from engine.kernels import QUANT_ROWS, PackedWeight, host_isa
 
-pytestmark = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
+pytestmark = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 
 
 def gguf_weights(fmt: str, N: int, K: int, seed: int = 0) -> torch.Tensor:

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.errors import EngineError
-from engine.kernels import COMPILING, _cpu_supported
+from engine.kernels import COMPILING, host_isa
 from engine.model_config import ModelConfig
 from engine.threads import configure, usable_cores
 from engine.transformer import CompactTransformer, library_linear, linear_choice
@@ -82,7 +82,7 @@ def test_the_torch_runtime_states_its_backend_contract():
     m.end_prefill()
 
 
-needs_avx2 = pytest.mark.skipif(_cpu_supported() is not None, reason=f"{_cpu_supported()}")
+needs_avx2 = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 
 
 @needs_avx2

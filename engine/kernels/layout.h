@@ -1,0 +1,20 @@
+/* The packed weights' layout, shared by every ISA's kernels: panels of output columns, and the
+   codes' bytes per panel and block (x86/quant_gemm.c and arm64/quant_gemm.c pack it; the linear and
+   dot kernels of both read it). Python never reads these: it asks hexa_quant_block_bytes. */
+#ifndef HEXA_LAYOUT_H
+#define HEXA_LAYOUT_H
+
+#include "hexa.h"
+
+#define PW HEXA_PANEL   /* panel width: output columns per packed panel */
+#define GP 6    /* panels per work item */
+
+/* Per panel and block of 32 inputs: Q4_1 d[16] and m[16] as fp32, then 16 bytes per input pair;
+   Q8_0 d[16], then 16 bytes per input. */
+#define QB HEXA_QUANT_BLOCK               /* inputs per quantization block */
+#define Q4_HEAD (2 * PW * 4)              /* d[16], m[16] */
+#define Q4_BYTES (Q4_HEAD + QB / 2 * PW)  /* + 16 bytes per input pair */
+#define Q8_HEAD (PW * 4)                  /* d[16] */
+#define Q8_BYTES (Q8_HEAD + QB * PW)      /* + 16 bytes per input */
+
+#endif
