@@ -56,8 +56,13 @@ def _check_qnn() -> tuple[bool, str]:
                   f"devices: {kinds}); select with --backend qnn")
 
 
+# CPU features (Linux /proc/cpuinfo names) that would speed the kernels up but no kernel uses yet
+UNUSED_FEATURES = {"avx2": ("avx512", "avx_vnni", "amx_int8"), "neon": ("i8mm", "sve", "bf16")}
+
+
 def _check_kernel(settings, locs) -> tuple[bool, str]:
-    """The native AVX2 kernel for the torch backend (built once into the cache folder); optional."""
+    """The native kernels for the torch backend (AVX2 on x86-64, NEON on ARM64; built once into the
+    cache folder); optional."""
     try:
         from engine.kernels import native_kernel
         from engine.threads import configure
@@ -71,9 +76,13 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     from engine.kernels import cpu_features
     from engine.transformer import decode_choice
 
-    unused = sorted(f for f in cpu_features() if f.startswith("avx512") or f in ("avx_vnni", "amx_int8"))
+    flags = cpu_features()
+    unused = sorted(f for f in flags if f.startswith(UNUSED_FEATURES.get(kernel.isa, ())))
     note = f"; this CPU also has {', '.join(unused[:4])}, which no hexa kernel uses yet" if unused else ""
-    return True, (f"{kernel.isa}: one call per decoding step over Q4_1/Q8_0 codes "
+    isa = kernel.isa
+    if isa == "neon":   # arm64/quant_dot.c picks its dot-product path by the same flag at load
+        isa += " with dot product (sdot)" if "asimddp" in flags else " (no dot product instructions)"
+    return True, (f"{isa}: one call per decoding step over Q4_1/Q8_0 codes "
                   f"({decode_choice()} decoding arithmetic, exact fp32 prefill), on {kernel.threads} pool threads; "
                   f"{_packed_weights(settings, locs, kernel)}{note}")
 

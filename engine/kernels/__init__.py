@@ -33,14 +33,16 @@ ATTENTION_HEAD_DIM = HEADER.constants["HEXA_HEAD_DIM"]    # attention.c is writt
 FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fused forward pass runs
 
 # Each instruction set has its own folder of kernels (the same functions, declared once in
-# hexa.h); forward.c and pool.c are plain C shared by all.
+# hexa.h, giving the same bits: tests/native/driver.c compares them under qemu); the plain C
+# files beside them (the forward pass, the pool, packing, RoPE) are shared by all.
 ISA_FOLDER = {"avx2": "x86", "neon": "arm64"}
 ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "neon": ["-march=armv8-a"]}
 FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
 def sources(isa: str) -> list[Path]:
-    return [KERNELS / "forward.c", KERNELS / "pool.c", *sorted((KERNELS / ISA_FOLDER[isa]).glob("*.c"))]
+    return [KERNELS / "forward.c", KERNELS / "pack.c", KERNELS / "pool.c", KERNELS / "rope.c",
+            *sorted((KERNELS / ISA_FOLDER[isa]).glob("*.c"))]
 
 
 def headers(isa: str) -> list[Path]:

@@ -1,10 +1,11 @@
 /* hexa's fp32 linear on packed weights (AVX2+FMA): every decoding step, tree verification and
  * prefill chunk of the torch backend goes through it.
  *
- * Layout: a weight [N, K] is packed once, at load, into panels of 16 output columns,
- * panel[p][k][0..16) = w[16p .. 16p+16)[k], so a panel streams through memory in order and each
- * k step is two 8-lane loads. Outputs are accumulated as outer products: a tile of MR input rows x
- * NPAN panels keeps MR * 2 * NPAN accumulators in registers (at most 12 of the 16 ymm registers).
+ * Layout: a weight [N, K] is packed once, at load (hexa_pack, ../pack.c), into panels of 16
+ * output columns, panel[p][k][0..16) = w[16p .. 16p+16)[k], so a panel streams through memory in
+ * order and each k step is two 8-lane loads. Outputs are accumulated as outer products: a tile of
+ * MR input rows x NPAN panels keeps MR * 2 * NPAN accumulators in registers (at most 12 of the 16
+ * ymm registers).
  * Measured on the 2-core EPYC over all 121 projections of SmolLM2-135M: 12.7-17 ms for 1 row
  * (the library kernels and the previous row-dot kernel took 20-24), 30 ms for 8 rows (36-46),
  * and faster than oneDNN for 256-row prefill chunks (1.9 against 2.2 ms per row).
@@ -19,24 +20,6 @@
 #include "hexa.h"
 #include "pool.h"
 #include "tile.h"
-
-
-struct pack_job { const float *w; float *packed; int N, K; };
-
-static void pack_panel(void *ctx, int p) {
-    const struct pack_job *a = ctx;
-    for (int k = 0; k < a->K; k++)
-        for (int j = 0; j < PW; j++) {
-            const int n = p * PW + j;
-            a->packed[((int64_t)p * a->K + k) * PW + j] = n < a->N ? a->w[(int64_t)n * a->K + k] : 0.f;
-        }
-}
-
-/* packed[p][k][j] = w[p*16 + j][k]; columns past N are zero */
-void hexa_pack(const float *w, float *packed, int N, int K, int threads) {
-    struct pack_job a = {w, packed, N, K};
-    hexa_run(pack_panel, &a, (N + PW - 1) / PW, threads);
-}
 
 /* y rows [m0, m0+MR) x panels [p0, p0+NPAN). Exact-size arrays and fully unrolled small loops,
    so GCC keeps the accumulators in registers (with a shared bigger array it stored them to the

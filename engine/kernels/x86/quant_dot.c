@@ -20,6 +20,7 @@
 
 #include "hexa.h"
 #include "pool.h"
+#include "quantize.h"
 #include "tile.h"
 
 struct dot_job {
@@ -31,21 +32,13 @@ struct dot_job {
     int M, N, K, P, bits;
 };
 
-/* x row [K] -> its block scales and codes, pairs of int16 packed in int32 */
+/* x row [K] -> its block scales and codes (quantize.h), the codes as pairs of int16 in int32 */
 static void quantize_row(const float *x, int K, int32_t *pairs, float *dx, float *sx) {
     for (int b = 0; b < K / QB; b++) {
-        const float *xb = x + b * QB;
-        float amax = 0.f;
-        for (int i = 0; i < QB; i++) amax = fmaxf(amax, fabsf(xb[i]));
-        const float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
-        int sum = 0;
-        for (int i = 0; i < QB; i += 2) {
-            const int q0 = (int)nearbyintf(xb[i] * id), q1 = (int)nearbyintf(xb[i + 1] * id);
-            pairs[(b * QB + i) / 2] = (int32_t)((uint32_t)(uint16_t)(int16_t)q0 | (uint32_t)(uint16_t)(int16_t)q1 << 16);
-            sum += q0 + q1;
-        }
-        dx[b] = d;
-        sx[b] = d * (float)sum;
+        int8_t q[QB];
+        quantize_block(x + b * QB, q, dx + b, sx + b);
+        for (int i = 0; i < QB; i += 2)
+            pairs[(b * QB + i) / 2] = (int32_t)((uint32_t)(uint16_t)q[i] | (uint32_t)(uint16_t)q[i + 1] << 16);
     }
 }
 

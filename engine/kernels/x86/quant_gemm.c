@@ -2,9 +2,9 @@
  *
  * A model shipped as Q4_1 (every block of 32 inputs of an output row is d * q + m, q in 0..15)
  * is converted to fp32 once; a 1-row step then reads 4 bytes per weight and is bound by memory.
- * When every block of a weight is exactly d * q + m again (hexa_pack_quant finds d, m and q and
- * checks it, block by block), this kernel reads the 4-bit codes instead (0.75 bytes per
- * weight) and rebuilds each weight in registers with the same fp32 operations, a multiply then
+ * When every block of a weight is exactly d * q + m again (hexa_pack_quant in ../pack.c finds d,
+ * m and q and checks it, block by block), this kernel reads the 4-bit codes instead (0.75 bytes
+ * per weight) and rebuilds each weight in registers with the same fp32 operations, a multiply then
  * an add (d * q is exact for these d and q, so only the add rounds, as in the conversion). It
  * therefore sees exactly the fp32 weights, and every y[m][n] is the same FMA chain over k as in
  * packed_gemm.c: the two kernels give identical bits, and which one runs a call never changes a
@@ -18,14 +18,15 @@
  * high; Q8_0 (576 bytes) d[16] as fp32, then 32 inputs, 16 bytes each, byte c column c's code.
  */
 #include <immintrin.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "hexa.h"
 #include "pool.h"
 #include "tile.h"
+
+/* pack.c's per-thread buffer for rebuilt panels (internal) */
+__attribute__((visibility("hidden"))) float *hexa_panel_buffer(int64_t floats);
 
 #define BYTES_q4 Q4_BYTES
 #define BYTES_q8 Q8_BYTES
@@ -145,21 +146,10 @@ static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, float *out) 
 }
 REBUILD(q4) REBUILD(q8)
 
-static float *panel_buffer(int64_t floats) {     /* one per thread, grown as needed, kept */
-    static __thread float *buf;
-    static __thread int64_t cap;
-    if (floats > cap) {
-        free(buf);
-        buf = aligned_alloc(64, (size_t)((floats * 4 + 63) / 64 * 64));
-        cap = buf ? floats : 0;
-    }
-    return buf;
-}
-
 static void run_rebuilt(void *ctx, int g) {
     const struct quant_job *a = ctx;
     const int p0 = g * GP, np = a->P - p0 < GP ? a->P - p0 : GP;
-    float *panels = panel_buffer((int64_t)np * a->K * PW);
+    float *panels = hexa_panel_buffer((int64_t)np * a->K * PW);
     if (!panels) abort();        /* out of memory for ~600 KB: nothing sensible is left to do */
     if (a->bits == 8) rebuild_q8(a->packed, p0, np, a->K, panels);
     else rebuild_q4(a->packed, p0, np, a->K, panels);
@@ -174,109 +164,4 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
     struct quant_job a = {x, packed, b, res, y, M, N, K, P, bits};
     hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : bits == 8 ? run_q8 : run_q4;
     hexa_run(task, &a, (P + GP - 1) / GP, threads);
-}
-
-/* Rows ``rows[0..count)`` of w [N, K] as fp32 into out [count, K]: the embedding lookup and the
-   calibration head read rows of the tied output projection, whose codes are its only copy. */
-void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int N, int K, int bits,
-                      float *out) {
-    const int nb = K / QB, bytes = bits == 8 ? Q8_BYTES : Q4_BYTES;
-    for (int r = 0; r < count; r++) {
-        const int64_t n = rows[r];
-        float *dst = out + (int64_t)r * K;
-        if (n < 0 || n >= N) { memset(dst, 0, sizeof(float) * K); continue; }
-        const int p = (int)(n / PW), c = (int)(n % PW);
-        for (int blk = 0; blk < nb; blk++) {
-            const uint8_t *bp = packed + ((int64_t)p * nb + blk) * bytes;
-            const float d = ((const float *)bp)[c];
-            for (int i = 0; i < QB; i++) {
-                float w;
-                if (bits == 8) {
-                    w = d * (float)(int8_t)bp[Q8_HEAD + i * PW + c];
-                } else {
-                    const int q = (bp[Q4_HEAD + (i / 2) * PW + c] >> (4 * (i & 1))) & 15;
-                    w = d * (float)q + ((const float *)bp)[PW + c];
-                }
-                dst[blk * QB + i] = w;
-            }
-        }
-    }
-}
-
-/* ---- packing: recover the codes from fp32 weights, exactly or not at all ----------------------
- * The model cache holds the fp32 weights that dequantization produced, not the codes. Per block
- * of 32 inputs of an output row: Q4_1 has m = the block's minimum (code 0 always occurs) and d =
- * the fp16 value nearest (max - m) / 15 or a neighbour; Q8_0 has m = 0 and d = the fp16 value
- * nearest max|w| / 127 or a neighbour; q = round((w - m) / d). A block counts only if every w is
- * rebuilt bit for bit by the kernel's own operations; one failing block fails the weight. */
-struct pack_job { const float *w; uint8_t *packed; int N, K, bits; volatile int failed; };
-
-static int fit_block(const float *w, int bits, float *d_out, float *m_out, int *q) {
-    const int lo = bits == 4 ? 0 : -127, hi = bits == 4 ? 15 : 127;
-    float mn = w[0], mx = w[0], amax = 0.f;
-    for (int i = 0; i < QB; i++) {
-        if (!isfinite(w[i])) return 0;
-        mn = w[i] < mn ? w[i] : mn;
-        mx = w[i] > mx ? w[i] : mx;
-        amax = fabsf(w[i]) > amax ? fabsf(w[i]) : amax;
-    }
-    const float m = bits == 4 ? mn : 0.f;
-    const int base = _cvtss_sh(bits == 4 ? (mx - m) / 15.f : amax / 127.f, _MM_FROUND_TO_NEAREST_INT);
-    static const int steps[] = {0, 1, -1, 2, -2};
-    for (int s = 0; s < 5; s++) {
-        const int h = base + steps[s];
-        if (h < 0 || h >= 0x7c00) continue;          /* negative, inf or nan */
-        const float d = _cvtsh_ss((unsigned short)h);
-        int ok = 1;
-        for (int i = 0; i < QB && ok; i++) {
-            const float c = d > 0.f ? nearbyintf((w[i] - m) / d) : 0.f;
-            q[i] = c < lo ? lo : c > hi ? hi : (int)c;
-            const float prod = d * (float)q[i];       /* the kernel's operations, in order */
-            const float rebuilt = bits == 4 ? prod + m : prod;
-            ok = memcmp(&rebuilt, &w[i], sizeof rebuilt) == 0;   /* bits: a -0 must stay -0 */
-        }
-        if (ok) { *d_out = d; *m_out = m; return 1; }
-    }
-    return 0;
-}
-
-static void pack_quant_panel(void *ctx, int p) {
-    struct pack_job *a = ctx;
-    const int nb = a->K / QB, head = a->bits == 4 ? Q4_HEAD : Q8_HEAD;
-    const int bytes = a->bits == 4 ? Q4_BYTES : Q8_BYTES;
-    int q[QB];
-    for (int blk = 0; blk < nb && !a->failed; blk++) {
-        uint8_t *out = a->packed + ((int64_t)p * nb + blk) * bytes;
-        memset(out, 0, bytes);                        /* columns past N: d = m = 0, code 0 */
-        float *d = (float *)out, *m = d + PW;
-        for (int c = 0; c < PW; c++) {
-            const int n = p * PW + c;
-            if (n >= a->N) break;
-            float dc, mc;
-            if (!fit_block(a->w + (int64_t)n * a->K + blk * QB, a->bits, &dc, &mc, q)) { a->failed = 1; return; }
-            d[c] = dc;
-            if (a->bits == 4) {
-                m[c] = mc;
-                for (int i = 0; i < QB; i++)
-                    out[head + (i / 2) * PW + c] |= (uint8_t)(q[i] << (4 * (i & 1)));
-            } else {
-                for (int i = 0; i < QB; i++) out[head + i * PW + c] = (uint8_t)(int8_t)q[i];
-            }
-        }
-    }
-}
-
-/* Fill ``packed`` (P * K/32 blocks of Q4_BYTES / Q8_BYTES) from w[N, K]; 1 if every block of w
-   is exactly Q4_1 (bits 4) / Q8_0 (bits 8), else 0 (packed is then garbage). */
-int hexa_pack_quant(const float *w, uint8_t *packed, int N, int K, int bits, int threads) {
-    if (K % QB || (bits != 4 && bits != 8)) return 0;
-    struct pack_job a = {w, packed, N, K, bits, 0};
-    hexa_run(pack_quant_panel, &a, (N + PW - 1) / PW, threads);
-    return !a.failed;
-}
-
-/* Bytes per panel and block of 32 inputs in the layout for ``bits`` (4: Q4_1, 8: Q8_0), so
-   callers size the buffers hexa_pack_quant fills from here. */
-int hexa_quant_block_bytes(int bits) {
-    return bits == 8 ? Q8_BYTES : Q4_BYTES;
 }

@@ -1,0 +1,187 @@
+"""The native kernels' C test driver (tests/native/driver.c) on both instruction sets: built with
+the x86 kernels and run natively, cross-compiled with the ARM64 kernels and run under
+qemu-aarch64 (without and with the dot product instructions); then both builds' outputs compared
+bit for bit, since the ARM64 kernels repeat x86's fp32 operations one for one. And host_isa(),
+which picks the kernels for a CPU."""
+from __future__ import annotations
+
+import platform
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import engine.kernels as kernels
+from engine.kernels import FLAGS, ISA_FLAGS, KERNELS, cpu_features, host_isa, sources
+
+DRIVER = Path(__file__).resolve().parents[1] / "native" / "driver.c"
+CROSS_CC = "aarch64-linux-gnu-gcc"            # Debian's gcc-aarch64-linux-gnu
+QEMU = "qemu-aarch64"                         # Debian's qemu-user
+SYSROOT = Path("/usr/aarch64-linux-gnu")      # the ARM64 libc the cross compiler links against
+BUILD = [f for f in FLAGS if f not in ("-shared", "-fPIC")]   # a program, not a library
+# cortex-a57: ARMv8.0, no dot product instructions (the kernels' fallback); max: every extension
+ARM_CPUS = ["cortex-a57", "max"]
+
+
+def build(cc: str, isa: str, out: Path) -> Path:
+    cmd = [cc, *BUILD, *ISA_FLAGS[isa], "-I", str(KERNELS), str(DRIVER), *map(str, sources(isa)), "-o", str(out),
+           "-lm"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"building the {isa} driver failed:\n{done.stderr[-4000:]}"
+    return out
+
+
+def run(cmd: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout}{done.stderr}"
+    return done
+
+
+def qemu(cpu: str) -> list[str]:
+    return [QEMU, "-L", str(SYSROOT), "-cpu", cpu]
+
+
+@pytest.fixture(scope="module")
+def x86_driver(tmp_path_factory) -> Path:
+    isa, why = host_isa()
+    if isa != "avx2":
+        pytest.skip(f"the x86 driver needs an x86 CPU with AVX2/FMA/F16C: {why or f'this is {platform.machine()}'}")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (cc/gcc) on PATH")
+    return build(cc, "avx2", tmp_path_factory.mktemp("x86") / "driver")
+
+
+@pytest.fixture(scope="module")
+def arm_driver(tmp_path_factory) -> Path:
+    missing = [what for what, there in ((f"{CROSS_CC} (apt-get install gcc-aarch64-linux-gnu)", shutil.which(CROSS_CC)),
+                                        (f"{QEMU} (apt-get install qemu-user)", shutil.which(QEMU)),
+                                        (f"the ARM64 libc in {SYSROOT}", SYSROOT.is_dir())) if not there]
+    if missing:
+        pytest.skip("cannot build and run the ARM64 driver: no " + ", no ".join(missing))
+    return build(CROSS_CC, "neon", tmp_path_factory.mktemp("arm64") / "driver")
+
+
+@pytest.mark.slow      # builds the kernels and the driver: ~20 s on 2 cores
+def test_x86_kernels_pass_every_check(x86_driver):
+    run([str(x86_driver), "check"])
+
+
+@pytest.mark.slow      # cross-builds, then emulates
+@pytest.mark.parametrize("cpu", ARM_CPUS)
+def test_arm64_kernels_pass_every_check(arm_driver, cpu):
+    run([*qemu(cpu), str(arm_driver), "check"])
+
+
+def records(path: Path) -> dict[str, bytes]:
+    """driver.c's dump: per output its name, NUL, a little-endian uint64 byte count, the bytes."""
+    data, out, at = path.read_bytes(), {}, 0
+    while at < len(data):
+        end = data.index(b"\0", at)
+        name = data[at:end].decode()
+        (size,) = struct.unpack_from("<Q", data, end + 1)
+        assert name not in out, f"the dump names two outputs {name!r}"
+        out[name] = data[end + 9:end + 9 + size]
+        at = end + 9 + size
+    return out
+
+
+def difference(name: str, arm: bytes, x86: bytes) -> str | None:
+    """None if bit for bit equal, else what differs (codes are bytes, every other output fp32)."""
+    if arm == x86:
+        return None
+    if len(arm) != len(x86):
+        return f"{name}: {len(arm)} bytes against {len(x86)}"
+    if name.endswith(" codes"):
+        return f"{name}: {sum(p != q for p, q in zip(arm, x86))} bytes differ"
+    a, b = (struct.unpack(f"<{len(x) // 4}f", x) for x in (arm, x86))
+    diff = [i for i in range(len(a)) if arm[4 * i:4 * i + 4] != x86[4 * i:4 * i + 4]]
+    return f"{name}: {len(diff)} of {len(a)} floats differ, first [{diff[0]}] {a[diff[0]]!r} against {b[diff[0]]!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpu", ARM_CPUS)
+def test_arm64_gives_the_bits_of_x86(x86_driver, arm_driver, cpu, tmp_path):
+    """Every output of the driver's calls, ARM64 (emulated) against x86, bit for bit: the same
+    tokens on a Snapdragon as on a PC."""
+    run([str(x86_driver), "dump", str(tmp_path / "x86.bin")])
+    run([*qemu(cpu), str(arm_driver), "dump", str(tmp_path / "arm64.bin")])
+    x86, arm = records(tmp_path / "x86.bin"), records(tmp_path / "arm64.bin")
+    assert list(arm) == list(x86), "the two drivers wrote different outputs"
+    found = [d for name in x86 if (d := difference(name, arm[name], x86[name]))]
+    assert not found, f"{len(found)} of {len(x86)} outputs differ between ARM64 and x86:\n" + "\n".join(found)
+
+
+# ---- host_isa(): which kernels a CPU gets ---------------------------------------------------
+
+ARM64_CPUINFO = """processor\t: 0
+BogoMIPS\t: 38.40
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp
+CPU implementer\t: 0x51
+CPU architecture: 8
+CPU variant\t: 0xd
+CPU part\t: 0x805
+CPU revision\t: 14
+"""
+X86_CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Core(TM) i7-3770 CPU @ 3.40GHz
+flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep sse sse2 ssse3 sse4_1 sse4_2 popcnt avx {extra}
+"""
+
+
+@pytest.fixture
+def machine(monkeypatch, tmp_path):
+    """machine(name, system, cpuinfo): the platform host_isa() sees; cpuinfo None = unreadable."""
+    def set_machine(name: str, system: str = "Linux", cpuinfo: str | None = None) -> None:
+        fake = tmp_path / "cpuinfo"
+        if cpuinfo is not None:
+            fake.write_text(cpuinfo)
+        monkeypatch.setattr(platform, "machine", lambda: name)
+        monkeypatch.setattr(platform, "system", lambda: system)
+        monkeypatch.setattr(kernels, "Path", lambda p: fake if str(p) == "/proc/cpuinfo" else Path(p))
+    return set_machine
+
+
+def test_arm64_linux_gets_the_neon_kernels(machine):
+    machine("aarch64", cpuinfo=ARM64_CPUINFO)
+    assert {"asimd", "asimddp", "fp"} <= cpu_features()      # the "Features" line
+    assert host_isa() == ("neon", None)
+
+
+def test_x86_with_avx2_gets_the_avx2_kernels(machine):
+    machine("x86_64", cpuinfo=X86_CPUINFO.format(extra="fma f16c avx2"))
+    assert {"avx2", "fma", "f16c"} <= cpu_features()
+    assert host_isa() == ("avx2", None)
+
+
+def test_x86_without_avx2_says_what_it_lacks(machine):
+    machine("x86_64", cpuinfo=X86_CPUINFO.format(extra="f16c"))
+    isa, why = host_isa()
+    assert isa is None and "avx2" in why and "fma" in why and "f16c" not in why
+
+
+def test_x86_with_unreadable_cpuinfo_says_so(machine):
+    machine("AMD64", system="Windows")
+    assert cpu_features() == set()
+    isa, why = host_isa()
+    assert isa is None and "/proc/cpuinfo" in why
+
+
+def test_windows_on_arm_keeps_torch_with_its_reason(machine):
+    machine("ARM64", system="Windows")
+    isa, why = host_isa()
+    assert isa is None and "Windows" in why
+
+
+def test_32_bit_arm_python_needs_a_64_bit_one(machine):
+    machine("armv8l", cpuinfo=ARM64_CPUINFO)
+    isa, why = host_isa()
+    assert isa is None and "64-bit" in why
+
+
+def test_unknown_machine_is_named_in_the_reason(machine):
+    machine("riscv64", cpuinfo="processor\t: 0\nisa\t\t: rv64imafdc\n")
+    assert host_isa() == (None, "no native kernels for riscv64")

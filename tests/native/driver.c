@@ -1,0 +1,801 @@
+/* The native kernels' test driver: one C program linked with one instruction set's kernels
+ * (engine.kernels.sources(isa)), run natively for x86 and under qemu-aarch64 for ARM64 by
+ * tests/engine/test_native_driver.py. It calls only what hexa.h declares.
+ *
+ *   driver check        every check; one line per failure (kernel, shape, row), exit 1 if any
+ *   driver dump FILE    the same checks, also writing their outputs' raw bytes to FILE, so two
+ *                       instruction sets' results can be compared bit for bit
+ *
+ * Two kinds of checks. Against a plain C reference in double, within a bound on the kernel's fp32
+ * rounding derived next to each reference (u = 2^-24, the unit roundoff). And bit for bit: a row
+ * computed alone equals the same row in a batch of any size, at any offset, on any thread count —
+ * what lets tree verification reproduce plain decoding exactly.
+ * Inputs come from the driver's own PRNG through exact arithmetic only (no libc rand, no libm):
+ * every instruction set sees the same input bits, so their dumps can be compared.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hexa.h"
+
+#define U 0x1p-24   /* fp32 unit roundoff */
+#define ROWS 33     /* batch sizes 1..ROWS: every tile shape, both sides of HEXA_QUANT_ROWS */
+#define SHOWN 12    /* failure lines printed per check function; the rest are counted */
+
+/* ---- reporting --------------------------------------------------------------------------- */
+
+static const char *kernel = "";    /* the kernel and shape the failure lines name */
+static char shape[160];
+static int failures, checks, shown;
+static FILE *dump;                 /* `dump FILE`: every kept output goes there */
+
+static void at(const char *name, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    kernel = name;
+    vsnprintf(shape, sizeof shape, fmt, ap);
+    va_end(ap);
+}
+
+static void fail(int row, const char *fmt, ...) {
+    va_list ap;
+    failures++;
+    if (shown++ >= SHOWN) return;
+    printf("FAIL %s %s row %d: ", kernel, shape, row);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+}
+
+/* n floats equal bit for bit (a -0 is not +0) */
+static int same(int row, const float *got, const float *want, int64_t n, const char *what) {
+    checks++;
+    if (!memcmp(got, want, sizeof(float) * n)) return 1;
+    int64_t c = 0;
+    while (!memcmp(got + c, want + c, sizeof(float))) c++;
+    fail(row, "col %lld is %.9g, %s gave %.9g", (long long)c, got[c], what, want[c]);
+    return 0;
+}
+
+/* |got - ref| <= tol for each of n columns (a NaN never is) */
+static int near(int row, const float *got, const double *ref, const double *tol, int n) {
+    checks++;
+    for (int c = 0; c < n; c++)
+        if (!(fabs(got[c] - ref[c]) <= tol[c])) {
+            fail(row, "col %d is %.9g, reference %.9g (bound %.2g)", c, got[c], ref[c], tol[c]);
+            return 0;
+        }
+    return 1;
+}
+
+/* record an output under the current kernel and shape: "name\0", uint64 byte count, the bytes */
+static void keep(const char *what, const void *p, int64_t bytes) {
+    if (!dump) return;
+    const uint64_t n = (uint64_t)bytes;
+    fprintf(dump, "%s %s %s%c", kernel, shape, what, 0);
+    fwrite(&n, sizeof n, 1, dump);
+    fwrite(p, 1, (size_t)bytes, dump);
+}
+
+/* ---- memory and inputs ------------------------------------------------------------------- */
+
+static void *blocks[512];          /* freed after each check function */
+static int nblocks;
+
+static void *grab(int64_t bytes) {
+    void *p = calloc(1, (size_t)(bytes > 0 ? bytes : 1));
+    if (!p || nblocks == (int)(sizeof blocks / sizeof *blocks)) { fputs("driver: out of memory\n", stderr); exit(2); }
+    return blocks[nblocks++] = p;
+}
+static float *floats(int64_t n) { return grab(n * (int64_t)sizeof(float)); }
+static double *doubles(int64_t n) { return grab(n * (int64_t)sizeof(double)); }
+static void drop(void) { free(blocks[--nblocks]); }   /* the last grab */
+static void release(void) { while (nblocks) drop(); }
+
+static uint64_t state;
+
+static void seed(uint64_t s) { state = s; }
+
+static uint64_t next(void) {       /* splitmix64 */
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int below(int n) { return (int)(next() % (uint64_t)n); }
+
+static float pow2(int e) {         /* 2^e, exactly */
+    float p = 1.f;
+    for (; e > 0; e--) p *= 2.f;
+    for (; e < 0; e++) p *= 0.5f;
+    return p;
+}
+
+/* uniform in [-scale, scale): a 24-bit integer times 2^-23 (exact), then times scale */
+static float uniform(float scale) {
+    return (float)((int32_t)(next() >> 40) - (1 << 23)) * 0x1p-23f * scale;
+}
+
+/* max without fmax: Debian's aarch64 GCC 12 crashes vectorizing fmax reductions at -O3 */
+static double larger(double a, double b) { return a > b ? a : b; }
+
+static float *randoms(int64_t n, float scale) {
+    float *p = floats(n);
+    for (int64_t i = 0; i < n; i++) p[i] = uniform(scale);
+    return p;
+}
+
+/* ---- hexa_pack, hexa_linear --------------------------------------------------------------- */
+
+/* y = res + (x . w_n + b) in double. An FMA chain of K steps from zero errs by at most
+   K u sum|x w| (first order), the bias and residual adds by u (|b| + |res| + sum|x w|) each. */
+static void ref_linear(const float *x, const float *w, const float *b, const float *res, int N, int K,
+                       double *ref, double *tol) {
+    for (int n = 0; n < N; n++) {
+        double s = 0, a = 0;
+        for (int k = 0; k < K; k++) {
+            s += (double)x[k] * w[(int64_t)n * K + k];
+            a += fabs((double)x[k] * w[(int64_t)n * K + k]);
+        }
+        const double bb = b ? b[n] : 0, rr = res ? res[n] : 0;
+        ref[n] = rr + (s + bb);
+        tol[n] = 1.01 * (K + 4) * U * (a + fabs(bb) + fabs(rr)) + 1e-30;
+    }
+}
+
+/* x rows [s0, s0+M) of every batch size M = 1..ROWS, through `linear`, against rows computed
+   alone: first rows, then last rows of x, alternately */
+typedef void (*linear_fn)(const float *x, const void *w, const float *b, const float *res, float *y, int M,
+                          int N, int K, int bits, int threads);
+
+static void batches(const char *name, linear_fn linear, const float *x, const void *w, const float *b,
+                    const float *res, const float *alone, int N, int K, int bits, int threads) {
+    float *y = floats((int64_t)ROWS * N);
+    for (int M = 1; M <= ROWS; M++) {
+        const int s0 = M % 2 ? 0 : ROWS - M;
+        at(name, "N=%d K=%d bits=%d threads=%d M=%d", N, K, bits, threads, M);
+        linear(x + (int64_t)s0 * K, w, b, res + (int64_t)s0 * N, y, M, N, K, bits, threads);
+        for (int i = 0; i < M; i++)
+            same(s0 + i, y + (int64_t)i * N, alone + (int64_t)(s0 + i) * N, N, "the row alone");
+    }
+}
+
+static void fp32_linear(const float *x, const void *w, const float *b, const float *res, float *y, int M, int N,
+                        int K, int bits, int threads) {
+    (void)bits;
+    hexa_linear(x, w, b, res, y, M, N, K, threads);
+}
+
+static void check_linear(void) {
+    static const int shapes[][2] = {{37, 83}, {197, 83}, {16, 5}, {3, 1}};   /* N, K: tails, 13 panels */
+    for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int N = shapes[s][0], K = shapes[s][1], P = (N + HEXA_PANEL - 1) / HEXA_PANEL;
+        seed(100 + s);
+        float *x = randoms((int64_t)ROWS * K, 1.f), *w = randoms((int64_t)N * K, 1.f), *b = randoms(N, 1.f);
+        float *res = randoms((int64_t)ROWS * N, 4.f), *packed = floats((int64_t)P * HEXA_PANEL * K);
+        float *alone = floats((int64_t)ROWS * N), *first = floats((int64_t)ROWS * N), *y = floats((int64_t)ROWS * N);
+        double *ref = doubles(N), *tol = doubles(N);
+        for (int threads = 1; threads <= 3; threads += 2) {
+            at("hexa_pack", "N=%d K=%d threads=%d", N, K, threads);
+            hexa_pack(w, packed, N, K, threads);
+            for (int n = 0; n < P * HEXA_PANEL; n++)      /* packed[p][k][j] = w[16p + j][k], padding 0 */
+                for (int k = 0; k < K; k++) {
+                    const float want = n < N ? w[(int64_t)n * K + k] : 0.f;
+                    if (memcmp(&packed[((int64_t)(n / HEXA_PANEL) * K + k) * HEXA_PANEL + n % HEXA_PANEL], &want, 4)) {
+                        fail(n, "input %d is not in its panel slot", k);
+                        break;
+                    }
+                }
+            at("hexa_linear", "N=%d K=%d threads=%d M=1", N, K, threads);
+            for (int r = 0; r < ROWS; r++) {
+                hexa_linear(x + (int64_t)r * K, packed, b, res + (int64_t)r * N, alone + (int64_t)r * N, 1, N, K, threads);
+                ref_linear(x + (int64_t)r * K, w, b, res + (int64_t)r * N, N, K, ref, tol);
+                near(r, alone + (int64_t)r * N, ref, tol, N);
+                if (threads > 1) same(r, alone + (int64_t)r * N, first + (int64_t)r * N, N, "threads=1");
+            }
+            batches("hexa_linear", fp32_linear, x, packed, b, res, alone, N, K, 0, threads);
+            at("hexa_linear", "N=%d K=%d threads=%d M=%d no bias, no residual", N, K, threads, ROWS);
+            hexa_linear(x, packed, NULL, NULL, y, ROWS, N, K, threads);
+            for (int r = 0; r < ROWS; r++) {
+                ref_linear(x + (int64_t)r * K, w, NULL, NULL, N, K, ref, tol);
+                near(r, y + (int64_t)r * N, ref, tol, N);
+            }
+            at("hexa_linear", "N=%d K=%d threads=%d M=%d residual in place", N, K, threads, ROWS);
+            memcpy(y, res, sizeof(float) * ROWS * N);
+            hexa_linear(x, packed, b, y, y, ROWS, N, K, threads);
+            for (int r = 0; r < ROWS; r++) same(r, y + (int64_t)r * N, alone + (int64_t)r * N, N, "a separate residual");
+            memcpy(first, alone, sizeof(float) * ROWS * N);
+        }
+        at("hexa_pack", "N=%d K=%d", N, K);
+        keep("packed", packed, sizeof(float) * P * HEXA_PANEL * K);
+        at("hexa_linear", "N=%d K=%d", N, K);
+        keep("y", alone, sizeof(float) * ROWS * N);
+    }
+}
+
+/* ---- codes: hexa_pack_quant, hexa_linear_quant, hexa_linear_dot, hexa_unpack_rows ----------- */
+
+/* A weight that is exactly Q4_1 (w = d*q + m, q in 0..15) or Q8_0 (w = d*q, q in -127..127) per
+   block of 32 inputs, d and m fp16 values (an 11-bit significand times a power of two, around
+   2^-e), each block holding its extreme codes as quantization makes them. */
+struct qweight { int N, K, bits; float *w, *m; uint8_t *codes; };
+
+static float half_value(int e) {
+    return (float)(1024 + below(1024)) * pow2(-10 - e - below(3));
+}
+
+static struct qweight make_quant(int bits, int N, int K, int e) {
+    const int nb = K / HEXA_QUANT_BLOCK;
+    struct qweight q = {N, K, bits, floats((int64_t)N * K), floats((int64_t)N * nb), NULL};
+    for (int n = 0; n < N; n++)
+        for (int blk = 0; blk < nb; blk++) {
+            const float d = half_value(e), m = bits == 4 ? -half_value(e - 2) : 0.f;
+            const int lo = below(32), hi = (lo + 1 + below(31)) % 32;
+            for (int i = 0; i < 32; i++) {
+                int c = bits == 4 ? below(16) : below(255) - 127;
+                if (i == lo) c = bits == 4 ? 0 : -127;
+                if (i == hi) c = bits == 4 ? 15 : 127;
+                q.w[(int64_t)n * K + blk * 32 + i] = bits == 4 ? d * (float)c + m : d * (float)c;
+            }
+            q.m[(int64_t)n * nb + blk] = m;
+        }
+    return q;
+}
+
+static int64_t code_bytes(int bits, int N, int K) {
+    return (int64_t)(N + HEXA_PANEL - 1) / HEXA_PANEL * (K / HEXA_QUANT_BLOCK) * hexa_quant_block_bytes(bits);
+}
+
+static void check_pack_quant(struct qweight *q) {
+    const int N = q->N, K = q->K, bits = q->bits, other = bits == 4 ? 8 : 4;
+    const int64_t bytes = code_bytes(bits, N, K);
+    uint8_t *first = grab(bytes), *junk = grab(code_bytes(8, N, K));   /* refusals may scribble */
+    float *bad = floats((int64_t)N * K);
+    at("hexa_quant_block_bytes", "bits=%d", bits);
+    if (hexa_quant_block_bytes(bits) != (bits == 4 ? 384 : 576))
+        fail(0, "%d bytes per panel and block", hexa_quant_block_bytes(bits));
+    q->codes = grab(bytes);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        at("hexa_pack_quant", "N=%d K=%d bits=%d threads=%d", N, K, bits, threads);
+        if (!hexa_pack_quant(q->w, q->codes, N, K, bits, threads)) fail(0, "refused an exact weight");
+        if (threads > 1 && memcmp(q->codes, first, (size_t)bytes)) fail(0, "codes differ from threads=1");
+        memcpy(first, q->codes, (size_t)bytes);
+        if (hexa_pack_quant(q->w, junk, N, K, other, threads)) fail(0, "took it for %d-bit codes", other);
+        memcpy(bad, q->w, sizeof(float) * N * K);   /* one weight one ulp off: no longer exact */
+        const int64_t i = (int64_t)(N / 2) * K + K / 2 + 3;
+        uint32_t u;
+        memcpy(&u, &bad[i], 4);
+        u++;
+        memcpy(&bad[i], &u, 4);
+        if (hexa_pack_quant(bad, junk, N, K, bits, threads)) fail(N / 2, "took a weight one ulp off");
+        memcpy(bad, q->w, sizeof(float) * N * K);   /* a block of zeros: d = 0; with a -0, never d * 0 */
+        for (int k = 0; k < 32; k++) bad[(int64_t)(N - 1) * K + k] = bits == 8 && k == 5 ? -0.f : 0.f;
+        if (bits == 8 && hexa_pack_quant(bad, junk, N, K, bits, threads)) fail(N - 1, "took a -0");
+        if (bits == 4 && !hexa_pack_quant(bad, junk, N, K, bits, threads)) fail(N - 1, "refused a zero block");
+        if (hexa_pack_quant(q->w, junk, N, K - 1, bits, threads)) fail(0, "took K=%d", K - 1);
+        if (hexa_pack_quant(q->w, junk, N, K, 5, threads)) fail(0, "took bits=5");
+    }
+    at("hexa_pack_quant", "N=%d K=%d bits=%d", N, K, bits);
+    keep("codes", q->codes, bytes);
+}
+
+static void check_unpack_rows(const struct qweight *q) {
+    const int N = q->N, K = q->K;
+    const int64_t rows[] = {0, 1, 15, 16, N - 1, 7, 7, -1, N, N + 100};
+    const int count = sizeof rows / sizeof *rows;
+    float *out = floats((int64_t)count * K), *zero = floats(K);
+    at("hexa_unpack_rows", "N=%d K=%d bits=%d", N, K, q->bits);
+    hexa_unpack_rows(q->codes, rows, count, N, K, q->bits, out);
+    for (int r = 0; r < count; r++) {
+        const int inside = rows[r] >= 0 && rows[r] < N;
+        same((int)rows[r], out + (int64_t)r * K, inside ? q->w + rows[r] * K : zero, K,
+             inside ? "the weight" : "zeros (a row outside the weight)");
+    }
+    keep("rows", out, sizeof(float) * count * K);
+}
+
+static void quant_linear(const float *x, const void *w, const float *b, const float *res, float *y, int M, int N,
+                         int K, int bits, int threads) {
+    hexa_linear_quant(x, w, b, res, y, M, N, K, bits, threads);
+}
+
+/* the codes give hexa_linear's bits on the same weight, in every batch size */
+static void check_linear_quant(const struct qweight *q) {
+    const int N = q->N, K = q->K, bits = q->bits, P = (N + HEXA_PANEL - 1) / HEXA_PANEL;
+    seed(200 + bits);
+    float *x = randoms((int64_t)ROWS * K, 1.f), *b = randoms(N, 1.f), *res = randoms((int64_t)ROWS * N, 4.f);
+    float *packed = floats((int64_t)P * HEXA_PANEL * K), *alone = floats((int64_t)ROWS * N);
+    float *y = floats((int64_t)ROWS * N), *want = floats((int64_t)ROWS * N);
+    hexa_pack(q->w, packed, N, K, 1);
+    for (int r = 0; r < ROWS; r++)
+        hexa_linear(x + (int64_t)r * K, packed, b, res + (int64_t)r * N, alone + (int64_t)r * N, 1, N, K, 1);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        batches("hexa_linear_quant", quant_linear, x, q->codes, b, res, alone, N, K, bits, threads);
+        for (int M = 7; M <= ROWS; M += ROWS - 7) {   /* under and over HEXA_QUANT_ROWS */
+            at("hexa_linear_quant", "N=%d K=%d bits=%d threads=%d M=%d no bias, no residual", N, K, bits, threads, M);
+            hexa_linear_quant(x, q->codes, NULL, NULL, y, M, N, K, bits, threads);
+            hexa_linear(x, packed, NULL, NULL, want, M, N, K, threads);
+            for (int r = 0; r < M; r++) same(r, y + (int64_t)r * N, want + (int64_t)r * N, N, "hexa_linear");
+            at("hexa_linear_quant", "N=%d K=%d bits=%d threads=%d M=%d residual in place", N, K, bits, threads, M);
+            memcpy(y, res, sizeof(float) * M * N);
+            hexa_linear_quant(x, q->codes, b, y, y, M, N, K, bits, threads);
+            for (int r = 0; r < M; r++) same(r, y + (int64_t)r * N, alone + (int64_t)r * N, N, "hexa_linear");
+        }
+    }
+    at("hexa_linear_quant", "N=%d K=%d bits=%d", N, K, bits);
+    keep("y", alone, sizeof(float) * ROWS * N);
+}
+
+/* hexa_linear_dot quantizes each block of 32 inputs of a row: dx = max|x| / 127, xq =
+   round(x / dx), so |x - dx xq| <= 0.5001 dx (the rounding of 1/dx and x/dx adds < 2e-5 to 0.5),
+   and sums d dx sum(q xq) + m dx sum(xq) over blocks. Against sum w x in double:
+   - quantization: sum |w| 0.5001 dx (d q + m is w up to one rounding, u |w|);
+   - fp32: per block two products and two FMAs, each rounding once, all terms bounded by
+     S = sum (|d q| + |m|)(|x| + 0.6 dx) <= sum (|w| + 2|m|)(|x| + 0.6 dx) (|d q| <= |w| + |m|),
+     so at most (2 nb + 2) u S, plus u S for w's own rounding and 2 u for the bias and residual. */
+static void ref_dot(const struct qweight *q, const float *x, const float *b, const float *res, double *ref,
+                    double *tol) {
+    const int N = q->N, K = q->K, nb = K / 32;
+    for (int n = 0; n < N; n++) {
+        double s = 0, qerr = 0, S = 0;
+        for (int blk = 0; blk < nb; blk++) {
+            double amax = 0;
+            for (int i = 0; i < 32; i++) amax = larger(amax, fabs(x[blk * 32 + i]));
+            const double dx = amax / 127 * (1 + 4 * U), m = fabs(q->m[(int64_t)n * nb + blk]);
+            for (int i = 0; i < 32; i++) {
+                const double w = q->w[(int64_t)n * K + blk * 32 + i], xi = x[blk * 32 + i];
+                s += w * xi;
+                qerr += fabs(w) * 0.5001 * dx;
+                S += (fabs(w) + 2 * m) * (fabs(xi) + 0.6 * dx);
+            }
+        }
+        const double bb = b ? b[n] : 0, rr = res ? res[n] : 0;
+        ref[n] = rr + (s + bb);
+        tol[n] = 1.01 * (qerr + (2 * nb + 6) * U * (S + fabs(bb) + fabs(rr))) + 1e-30;
+    }
+}
+
+static void dot_linear(const float *x, const void *w, const float *b, const float *res, float *y, int M, int N,
+                       int K, int bits, int threads) {
+    hexa_linear_dot(x, w, b, res, y, M, N, K, bits, threads);
+}
+
+static void check_linear_dot(const struct qweight *q) {
+    const int N = q->N, K = q->K, bits = q->bits;
+    seed(300 + bits);
+    float *x = randoms((int64_t)ROWS * K, 1.f), *b = randoms(N, 1.f), *res = randoms((int64_t)ROWS * N, 4.f);
+    float *alone = floats((int64_t)ROWS * N), *first = floats((int64_t)ROWS * N), *y = floats((int64_t)ROWS * N);
+    double *ref = doubles(N), *tol = doubles(N);
+    for (int k = 0; k < K; k += 5) x[k] *= 1e-3f;            /* small inputs among large ones */
+    for (int k = 0; k < 32; k++) x[(int64_t)(ROWS - 1) * K + k] = 0.f;   /* an all-zero block: dx = 0 */
+    for (int threads = 1; threads <= 3; threads += 2) {
+        at("hexa_linear_dot", "N=%d K=%d bits=%d threads=%d M=1", N, K, bits, threads);
+        for (int r = 0; r < ROWS; r++) {
+            hexa_linear_dot(x + (int64_t)r * K, q->codes, b, res + (int64_t)r * N, alone + (int64_t)r * N, 1, N, K,
+                            bits, threads);
+            ref_dot(q, x + (int64_t)r * K, b, res + (int64_t)r * N, ref, tol);
+            near(r, alone + (int64_t)r * N, ref, tol, N);
+            if (threads > 1) same(r, alone + (int64_t)r * N, first + (int64_t)r * N, N, "threads=1");
+        }
+        batches("hexa_linear_dot", dot_linear, x, q->codes, b, res, alone, N, K, bits, threads);
+        at("hexa_linear_dot", "N=%d K=%d bits=%d threads=%d M=%d no bias, no residual", N, K, bits, threads, ROWS);
+        hexa_linear_dot(x, q->codes, NULL, NULL, y, ROWS, N, K, bits, threads);
+        for (int r = 0; r < ROWS; r++) {
+            ref_dot(q, x + (int64_t)r * K, NULL, NULL, ref, tol);
+            near(r, y + (int64_t)r * N, ref, tol, N);
+        }
+        memcpy(first, alone, sizeof(float) * ROWS * N);
+    }
+    at("hexa_linear_dot", "N=%d K=%d bits=%d", N, K, bits);
+    keep("y", alone, sizeof(float) * ROWS * N);
+}
+
+static void check_codes(void) {
+    static const int shapes[][2] = {{37, 96}, {197, 64}};   /* N tails; 13 panels (two full groups) */
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            seed(bits * 10 + s);
+            struct qweight q = make_quant(bits, shapes[s][0], shapes[s][1], 4);
+            check_pack_quant(&q);
+            check_unpack_rows(&q);
+            check_linear_quant(&q);
+            check_linear_dot(&q);
+            release();
+        }
+}
+
+/* ---- hexa_attention ----------------------------------------------------------------------- */
+
+#define HD HEXA_HEAD_DIM
+#define CHUNK 128          /* attention.c's key chunks: masks below cover whole ones */
+
+struct attn {
+    int H, R, L, S, threads;    /* S: the R rows are R/S query heads of S tokens (0: plain rows) */
+    int64_t stride;             /* floats between two heads of the cache */
+    const float *q, *k, *v, *mask;
+};
+
+/* rows [r0, r0 + M) of every head alone (copied out of q), in [H, M, 64] */
+static void attend_rows(const struct attn *a, int r0, int M, float *out) {
+    float *q = floats((int64_t)a->H * M * HD);
+    for (int h = 0; h < a->H; h++)
+        memcpy(q + (int64_t)h * M * HD, a->q + ((int64_t)h * a->R + r0) * HD, sizeof(float) * M * HD);
+    hexa_attention(q, a->k, a->v, a->mask ? a->mask + (int64_t)r0 * a->L : NULL, out, a->H, M, a->L, a->stride, 0,
+                   a->threads);
+    drop();
+}
+
+/* softmax(q k^T + mask) v of one row in double. Bound, to first order: each score is a dot of 64
+   products, 8 FMAs per lane then a 3-level add tree (11 roundings: es = 11 u sum|q k|); a weight
+   exp(s - mx) then errs relatively by 2 es + u |s - mx| (the subtraction) + 3e-7 (exp8's
+   polynomial, ~2e-7, and the chunks' expf) = eta, the normalized output by 2 eta max|v|; the sums
+   over <= 128 keys of a chunk, of the chunks and the final division add (2*128 + 2 C + 8) u. */
+static void ref_attention(const struct attn *a, int h, int r, double *ref, double *tol) {
+    const float *q = a->q + ((int64_t)h * a->R + r) * HD;
+    const float *kh = a->k + h * a->stride, *vh = a->v + h * a->stride;
+    const float *mrow = a->mask ? a->mask + (int64_t)r * a->L : NULL;
+    double *s = doubles(a->L), mx = -INFINITY, es = 0, vmax = 0, lo = INFINITY, l = 0;
+    for (int j = 0; j < a->L; j++) {
+        double dot = 0, mag = 0;
+        for (int d = 0; d < HD; d++) {
+            dot += (double)q[d] * kh[(int64_t)j * HD + d];
+            mag += fabs((double)q[d] * kh[(int64_t)j * HD + d]);
+        }
+        s[j] = dot + (mrow ? mrow[j] : 0.f);
+        if (s[j] == -INFINITY) continue;
+        es = larger(es, 11 * U * mag);
+        mx = larger(mx, s[j]);
+        lo = s[j] < lo ? s[j] : lo;
+        for (int d = 0; d < HD; d++) vmax = larger(vmax, fabs(vh[(int64_t)j * HD + d]));
+    }
+    for (int d = 0; d < HD; d++) ref[d] = 0;
+    for (int j = 0; j < a->L; j++) {
+        if (s[j] == -INFINITY) continue;
+        const double p = exp(s[j] - mx);
+        l += p;
+        for (int d = 0; d < HD; d++) ref[d] += p * vh[(int64_t)j * HD + d];
+    }
+    const double eta = 2 * es + U * (mx - lo) + 3e-7, C = (a->L + CHUNK - 1) / CHUNK;
+    for (int d = 0; d < HD; d++) {
+        ref[d] /= l;
+        tol[d] = 1.25 * vmax * (2 * eta + (2 * CHUNK + 2 * C + 8) * U) + 1e-30;
+    }
+    drop();
+}
+
+/* One attention shape: against the reference (threads 1), each row alone and every prefix of 1..33
+   rows against the whole batch, threads 3 against 1, the token-major layout against the plain. */
+static void attention_case(const char *name, int H, int R, int L, int S, const float *mask) {
+    const int64_t cap = L + 5, n = (int64_t)H * R * HD;
+    struct attn a = {H, R, L, S, 1, cap * HD + 64, NULL, NULL, NULL, mask};
+    a.q = randoms(n, 0.5f);
+    a.k = randoms(H * a.stride, 1.f);
+    a.v = randoms(H * a.stride, 1.f);
+    float *full = floats(n), *first = floats(n), *rows = floats(n), *tok = floats(n);
+    double *ref = doubles(HD), *tol = doubles(HD);
+    for (a.threads = 1; a.threads <= 3; a.threads += 2) {
+        at("hexa_attention", "%s H=%d R=%d L=%d threads=%d", name, H, R, L, a.threads);
+        hexa_attention(a.q, a.k, a.v, mask, full, H, R, L, a.stride, 0, a.threads);
+        for (int h = 0; h < H; h++)
+            for (int r = 0; r < R; r++) {
+                const float *row = full + ((int64_t)h * R + r) * HD;
+                if (a.threads > 1) {
+                    same(r, row, first + ((int64_t)h * R + r) * HD, HD, "threads=1");
+                    continue;
+                }
+                ref_attention(&a, h, r, ref, tol);
+                near(r, row, ref, tol, HD);
+            }
+        for (int r = 0; r < R; r++) {
+            attend_rows(&a, r, 1, rows);
+            for (int h = 0; h < H; h++) same(r, rows + (int64_t)h * HD, full + ((int64_t)h * R + r) * HD, HD, "the whole batch");
+        }
+        for (int M = 2; M <= R && M <= ROWS; M++) {
+            at("hexa_attention", "%s H=%d R=%d L=%d threads=%d rows 0..%d", name, H, R, L, a.threads, M - 1);
+            attend_rows(&a, 0, M, rows);
+            for (int h = 0; h < H; h++)
+                for (int r = 0; r < M; r++)
+                    same(r, rows + ((int64_t)h * M + r) * HD, full + ((int64_t)h * R + r) * HD, HD, "the whole batch");
+        }
+        if (S) {   /* row r of kv head h: query head h*G + r/S at token r%S */
+            at("hexa_attention", "%s H=%d R=%d L=%d threads=%d S=%d", name, H, R, L, a.threads, S);
+            hexa_attention(a.q, a.k, a.v, mask, tok, H, R, L, a.stride, S, a.threads);
+            const int G = R / S;
+            for (int h = 0; h < H; h++)
+                for (int r = 0; r < R; r++)
+                    same(r, tok + ((int64_t)(r % S) * H * G + h * G + r / S) * HD, full + ((int64_t)h * R + r) * HD,
+                         HD, "the [H, R, 64] layout");
+        }
+        memcpy(first, full, sizeof(float) * n);
+    }
+    at("hexa_attention", "%s H=%d R=%d L=%d", name, H, R, L);
+    keep("out", full, sizeof(float) * n);
+    if (S) keep("token-major", tok, sizeof(float) * n);
+}
+
+/* additive causal mask of S tokens after `start` cached ones, rows repeated for G query heads */
+static float *causal_mask(int G, int S, int start) {
+    const int L = start + S;
+    float *mask = floats((int64_t)G * S * L);
+    for (int r = 0; r < G * S; r++)
+        for (int j = 0; j < L; j++) mask[(int64_t)r * L + j] = j <= start + r % S ? 0.f : -INFINITY;
+    return mask;
+}
+
+static void check_attention(void) {
+    seed(400);
+    attention_case("decode", 2, 3, 290, 0, NULL);
+    /* a draft tree: some keys -inf, others small penalties; keys 128..255 (a whole chunk) masked
+       for every row, keys 256.. for row 0 only (the rest of its tile still sees them) */
+    const int R = 26, L = 290;
+    float *tree = floats((int64_t)R * L);
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < L; j++) {
+            float v = below(5) == 0 ? -INFINITY : below(2) ? 0.f : -uniform(2.f) * uniform(2.f);
+            if ((j >= CHUNK && j < 2 * CHUNK) || (r == 0 && j >= 2 * CHUNK)) v = -INFINITY;
+            tree[(int64_t)r * L + j] = j == 3 ? 0.f : v;   /* every row sees at least one key */
+        }
+    attention_case("tree", 2, 3, L, 0, tree);
+    attention_case("tree", 1, R, L, 13, tree);
+    attention_case("causal prefill", 2, 2 * 60, 300 + 60, 60, causal_mask(2, 60, 300));
+    attention_case("causal prefill", 1, 2 * 50, 50, 50, causal_mask(2, 50, 0));
+}
+
+/* ---- hexa_rmsnorm, hexa_silu_mul, hexa_rope_split ----------------------------------------- */
+
+/* out = w (x / sqrt(mean x^2 + eps)): the sum of squares (positive terms) errs relatively by at
+   most (D + 2) u, the mean, eps, sqrt, division and the two products by 6 u more, halved by the
+   square root where it counts: (D + 16) u |out| bounds it with margin */
+static void check_rmsnorm(void) {
+    static const int widths[] = {70, 64, 83, 5};
+    const int M = 9;
+    const float eps = 1e-5f;
+    for (unsigned s = 0; s < sizeof widths / sizeof *widths; s++) {
+        const int D = widths[s];
+        seed(500 + s);
+        float *x = randoms((int64_t)M * D, 2.f), *w = randoms(D, 1.f), *out = floats((int64_t)M * D);
+        float *one = floats(D), *first = floats((int64_t)M * D);
+        double *ref = doubles(D), *tol = doubles(D);
+        for (int k = 0; k < D; k++) x[k] *= 1e-3f;   /* a small row, where eps counts */
+        for (int threads = 1; threads <= 3; threads += 2) {
+            at("hexa_rmsnorm", "M=%d D=%d threads=%d", M, D, threads);
+            hexa_rmsnorm(x, w, out, M, D, eps, threads);
+            for (int r = 0; r < M; r++) {
+                const float *xr = x + (int64_t)r * D;
+                double ss = 0;
+                for (int k = 0; k < D; k++) ss += (double)xr[k] * xr[k];
+                const double inv = 1 / sqrt(ss / D + eps);
+                for (int k = 0; k < D; k++) {
+                    ref[k] = w[k] * (xr[k] * inv);
+                    tol[k] = (D + 16) * U * fabs(ref[k]) + 1e-30;
+                }
+                near(r, out + (int64_t)r * D, ref, tol, D);
+                hexa_rmsnorm(xr, w, one, 1, D, eps, threads);
+                same(r, one, out + (int64_t)r * D, D, "the whole batch");
+                if (threads > 1) same(r, out + (int64_t)r * D, first + (int64_t)r * D, D, "threads=1");
+            }
+            memcpy(first, out, sizeof(float) * M * D);
+        }
+        at("hexa_rmsnorm", "M=%d D=%d", M, D);
+        keep("out", out, sizeof(float) * M * D);
+        release();
+    }
+}
+
+/* silu(g) u = g u / (1 + exp(-g)): exp8 errs by ~2e-7 relatively, the add, division and product
+   by a rounding each; 1e-6 |out| bounds it with margin */
+static void check_silu_mul(void) {
+    static const int widths[] = {20, 37, 8, 3};
+    const int M = 9;
+    for (unsigned s = 0; s < sizeof widths / sizeof *widths; s++) {
+        const int F = widths[s];
+        seed(600 + s);
+        float *gu = randoms((int64_t)M * 2 * F, 6.f), *out = floats((int64_t)M * F), *one = floats(F);
+        float *first = floats((int64_t)M * F);
+        double *ref = doubles(F), *tol = doubles(F);
+        for (int threads = 1; threads <= 3; threads += 2) {
+            at("hexa_silu_mul", "M=%d F=%d threads=%d", M, F, threads);
+            hexa_silu_mul(gu, out, M, F, threads);
+            for (int r = 0; r < M; r++) {
+                const float *g = gu + (int64_t)r * 2 * F, *u = g + F;
+                for (int j = 0; j < F; j++) {
+                    ref[j] = (double)g[j] / (1 + exp(-(double)g[j])) * u[j];
+                    tol[j] = 1e-6 * fabs(ref[j]) + 1e-30;
+                }
+                near(r, out + (int64_t)r * F, ref, tol, F);
+                hexa_silu_mul(g, one, 1, F, threads);
+                same(r, one, out + (int64_t)r * F, F, "the whole batch");
+                if (threads > 1) same(r, out + (int64_t)r * F, first + (int64_t)r * F, F, "threads=1");
+            }
+            memcpy(first, out, sizeof(float) * M * F);
+        }
+        at("hexa_silu_mul", "M=%d F=%d", M, F);
+        keep("out", out, sizeof(float) * M * F);
+        release();
+    }
+}
+
+/* rotate-half RoPE, (x c - x2 s) * scale: three roundings of terms bounded by |x c| + |x2 s| */
+static void rope_ref(const float *x, const float *c, const float *s, float scale, double *ref, double *tol) {
+    for (int d = 0; d < HD; d++) {
+        const int o = (d + 32) % HD;
+        const double rot = d < 32 ? -(double)x[o] : x[o];
+        ref[d] = ((double)x[d] * c[d] + rot * s[d]) * scale;
+        tol[d] = 3.03 * U * (fabs((double)x[d] * c[d]) + fabs(rot * s[d])) * fabs(scale) + 1e-30;
+    }
+}
+
+static void check_rope_split(void) {
+    const int M = 7, Hq = 4, Hkv = 2, start = 10, cap = 20, W = (Hq + 2 * Hkv) * HD;
+    const int64_t stride = (int64_t)cap * HD + 64, cache = Hkv * stride;
+    const float qscale = 0.125f, sentinel = -1234.5f;
+    seed(700);
+    float *qkv = randoms((int64_t)M * W, 2.f), *cos = randoms((int64_t)M * HD, 1.f), *sin = randoms((int64_t)M * HD, 1.f);
+    float *q = floats((int64_t)Hq * M * HD), *k = floats(cache), *v = floats(cache), *q1 = floats((int64_t)Hq * HD);
+    float *k1 = floats(cache), *v1 = floats(cache), *first = floats((int64_t)Hq * M * HD), *firstk = floats(cache);
+    double *ref = doubles(HD), *tol = doubles(HD);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        at("hexa_rope_split", "M=%d Hq=%d Hkv=%d start=%d threads=%d", M, Hq, Hkv, start, threads);
+        for (int64_t i = 0; i < cache; i++) k[i] = v[i] = k1[i] = v1[i] = sentinel;
+        hexa_rope_split(qkv, cos, sin, q, k, v, M, Hq, Hkv, stride, start, qscale, threads);
+        for (int m = 0; m < M; m++) {
+            const float *row = qkv + (int64_t)m * W, *c = cos + (int64_t)m * HD, *s = sin + (int64_t)m * HD;
+            for (int h = 0; h < Hq; h++) {
+                rope_ref(row + h * HD, c, s, qscale, ref, tol);
+                near(m, q + ((int64_t)h * M + m) * HD, ref, tol, HD);
+            }
+            for (int h = 0; h < Hkv; h++) {
+                const int64_t slot = h * stride + (int64_t)(start + m) * HD;
+                rope_ref(row + (Hq + h) * HD, c, s, 1.f, ref, tol);
+                near(m, k + slot, ref, tol, HD);
+                same(m, v + slot, row + (Hq + Hkv + h) * HD, HD, "qkv's v");
+            }
+            /* the token alone, at its own position */
+            hexa_rope_split(row, c, s, q1, k1, v1, 1, Hq, Hkv, stride, start + m, qscale, threads);
+            for (int h = 0; h < Hq; h++) same(m, q1 + (int64_t)h * HD, q + ((int64_t)h * M + m) * HD, HD, "the whole batch");
+        }
+        for (int h = 0; h < Hkv; h++)   /* same cache, every row outside start..start+M-1 untouched */
+            for (int j = 0; j < cap; j++) {
+                const int64_t slot = h * stride + (int64_t)j * HD;
+                same(j, k1 + slot, k + slot, HD, "the whole batch (k cache)");
+                same(j, v1 + slot, v + slot, HD, "the whole batch (v cache)");
+                if (j < start || j >= start + M)
+                    for (int d = 0; d < HD; d++)
+                        if (k[slot + d] != sentinel || v[slot + d] != sentinel) { fail(j, "cache row written"); break; }
+            }
+        if (threads > 1) {
+            for (int h = 0; h < Hq; h++)
+                for (int m = 0; m < M; m++)
+                    same(m, q + ((int64_t)h * M + m) * HD, first + ((int64_t)h * M + m) * HD, HD, "threads=1");
+            same(0, k, firstk, cache, "threads=1 (k cache)");
+        }
+        memcpy(first, q, sizeof(float) * Hq * M * HD);
+        memcpy(firstk, k, sizeof(float) * cache);
+    }
+    at("hexa_rope_split", "M=%d Hq=%d Hkv=%d start=%d", M, Hq, Hkv, start);
+    keep("q", q, sizeof(float) * Hq * M * HD);
+    keep("k", k, sizeof(float) * cache);
+    release();
+}
+
+/* ---- hexa_forward -------------------------------------------------------------------------- */
+
+/* a weight [N, K] as hexa_forward reads it: fp32 panels (bits 0) or codes (4: Q4_1, 8: Q8_0) */
+static const void *forward_weight(int bits, int N, int K) {
+    if (!bits) {
+        float *w = randoms((int64_t)N * K, 0.15f), *packed = floats((int64_t)(N + HEXA_PANEL - 1) / HEXA_PANEL * HEXA_PANEL * K);
+        hexa_pack(w, packed, N, K, 1);
+        return packed;
+    }
+    struct qweight q = make_quant(bits, N, K, 7);
+    uint8_t *codes = grab(code_bytes(bits, N, K));
+    if (!hexa_pack_quant(q.w, codes, N, K, bits, 1)) fail(0, "the model's %d-bit weight [%d, %d] was refused", bits, N, K);
+    return codes;
+}
+
+/* A tiny llama: 2 layers, 4 heads of 64 dims over 2 kv heads (GQA), hidden 96, ffn 83 (tails in
+   the gate/up panels and SiLU's lanes); Q4_1 and Q8_0 codes and fp32 panels, a qkv bias. After a
+   prompt prefilled in two passes (64 + 60 tokens, causal), one pass of 9 tokens with a causal mask
+   must give, row by row, exactly what 9 one-token passes give (the KV cache filled as it goes), in
+   both arithmetics: the property lossless speculative decoding rests on. */
+static void check_forward(void) {
+    enum { LAYERS = 2, HID = 96, HEADS = 4, KV = 2, FFN = 83, G = HEADS / KV, PROMPT = 124, S = 9, CAP = 140 };
+    const int QKV = (HEADS + 2 * KV) * HD, ATT = HEADS * HD;
+    static const int bits[LAYERS][4] = {{4, 8, 4, 0}, {0, 4, 0, 0}};   /* wqkv, wo, wgu, wdown */
+    seed(800);
+    at("hexa_forward", "layers=%d hidden=%d heads=%d/%d ffn=%d", LAYERS, HID, HEADS, KV, FFN);
+    struct hexa_layer layer[LAYERS];
+    for (int i = 0; i < LAYERS; i++) {
+        const int *b = bits[i];
+        float *ln_in = randoms(HID, 0.25f), *ln_post = randoms(HID, 0.25f);
+        for (int d = 0; d < HID; d++) { ln_in[d] += 1.f; ln_post[d] += 1.f; }
+        layer[i] = (struct hexa_layer){ln_in, forward_weight(b[0], QKV, HID), i ? randoms(QKV, 0.5f) : NULL,
+                                       forward_weight(b[1], HID, ATT), ln_post, forward_weight(b[2], 2 * FFN, HID),
+                                       forward_weight(b[3], HID, FFN), b[0], b[1], b[2], b[3]};
+    }
+    float *norm = randoms(HID, 0.25f);
+    for (int d = 0; d < HID; d++) norm[d] += 1.f;
+    const int64_t head = (int64_t)CAP * HD, layer_stride = KV * head, cache = LAYERS * layer_stride;
+    struct hexa_model model = {LAYERS, HID, HEADS, KV, FFN, 1e-5f, layer, norm, layer_stride, head, 3};
+    const int P = PROMPT + S;
+    float *emb = randoms((int64_t)P * HID, 1.f), *cos = randoms((int64_t)P * HD, 1.f), *sin = randoms((int64_t)P * HD, 1.f);
+    float *scratch = floats(hexa_forward_scratch(&model, HEXA_FORWARD_ROWS));
+    float *k0 = floats(cache), *v0 = floats(cache), *ka = floats(cache), *va = floats(cache);
+    float *kb = floats(cache), *vb = floats(cache), *x = floats((int64_t)HEXA_FORWARD_ROWS * HID);
+    float *pass = floats((int64_t)HEXA_FORWARD_ROWS * HID), *steps = floats((int64_t)S * HID);
+    /* the prompt, exact, into k0/v0 */
+    for (int start = 0; start < PROMPT; start += HEXA_FORWARD_ROWS) {
+        const int n = PROMPT - start < HEXA_FORWARD_ROWS ? PROMPT - start : HEXA_FORWARD_ROWS;
+        memcpy(x, emb + (int64_t)start * HID, sizeof(float) * n * HID);
+        hexa_forward(&model, x, cos + (int64_t)start * HD, sin + (int64_t)start * HD, causal_mask(G, n, start), n,
+                     start, k0, v0, scratch, pass, 1);
+    }
+    for (int exact = 1; exact >= 0; exact--) {
+        at("hexa_forward", "layers=%d hidden=%d heads=%d/%d ffn=%d exact=%d start=%d S=%d", LAYERS, HID, HEADS, KV,
+           FFN, exact, PROMPT, S);
+        memcpy(ka, k0, sizeof(float) * cache); memcpy(va, v0, sizeof(float) * cache);
+        memcpy(kb, k0, sizeof(float) * cache); memcpy(vb, v0, sizeof(float) * cache);
+        memcpy(x, emb + (int64_t)PROMPT * HID, sizeof(float) * S * HID);
+        hexa_forward(&model, x, cos + (int64_t)PROMPT * HD, sin + (int64_t)PROMPT * HD, causal_mask(G, S, PROMPT),
+                     S, PROMPT, ka, va, scratch, pass, exact);
+        for (int t = 0; t < S; t++) {
+            memcpy(x, emb + (int64_t)(PROMPT + t) * HID, sizeof(float) * HID);
+            hexa_forward(&model, x, cos + (int64_t)(PROMPT + t) * HD, sin + (int64_t)(PROMPT + t) * HD, NULL, 1,
+                         PROMPT + t, kb, vb, scratch, steps + (int64_t)t * HID, exact);
+        }
+        for (int t = 0; t < S; t++) {
+            const float *row = pass + (int64_t)t * HID;
+            for (int d = 0; d < HID; d++)
+                if (!isfinite(row[d]) || fabsf(row[d]) > 1e3f) { fail(t, "col %d is %g", d, row[d]); break; }
+            same(t, row, steps + (int64_t)t * HID, HID, "one-token passes");
+            for (int i = 0; i < LAYERS; i++)
+                for (int h = 0; h < KV; h++) {
+                    const int64_t slot = i * layer_stride + h * head + (int64_t)(PROMPT + t) * HD;
+                    char what[80];
+                    snprintf(what, sizeof what, "one-token passes (layer %d kv head %d, k cache)", i, h);
+                    same(t, ka + slot, kb + slot, HD, what);
+                    snprintf(what, sizeof what, "one-token passes (layer %d kv head %d, v cache)", i, h);
+                    same(t, va + slot, vb + slot, HD, what);
+                }
+        }
+        keep("out", pass, sizeof(float) * S * HID);
+        keep("k cache", ka, sizeof(float) * cache);
+    }
+    release();
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+static void run(const char *name, void (*check)(void)) {
+    const int before = failures;
+    shown = 0;
+    check();
+    release();
+    if (shown > SHOWN) printf("FAIL %s: %d more failures not shown\n", name, shown - SHOWN);
+    fprintf(stderr, "%-16s %s\n", name, failures == before ? "ok" : "FAILED");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "dump")) {
+        if (!(dump = fopen(argv[2], "wb"))) { perror(argv[2]); return 2; }
+    } else if (argc != 2 || strcmp(argv[1], "check")) {
+        fprintf(stderr, "usage: %s check | dump FILE\n", argv[0]);
+        return 2;
+    }
+    run("linear", check_linear);
+    run("codes", check_codes);
+    run("attention", check_attention);
+    run("rmsnorm", check_rmsnorm);
+    run("silu_mul", check_silu_mul);
+    run("rope_split", check_rope_split);
+    run("forward", check_forward);
+    if (dump && fclose(dump)) { perror(argv[2]); return 2; }
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures != 0;
+}
