@@ -41,8 +41,8 @@ FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
 def sources(isa: str) -> list[Path]:
-    return [KERNELS / "forward.c", KERNELS / "pack.c", KERNELS / "pool.c", KERNELS / "rope.c",
-            *sorted((KERNELS / ISA_FOLDER[isa]).glob("*.c"))]
+    shared = ["forward.c", "linear.c", "pack.c", "pool.c", "rope.c"]
+    return [KERNELS / n for n in shared] + sorted((KERNELS / ISA_FOLDER[isa]).glob("*.c"))
 
 
 def headers(isa: str) -> list[Path]:

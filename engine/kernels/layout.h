@@ -17,4 +17,10 @@
 #define Q8_HEAD (PW * 4)                  /* d[16] */
 #define Q8_BYTES (Q8_HEAD + QB * PW)      /* + 16 bytes per input */
 
+/* The ISA's fp32 tiles over rows [0, M) x panels [p0, p0+np), pk pointing at panel p0
+   (x86/packed_gemm.c, arm64/packed_gemm.c; internal to the library) */
+__attribute__((visibility("hidden"))) void hexa_f32_group(const float *x, const float *pk, const float *b,
+                                                          const float *res, float *y, int M, int p0, int np,
+                                                          int N, int K);
+
 #endif

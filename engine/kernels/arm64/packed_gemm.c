@@ -62,21 +62,3 @@ void hexa_f32_group(const float *x, const float *pk, const float *b, const float
     else for (int p = p0; p < p0 + GP; p += 2) tile_2_2(x, PANEL(p), b, res, y, full, p, N, K);
 #undef PANEL
 }
-
-struct linear_job { const float *x, *packed, *b, *res; float *y; int M, N, K, P; };
-
-static void linear_group(void *ctx, int g) {
-    const struct linear_job *a = ctx;
-    const int p0 = g * GP;
-    hexa_f32_group(a->x, a->packed + (int64_t)p0 * a->K * PW, a->b, a->res, a->y, a->M, p0,
-                   a->P - p0 < GP ? a->P - p0 : GP, a->N, a->K);
-}
-
-/* y[M,N] = res[M,N] + (x[M,K] @ w[N,K]^T + b[N]), w packed by hexa_pack; b and res may be NULL,
-   res may be y itself (the residual stream updated in place); x and y rows contiguous. */
-void hexa_linear(const float *x, const float *packed, const float *b, const float *res, float *y,
-                 int M, int N, int K, int threads) {
-    const int P = (N + PW - 1) / PW;
-    struct linear_job a = {x, packed, b, res, y, M, N, K, P};
-    hexa_run(linear_group, &a, (P + GP - 1) / GP, threads);
-}

@@ -57,8 +57,5 @@ static inline void steps_##MR##_##NPAN(float32x4_t acc[MR][4 * NPAN], const floa
     }                                                                                             \
 }
 
-/* packed_gemm.c's tiles over rows [0, M) x panels [p0, p0+np), pk pointing at panel p0 (internal) */
-__attribute__((visibility("hidden"))) void hexa_f32_group(const float *x, const float *pk, const float *b, const float *res, float *y, int M,
-                    int p0, int np, int N, int K);
 
 #endif

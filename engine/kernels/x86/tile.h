@@ -22,8 +22,5 @@ static inline void store_panel(__m256 lo, __m256 hi, const float *b, const float
     }
 }
 
-/* packed_gemm.c's tiles over rows [0, M) x panels [p0, p0+np), pk pointing at panel p0 (internal) */
-__attribute__((visibility("hidden"))) void hexa_f32_group(const float *x, const float *pk, const float *b, const float *res, float *y, int M,
-                    int p0, int np, int N, int K);
 
 #endif
