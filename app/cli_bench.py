@@ -45,7 +45,11 @@ def cmd_bench(args) -> int:
         raise EngineError("--max-new-tokens and --n must be positive")
     tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
     cases = load_cases(args.data, tasks, args.n)
-    engine = load_engine(args.loaded.settings, args.locations)
+    settings = args.loaded.settings
+    if settings.cost_profile and settings.backend != "qnn":
+        print(f"hexa: --cost-profile is for the qnn backend: no estimated device times on {settings.backend}",
+              file=sys.stderr)
+    engine = load_engine(settings, args.locations)
     if args.app:
         return bench_app(engine, cases, methods, args)
     opts = BenchOptions(methods=methods, max_new_tokens=args.max_new_tokens,

@@ -17,7 +17,8 @@ def load_engine(settings: Settings, locs: Locations, progress: Progress | None =
     from engine import Engine
 
     return Engine.load(settings.model, cache_dir=ensure(locs.cache), backend=settings.backend,
-                       threads=settings.threads, context_window=settings.context, progress=progress)
+                       threads=settings.threads, context_window=settings.context, progress=progress,
+                       soc=settings.soc, cost_profile=settings.cost_profile)
 
 
 def open_memory(locs: Locations, tokenizer: Callable[[str], list[int]] | None = None, **kw):

@@ -54,6 +54,12 @@ class Settings:
     context: int | None = option(None, "context window in tokens (default: " + ", ".join(
         f"{n} on {b}" for b, n in DEFAULT_CONTEXT.items()) + ")", flag="--context", low=64)
     threads: int | None = option(None, "CPU threads (default: all cores)", flag="--threads", low=1)
+    soc: str | None = option(None, "qnn: the Snapdragon the graphs are built for (a QNN SoC id, e.g. 57 "
+                             "for 8 Gen 3); naming a real device writes weight-shared context binaries",
+                             flag="--soc")
+    cost_profile: str | None = option(None, "qnn: size trees and plan graph switching with a device cost "
+                                      "profile (a FILE, or a DEVICE profiled by `hexa npu profile`)",
+                                      flag="--cost-profile")
     max_tokens: int = option(256, "most new tokens per answer", flag="--max-tokens", low=1)
     temperature: float = option(0.0, "0 is greedy decoding", flag="--temperature", low=0.0, high=2.0)
     top_p: float = option(1.0, "nucleus sampling mass", flag="--top-p", low=0.01, high=1.0)
@@ -259,7 +265,7 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
     return {k[len("setting_"):]: v for k, v in vars(args).items() if k.startswith("setting_") and v is not None}
 
 
-MODEL_FLAGS = ("model", "backend", "context", "method", "threads")
+MODEL_FLAGS = ("model", "backend", "context", "method", "threads", "soc", "cost_profile")
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p")
 AGENT_FLAGS = ("device", "agent_steps")
 

@@ -17,7 +17,7 @@ from .generation import GenerationConfig, generate
 from .methods import BACKENDS, DEFAULT_CONTEXT, METHODS, MethodSpec, check_backend, method_spec
 from .model_cache import ensure_cached
 from .model_source import resolve
-from .profiling import OnlineCost, load_or_profile, profile_key
+from .profiling import OnlineCost, device_cost_model, load_or_profile, profile_cpu_side, profile_key
 from .speculative import MAX_DEPTH, DraftingSpeculator, PlainDecoding, Speculator
 
 __all__ = ["BACKENDS", "METHODS", "Engine"]
@@ -65,10 +65,13 @@ class Engine:
 
     @classmethod
     def load(cls, model: str | None, cache_dir: Path, backend: str = "torch", threads: int | None = None,
-             context_window: int | None = None, progress: Callable[[str], None] | None = None) -> "Engine":
+             context_window: int | None = None, progress: Callable[[str], None] | None = None,
+             soc: str | None = None, cost_profile: str | None = None) -> "Engine":
         """Load ``model`` (None: the embedded one) for ``backend``. ``threads``: None uses every
         usable core. ``progress`` hears about the slow first-start steps (converting the model,
-        compiling the native kernels or the QNN graphs)."""
+        compiling the native kernels or the QNN graphs). qnn only: ``soc`` names the Snapdragon
+        the graphs are built for; ``cost_profile`` (a file or a profiled device's name) replaces
+        the measured costs in tree sizing and switching plans."""
         check_backend(backend)
         t0 = time.perf_counter()
         from .transformer import linear_choice
@@ -100,7 +103,8 @@ class Engine:
         if backend == "qnn":
             from .qnn import QnnTransformer
 
-            runtime = QnnTransformer(compact, Path(cache_dir), folder.name, window, progress=progress)
+            runtime = QnnTransformer(compact, Path(cache_dir), folder.name, window, progress=progress,
+                                     soc=soc, cost_profile=cost_profile)
             graph_context, window = window, window - runtime.max_draft - 1   # the last step's tree must fit too
             if window < 16:
                 raise EngineError(f"context {graph_context} is too small for the qnn graphs")
@@ -197,21 +201,34 @@ class Engine:
         if method not in self._confidence:
             self._confidence[method] = ConfidenceMap()
         if self._online_cost is None:
-            self._online_cost = OnlineCost(self.cost_curve())
+            # a device profile's times stay as they are: this machine's verification times are not the device's
+            self._online_cost = OnlineCost(self.cost_curve(), learn=self.cost_profile is None)
         draft = self.model.max_draft                  # a static-shape backend caps the tree
         return DraftingSpeculator(spec, self.history, self._online_cost, max_tree=draft,
                                   max_depth=min(MAX_DEPTH, draft), confidence=self._confidence[method],
                                   sources=sources)
 
+    @property
+    def cost_profile(self):
+        """The device cost profile the qnn backend plans with (``--cost-profile``), else None."""
+        return self.model.cost_profile if self.backend_name == "qnn" else None
+
     def cost_curve(self):
         """Forward cost (ms) by tokens fed and context length, profiled once on this backend (a
-        ``profiling.CostModel``); drives draft-tree sizing."""
+        ``profiling.CostModel``); drives draft-tree sizing. With a device cost profile: the
+        device's graph times, plus the CPU side of a step (embedding, graph inputs, output
+        head) as measured here."""
         if self._cost is None:
+            device = self.cost_profile
             path = None
             if self.cache_dir is not None:
                 key = profile_key(self.model, self.folder.name, self.threads)
-                path = self.cache_dir / "profiles" / f"{key}.json"
-            self._cost = load_or_profile(self.model, path)
+                path = self.cache_dir / "profiles" / f"{key}{'-cpu-side' if device else ''}.json"
+            if device is None:
+                self._cost = load_or_profile(self.model, path)
+            else:
+                cpu_side = load_or_profile(self.model, path, profiler=profile_cpu_side)
+                self._cost = device_cost_model(device, len(self.model.blocks), self.model.graph_for, cpu_side)
         return self._cost
 
     def index_response(self, token_ids: Sequence[int]) -> None:

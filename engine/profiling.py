@@ -4,15 +4,23 @@ The cost of one verification pass depends on the tokens fed (n) and, through att
 context already in the KV cache. ``profile_cost_model`` times forward + logits for each n at two
 context lengths over a KV cache filled with random entries (attention cost does not depend on
 the values, so no prefill is needed) and interpolates linearly in the context length.
+
+A static-shape backend's cost is a staircase over its graph lengths (``profile_static_lengths``).
+With a device cost profile (``--cost-profile``) the staircase is ``device_cost_model``: the
+profile's graph times, plus the CPU side of a step as measured here (``profile_cpu_side``).
 """
 from __future__ import annotations
 
 import time
 from bisect import bisect_left
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
 from .files import atomic_write
+
+if TYPE_CHECKING:
+    from .qnn.cost_profile import DeviceCostProfile
 
 PROFILE_SIZES = (1, 2, 4, 8, 16, 32)
 PROFILE_PAST = (128, 1024)
@@ -107,6 +115,17 @@ def profile_cost_curve(model, past: int = 256, repeats: int = 3) -> CostCurve:
 def profile_static_lengths(model, repeats: int = 2) -> CostModel:
     """A static-shape backend runs a feed of n tokens on the shortest graph with S >= n, over its
     whole static context: the cost is a staircase over n, the same at every context length."""
+    return _time_static_lengths(model, repeats, outside_graphs=False)
+
+
+def profile_cpu_side(model, repeats: int = 2) -> CostModel:
+    """The part of a static-shape step that is not its graphs: ``profile_static_lengths``'s timings
+    minus the graph runs and load waits they contain (``model.graphs.ledger``). It is the CPU's
+    work on a device too: embedding lookup, the graphs' inputs and KV copies, final norm, output head."""
+    return _time_static_lengths(model, repeats, outside_graphs=True)
+
+
+def _time_static_lengths(model, repeats: int, outside_graphs: bool) -> CostModel:
     lengths = model.decode_lengths
     cache = model.new_cache(model.context)
     cache.length = model.context // 2
@@ -116,12 +135,28 @@ def profile_static_lengths(model, repeats: int = 2) -> CostModel:
         pos = torch.arange(cache.length, cache.length + S)
         best = float("inf")
         for i in range(repeats + 1):           # the first run warms the graph
+            before = model.graphs.ledger.snapshot() if outside_graphs else None
             t0 = time.perf_counter()
             model.logits(model.forward(toks, pos, cache))
+            ms = (time.perf_counter() - t0) * 1000
+            if outside_graphs:
+                spent = model.graphs.ledger.since(before)
+                ms = max(1e-3, ms - spent.graph_ms - spent.stall_ms)
             if i:
-                best = min(best, (time.perf_counter() - t0) * 1000)
+                best = min(best, ms)
         cost[S] = best
     points = [(n, cost[model.graph_for(n)]) for n in range(1, lengths[-1] + 1)]
+    return CostModel({0: CostCurve(_monotone(points))})
+
+
+def device_cost_model(profile: DeviceCostProfile, n_blocks: int, graph_for: Callable[[int], int],
+                      cpu_side: CostModel) -> CostModel:
+    """The staircase of a static-shape backend on the profile's device: a feed of n tokens costs
+    every block's graph S = ``graph_for(n)`` at the profile's compute_ms, plus ``cpu_side(n)``
+    (``profile_cpu_side``: what the device profile does not cover, measured on this machine)."""
+    cpu = cpu_side.at(0)             # one curve: a static backend's cost does not depend on the context
+    points = [(n, cpu(n) + sum(profile.cost(bi, graph_for(n)).compute_ms for bi in range(n_blocks)))
+              for n in cpu.sizes]
     return CostModel({0: CostCurve(_monotone(points))})
 
 
@@ -149,15 +184,16 @@ def profile_key(model, model_name: str, threads: int) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
-def load_or_profile(model, path, **kw) -> CostModel:
+def load_or_profile(model, path, profiler: Callable[..., CostModel] | None = None, **kw) -> CostModel:
     """The saved profile at ``path`` if readable, else a fresh one (then saved; None: not kept).
     Profiling takes a few seconds; without the file every start would add them to the first
     speculative reply. ``OnlineCost`` corrects a saved profile that no longer fits the machine's
-    load."""
+    load. ``profiler``: what measures it (default ``profile_cost_model``)."""
     import json
 
+    measure = profiler or profile_cost_model
     if path is None:
-        return profile_cost_model(model, **kw)
+        return measure(model, **kw)
     try:
         data = json.loads(path.read_text())
         curves = {int(p): CostCurve([(int(n), float(c)) for n, c in pts.items()]) for p, pts in data.items()}
@@ -165,7 +201,7 @@ def load_or_profile(model, path, **kw) -> CostModel:
             return CostModel(curves)
     except (OSError, ValueError, TypeError, AttributeError):
         pass                                       # missing or damaged: profile again
-    model_ = profile_cost_model(model, **kw)
+    model_ = measure(model, **kw)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps({str(p): {str(n): c for n, c in pts.items()}
@@ -183,13 +219,16 @@ class OnlineCost:
     cost and scale the profile by it. A bucket that stops being observed (its trees stopped being
     chosen) drifts back toward the plain-step correction, so one unlucky sample cannot ban big
     trees for good. One instance per engine, shared by requests and methods (same backend).
+    ``learn=False`` keeps the profile as it is (a device cost profile: what this machine observes
+    is not the device's time).
     """
 
     BUCKETS = (1, 2, 4, 8, 16, 32)
 
-    def __init__(self, model: CostModel, alpha: float = 0.25, relax: float = 0.05):
+    def __init__(self, model: CostModel, alpha: float = 0.25, relax: float = 0.05, learn: bool = True):
         self.model = model
         self.alpha, self.relax = alpha, relax
+        self.learn = learn
         self.ratio = [1.0] * len(self.BUCKETS)
         self._memo: dict[int, CostCurve] = {}
 
@@ -211,7 +250,7 @@ class OnlineCost:
     def observe(self, fed: int, past: int, ms: float) -> None:
         """One verification pass fed ``fed`` tokens over ``past`` cached ones and took ``ms``."""
         expected = self.model.at(past)(fed)
-        if expected <= 0 or ms <= 0:
+        if not self.learn or expected <= 0 or ms <= 0:
             return
         b = self._bucket(fed)
         r = min(4.0, max(0.25, ms / expected))

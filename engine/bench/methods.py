@@ -8,6 +8,10 @@ Every run starts cold unless told otherwise (``cold=False``, the multi-turn benc
 an earlier request (a kept KV prefix) may shorten its prefill. Each result's ``extra["prefill_ms"]``
 is the time from the request's start until the prompt's logits are ready (the first token is then
 one sampling away: ``ttft_s``).
+
+With a device cost profile (qnn ``--cost-profile``) an engine method's result also holds
+``estimated_device_seconds``: the run replayed on the profile (``qnn.blocks.GraphLedger``), its
+graph runs and graph-load waits priced at the device's times, the rest kept as measured.
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ class EngineMethod:
     def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True) -> RunResult:
         if cold:
             self.engine.forget_prefixes()
+        ledger = self.engine.model.graphs.ledger if self.engine.cost_profile is not None else None
+        before = ledger.snapshot() if ledger is not None else None
         t0 = time.perf_counter()
         done = None
         # a session (not cold) is a chat: its next turn continues this prompt and answer
@@ -35,11 +41,20 @@ class EngineMethod:
                                        keep_answer=not cold):
             if isinstance(ev, Done):
                 done, seconds = ev, ev.t - t0   # stamped when the answer was complete (then the answer's KV is kept)
-        return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted, done.ttft_ms / 1000,
-                         {"ttft_ms": done.ttft_ms, "prefill_ms": done.prefill_ms,
-                          "reused_tokens": done.reused_tokens,
-                          "draft_ms": done.draft_ms, "verify_ms": done.verify_ms,
-                          "calibration_ms": done.calibration_ms, "by_source": done.accepted_by_source})
+        extra = {"ttft_ms": done.ttft_ms, "prefill_ms": done.prefill_ms, "reused_tokens": done.reused_tokens,
+                 "draft_ms": done.draft_ms, "verify_ms": done.verify_ms,
+                 "calibration_ms": done.calibration_ms, "by_source": done.accepted_by_source}
+        if ledger is not None:
+            extra.update(device_estimate(ledger.since(before), seconds))
+        return RunResult(list(done.token_ids), seconds, done.steps, done.mean_accepted, done.ttft_ms / 1000, extra)
+
+
+def device_estimate(spent, seconds: float) -> dict:
+    """A run's figures replayed on the device cost profile (``spent``: its ``GraphLedger`` part)."""
+    return {"estimated_device_seconds": spent.estimate_ms(seconds * 1000) / 1000,
+            "graph_runs": spent.runs, "measured_graph_ms": spent.graph_ms, "measured_load_wait_ms": spent.stall_ms,
+            "estimated_device_graph_ms": spent.device_graph_ms,
+            "estimated_device_load_wait_ms": spent.device_stall_ms}
 
 
 class TransformersMethod:

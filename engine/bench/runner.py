@@ -15,6 +15,10 @@ more than short ones):
   ``max_new_tokens`` (must be 0).
 - identical: the runs whose tokens equal the reference's (llama.cpp's Q4_1 arithmetic differs
   from hexa's fp32 dequantized weights, so it may legitimately differ).
+- estimated device seconds (qnn with ``--cost-profile`` only; an estimate, never a measurement):
+  each engine run replayed on the device cost profile, its graph runs and graph-load waits priced
+  at the device's times and the CPU side kept as measured (``methods.device_estimate``), with
+  the e2e tok/s and speedup that follow from it. The table and JSON say which profile, from where.
 
 ``run_turns`` is the multi-turn benchmark: each case's user turns in one session, every turn from
 the second on also run cold, to measure what the kept KV prefix saves.
@@ -79,7 +83,18 @@ def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
         times = "  ".join(f"{n} {row['results'][n]['seconds']:.2f}s" for n in runners)
         print(f"[{k}/{len(cases)}] {case.task:<8} {case.id:<14} {len(ids):>5} tok  {times}", file=log, flush=True)
     result = summarize(per_prompt, opts, reference, engine)
-    return _with_peer_info(result, runners)
+    return _with_device_note(_with_peer_info(result, runners), engine)
+
+
+def _with_device_note(result: dict, engine) -> dict:
+    """Name the device cost profile the estimated device times come from (if any)."""
+    profile = engine.cost_profile
+    if profile is not None:
+        result["device_estimate"] = {
+            "device": profile.device, "chipset": profile.chipset, "source": profile.source,
+            "what": "estimated, not measured: each run's graph runs priced at the profile's compute_ms, "
+                    "its graph-load waits on the profile's load and compute times, the CPU side as measured"}
+    return result
 
 
 def _with_peer_info(result: dict, runners: dict) -> dict:
@@ -120,12 +135,19 @@ def summarize(per_prompt: list[dict], opts: BenchOptions, reference: str, engine
                                    "max_new_tokens": max((len(x["tokens"]) for x in res), default=0),
                                    "over_cap": sum(len(x["tokens"]) > cap for x in res),
                                    "mismatches": sum(not x["matches_reference"] for x in res)}
+            if res and all("estimated_device_seconds" in x for x in res):
+                device_s = sum(x["estimated_device_seconds"] for x in res)
+                runs[m]["tasks"][t].update(estimated_device_seconds=device_s,
+                                           estimated_device_tokens_per_s=_ratio(new, device_s))
     for t in tasks:
         base = runs.get("vanilla", runs[reference])["tasks"][t]["tokens_per_s"]
+        base_device = runs.get("vanilla", runs[reference])["tasks"][t].get("estimated_device_tokens_per_s")
         peer = runs[LLAMACPP]["tasks"][t]["tokens_per_s"] if LLAMACPP in runs else None
         for m in opts.methods:
             row = runs[m]["tasks"][t]
             row["speedup_vs_vanilla"] = _ratio(row["tokens_per_s"], base)
+            if "estimated_device_tokens_per_s" in row and base_device:
+                row["estimated_device_speedup_vs_vanilla"] = _ratio(row["estimated_device_tokens_per_s"], base_device)
             if peer is not None:
                 row["vs_llamacpp"] = _ratio(row["tokens_per_s"], peer)
     return {**_header(engine, opts), "reference": reference, "runs": runs, "prompts": per_prompt}
@@ -170,7 +192,28 @@ def format_table(result: dict) -> str:
             most = f"{r['max_new_tokens']}/{cap}"
             lines.append(f"{t:<8} {m:<12} {r['new_tokens']:>8} {r['seconds']:>8.2f} {r['accepted_per_step']:>9.2f} "
                          f"{most:>11} {r['over_cap']:>8} {ident:>10}")
+    if "device_estimate" in result:
+        lines += [""] + _device_table(result)
     return "\n".join(lines)
+
+
+def _device_table(result: dict) -> list[str]:
+    """Measured wall time beside the estimated device time, per task and engine method."""
+    note = result["device_estimate"]
+    lines = _rule(f"{'task':<8} {'method':<12} {'wall s':>8} {'est. device s*':>14} {'est. device tok/s*':>18} "
+                  f"{'est. speedup*':>13}")
+    for t in next(iter(result["runs"].values()))["tasks"]:
+        for m, run in result["runs"].items():
+            r = run["tasks"][t]
+            if "estimated_device_seconds" not in r:
+                continue                        # a peer (transformers, llama.cpp) runs no device graphs
+            speedup = r.get("estimated_device_speedup_vs_vanilla")
+            lines.append(f"{t:<8} {m:<12} {r['seconds']:>8.2f} {r['estimated_device_seconds']:>14.2f} "
+                         f"{r['estimated_device_tokens_per_s']:>18.2f} "
+                         + (f"{speedup:>12.2f}x" if speedup is not None else f"{'-':>13}"))
+    chip = f" ({note['chipset']})" if note["chipset"] else ""
+    lines.append(f"* {note['what']}. Device cost profile: {note['device']}{chip}; source: {note['source'] or '?'}")
+    return lines
 
 
 # ---- multi-turn: what the kept KV prefix saves
@@ -220,8 +263,8 @@ def run_turns(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
                 rows.append(row)
                 earlier += [{"role": "user", "content": user},
                             {"role": "assistant", "content": engine.decode(warm.tokens)}]
-    return _with_peer_info({**_header(engine, opts), "turns": {"summary": summarize_turns(rows), "rows": rows}},
-                           runners)
+    return _with_device_note(_with_peer_info(
+        {**_header(engine, opts), "turns": {"summary": summarize_turns(rows), "rows": rows}}, runners), engine)
 
 
 def summarize_turns(rows: list[dict]) -> dict:

@@ -6,11 +6,16 @@ token lengths S (a long prefill graph G1, short decoding/verification graphs G2)
 context C. A call feeding n tokens runs the shortest graph with S >= n, padding the rest; a longer
 feed (a prefill chunk) runs the longest graph on consecutive sub-chunks, which gives the same result
 as one bigger graph. The embedding lookup, final norm and output projection run on the CPU model.
+
+On a Snapdragon each block's graphs are one weight-shared context binary, all kept loaded (one
+copy of the weights per block); on the x86-64 emulator they are separate binaries, switched
+progressively (shared.py). ``write_shared_binaries`` builds a device's shared binaries anywhere.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import time
 from bisect import bisect_left
@@ -24,8 +29,10 @@ from ..errors import EngineError
 from ..kv_cache import KVCache
 from ..transformer import CompactTransformer
 from .blocks import BlockGraphs, SwitchStatus
+from .cost_profile import DeviceCostProfile, load as load_cost_profile
 from .graphs import GRAPH_VERSION, MASKED, build_block, save_block
-from .session import backend_version, provider_options
+from .session import GraphSource, backend_version, compile_shared, provider_options
+from .shared import Layout, choose_layout, export_layout
 
 PREFILL_LENGTH = 64          # G1
 DECODE_LENGTHS = (1, 8)      # G2 family: a plain step, and a verification of up to 7 draft tokens
@@ -38,8 +45,11 @@ class QnnTransformer:
     def __init__(self, cpu: CompactTransformer, cache_dir: Path, model_name: str, context: int,
                  prefill_length: int = PREFILL_LENGTH, decode_lengths: tuple[int, ...] = DECODE_LENGTHS,
                  block_layers: int = BLOCK_LAYERS, progressive: bool | None = None,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, soc: str | None = None,
+                 cost_profile: str | None = None):
         self.cpu = cpu
+        self.soc = soc                      # the Snapdragon the graphs are built for (None: the default)
+        self.cost_profile_spec = cost_profile
         self.config = c = cpu.config
         self.context = context
         self.lengths = tuple(sorted(set(decode_lengths) | {prefill_length}))
@@ -48,30 +58,35 @@ class QnnTransformer:
         self.max_draft = self.decode_lengths[-1] - 1     # drafts + the pending token fill a G2 graph
         n = c.num_layers
         self.blocks = [(a, min(a + block_layers, n)) for a in range(0, n, block_layers)]
+        # the device's times replace the emulator's in planning; checked before any graph is built
+        self.cost_profile: DeviceCostProfile | None = None
+        if cost_profile:
+            self.cost_profile = load_cost_profile(cost_profile, cache_dir, model_name)
+            self.cost_profile.check_fits(model_name, GRAPH_VERSION, context, self.blocks, self.lengths)
         self._group = c.num_heads // c.num_kv_heads
         self.lm_head = cpu.lm_head
         self.linear = cpu.linear
-        self.kernel = (f"qnn htp ({backend_version()}, soc {provider_options()['soc_model']}), "
-                       f"graphs S={'/'.join(map(str, self.lengths))} C={context}, "
-                       f"{len(self.blocks)} blocks; cpu: {cpu.kernel}")
-        if progressive is None:   # HEXA_QNN_SWITCH=0 keeps every graph loaded
-            progressive = os.environ.get("HEXA_QNN_SWITCH", "1") != "0"
+        self.layout = layout = choose_layout(soc)     # raises on a bad --soc, before any graph work
+        if layout.note and progress:
+            progress(layout.note)
+        self.kernel = (f"qnn htp ({backend_version()}, soc {layout.soc.id} {layout.soc.chip}, "
+                       f"{layout.word} context binaries), graphs S={'/'.join(map(str, self.lengths))} "
+                       f"C={context}, {len(self.blocks)} blocks; cpu: {cpu.kernel}")
+        if progressive is None:   # HEXA_QNN_SWITCH=0 keeps every graph loaded, =1 switches
+            # a block's shared binary holds one weight copy for all its graphs: nothing to save by
+            # switching, and reloading one graph would load the whole binary again
+            progressive = os.environ.get("HEXA_QNN_SWITCH", "0" if layout.shared else "1") != "0"
         self.progressive = progressive
         self.kernel += ", progressive graph switching" if progressive else ", all graphs loaded"
         self.kernel_build = cpu.kernel_build
         self.prefill_graph = f"qnn:S{prefill_length}xC{context}"
-        key = hashlib.sha256("|".join([model_name, str(GRAPH_VERSION), backend_version(),
-                                       *provider_options().values()]).encode()).hexdigest()[:12]
-        self.folder = Path(cache_dir) / "qnn" / f"{model_name}-{key}"
-        _prune_stale(self.folder)
-        paths, builders = {}, {}
-        for bi, (a, b) in enumerate(self.blocks):
-            for S in self.lengths:
-                paths[(bi, S)] = self.folder / f"block{a:02d}-{b:02d}_s{S}_c{context}.ctx.onnx"
-                builders[(bi, S)] = (lambda p, a=a, b=b, S=S:
-                                     save_block(build_block(cpu, a, b, S, context), p))
+        self.folder = graph_folder(cache_dir, model_name, layout)
+        _prune_stale(self.folder, model_name)
+        paths, builders, bins = _graph_sources(cpu, self.folder, self.blocks, self.lengths, context, layout)
+        if layout.shared:   # a block's graphs are compiled together, before any is loaded
+            _build_shared(paths, builders, bins, self.lengths, layout, progress)
         self.graphs = BlockGraphs(paths, builders, len(self.blocks), prefill_length, self.decode_lengths,
-                                  progressive, progress)
+                                  progressive, progress, cost_profile=self.cost_profile)
         self._in_prefill = False
 
     # ---- progressive graph switching, driven by the generation loop
@@ -199,8 +214,81 @@ class _GraphInputs:
                 "mask": np.tile(add, (m._group, 1))}
 
 
-def _prune_stale(folder: Path) -> None:
-    """Graphs of an older hexa (or other provider settings) for this model: ~0.5 GB each set."""
-    for other in folder.parent.glob(folder.name.rsplit("-", 1)[0] + "-*"):
-        if other != folder and other.is_dir():
+def graph_folder(cache_dir: Path, model_name: str, layout: Layout) -> Path:
+    """Where a model's compiled graphs for one SoC and layout live: the name says both (a device's
+    export sits beside the emulator's graphs), the hash what else makes binaries differ (the same
+    hash as before SoCs were named, so those graphs are adopted, not compiled again)."""
+    key = hashlib.sha256("|".join([model_name, str(GRAPH_VERSION), backend_version(),
+                                   *provider_options(layout.soc).values()]).encode()).hexdigest()[:12]
+    return Path(cache_dir) / "qnn" / f"{model_name}-{layout.soc.chip.lower()}-{layout.word}-{key}"
+
+
+def _graph_sources(cpu: CompactTransformer, folder: Path, blocks: list[tuple[int, int]],
+                   lengths: tuple[int, ...], context: int, layout: Layout):
+    """Per (block, S): its EP context file and ``GraphSource``; per block (shared layout): its .bin."""
+    paths, sources, bins = {}, {}, {}
+    for bi, (a, b) in enumerate(blocks):
+        writers = {S: (lambda p, a=a, b=b, S=S: save_block(build_block(cpu, a, b, S, context), p))
+                   for S in lengths}
+        for S in lengths:
+            paths[(bi, S)] = folder / f"block{a:02d}-{b:02d}_s{S}_c{context}.ctx.onnx"
+        rebuild = None
+        if layout.shared:
+            bins[bi] = folder / f"block{a:02d}-{b:02d}_c{context}.bin"
+            graphs = [(paths[(bi, S)], writers[S]) for S in lengths]
+            rebuild = (lambda graphs=graphs, out=bins[bi]: compile_shared(graphs, out, layout.soc))
+        for S in lengths:
+            sources[(bi, S)] = GraphSource(writers[S], layout.soc, rebuild)
+    return paths, sources, bins
+
+
+def _build_shared(paths, sources, bins, lengths, layout: Layout, progress) -> list[Path]:
+    """Compile each block whose shared binary or one of its graphs' context files is missing."""
+    for bi, out in bins.items():
+        if out.is_file() and all(paths[(bi, S)].is_file() for S in lengths):
+            continue
+        if progress:
+            progress(f"compiling block {bi + 1}/{len(bins)} for {layout.soc.chip}: graphs "
+                     f"S={'/'.join(map(str, lengths))} into one weight-shared binary")
+        sources[(bi, lengths[0])].rebuild_block()
+    return list(bins.values())
+
+
+def write_shared_binaries(cpu: CompactTransformer, cache_dir: Path, model_name: str, context: int, soc: str,
+                          prefill_length: int = PREFILL_LENGTH, decode_lengths: tuple[int, ...] = DECODE_LENGTHS,
+                          block_layers: int = BLOCK_LAYERS,
+                          progress: Callable[[str], None] | None = None) -> list[Path]:
+    """The weight-shared context binaries the qnn backend on Snapdragon ``soc`` loads, built on
+    any machine (the emulator cannot load them): one .bin per block, in the cache folder that
+    backend uses for ``model_name`` and ``context`` (copy that folder into the device's cache).
+    Blocks already built are kept. Returns the .bin paths, block by block."""
+    layout = export_layout(soc)
+    lengths = tuple(sorted(set(decode_lengths) | {prefill_length}))
+    n = cpu.config.num_layers
+    blocks = [(a, min(a + block_layers, n)) for a in range(0, n, block_layers)]
+    folder = graph_folder(cache_dir, model_name, layout)
+    _prune_stale(folder, model_name)
+    paths, sources, bins = _graph_sources(cpu, folder, blocks, lengths, context, layout)
+    return _build_shared(paths, sources, bins, lengths, layout, progress)
+
+
+def _prune_stale(folder: Path, model_name: str) -> None:
+    """Graphs of an older hexa (or other provider settings) for this model, SoC and layout:
+    ~0.5 GB each set. A folder named before SoCs were (``<model>-<hash>``, separate binaries) is
+    taken over when its hash is this folder's (the same graphs), else removed."""
+    if not folder.parent.is_dir():
+        return
+    head, key = folder.name.rsplit("-", 1)
+    unnamed = folder.parent / f"{model_name}-{key}"
+    if head.endswith("-separate") and unnamed.is_dir() and not folder.exists():
+        try:
+            os.replace(unnamed, folder)
+        except OSError:        # another hexa got there first
+            pass
+    unnamed_pattern = re.compile(re.escape(model_name) + r"-[0-9a-f]{12}")
+    for other in folder.parent.iterdir():
+        if other == folder or not other.is_dir():
+            continue
+        older = other.name.startswith(head + "-") and re.fullmatch(r"[0-9a-f]{12}", other.name[len(head) + 1:])
+        if older or unnamed_pattern.fullmatch(other.name):
             shutil.rmtree(other, ignore_errors=True)
