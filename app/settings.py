@@ -54,9 +54,9 @@ class Settings:
     context: int | None = option(None, "context window in tokens (default: " + ", ".join(
         f"{n} on {b}" for b, n in DEFAULT_CONTEXT.items()) + ")", flag="--context", low=64)
     threads: int | None = option(None, "CPU threads (default: all cores)", flag="--threads", low=1)
-    soc: str | None = option(None, "qnn: the Snapdragon the graphs are built for (a QNN SoC id, e.g. 57 "
-                             "for 8 Gen 3); naming a real device writes weight-shared context binaries",
-                             flag="--soc")
+    soc: str | None = option(None, "qnn: the Snapdragon the graphs are built for (a QNN SoC id or part "
+                             "number, e.g. 57 or SM8650 for 8 Gen 3, 69 or SM8750 for 8 Elite, 60 or "
+                             "SC8380XP for X Elite; default 57)", flag="--soc")
     cost_profile: str | None = option(None, "qnn: size trees and plan graph switching with a device cost "
                                       "profile (a FILE, or a DEVICE profiled by `hexa npu profile`)",
                                       flag="--cost-profile")
