@@ -89,7 +89,7 @@ needs_avx2 = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[
 def test_compiling_the_native_kernels_is_announced_only_when_it_happens(monkeypatch, tmp_path):
     from engine import kernels
 
-    def fake_build(out):
+    def fake_build(out, isa):
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(b"not a library")            # "built": the load then fails, no compiler ran
         return None
@@ -110,7 +110,7 @@ def test_first_load_reports_the_compile_through_progress(engine, monkeypatch, tm
     from engine import Engine, kernels
 
     (tmp_path / "models").symlink_to(engine.cache_dir / "models", target_is_directory=True)
-    monkeypatch.setattr(kernels, "_build", lambda out: "compiling the kernel failed: test")
+    monkeypatch.setattr(kernels, "_build", lambda out, isa: "compiling the kernel failed: test")
     said: list[str] = []
     e = Engine.load(None, cache_dir=tmp_path, threads=1, progress=said.append)
     assert COMPILING in said and any("native kernel unavailable" in m for m in said)
