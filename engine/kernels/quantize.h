@@ -16,11 +16,9 @@ static inline int x86_int(float v) {
     return v >= -2147483648.f && v < 2147483648.f ? (int)v : INT_MIN;
 }
 
-/* One block of QB inputs -> its codes q = round(x / d) (d = max|x| / 127, so |q| <= 127; an
-   out-of-range code is INT_MIN, stored as 0), d, and d * sum of the codes (Q4_1's minimum term). */
-static inline void quantize_block(const float *xb, int8_t *q, float *dx, float *sx) {
-    float amax = 0.f;
-    for (int i = 0; i < QB; i++) amax = fmaxf(amax, fabsf(xb[i]));
+/* The codes, d and d * sum of a block whose max|x| is amax (x86/quant_dot.c finds amax faster
+   when it can, and gives it here). */
+static inline void quantize_scaled(const float *xb, float amax, int8_t *q, float *dx, float *sx) {
     const float d = amax / 127.f, id = d > 0.f ? 1.f / d : 0.f;
     uint32_t sum = 0;   /* wraps as x86's int adds do when a code is INT_MIN */
     for (int i = 0; i < QB; i++) {
@@ -30,6 +28,14 @@ static inline void quantize_block(const float *xb, int8_t *q, float *dx, float *
     }
     *dx = d;
     *sx = d * (float)(int32_t)sum;
+}
+
+/* One block of QB inputs -> its codes q = round(x / d) (d = max|x| / 127, so |q| <= 127; an
+   out-of-range code is INT_MIN, stored as 0), d, and d * sum of the codes (Q4_1's minimum term). */
+static inline void quantize_block(const float *xb, int8_t *q, float *dx, float *sx) {
+    float amax = 0.f;
+    for (int i = 0; i < QB; i++) amax = fmaxf(amax, fabsf(xb[i]));
+    quantize_scaled(xb, amax, q, dx, sx);
 }
 
 #endif

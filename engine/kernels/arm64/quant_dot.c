@@ -68,7 +68,7 @@ static inline int8x16_t dup_quad(const int8_t *c) {
 
 /* ---- every ARMv8-A CPU: pairs ----------------------------------------------------------------
    16 columns x inputs (2kk, 2kk+1), each column's two codes side by side: w[0] columns 0-7,
-   w[1] columns 8-15 (x86's pairs_q4 / pairs_q8, as bytes) */
+   w[1] columns 8-15 (the layout of x86's pairs_q8, as bytes) */
 static inline void pairs_Q4(const uint8_t *bp, int kk, int8x16_t *w) {
     const uint8x16_t both = vld1q_u8(bp + Q4_HEAD + 16 * kk);
     const uint8x16_t lo = vandq_u8(both, vdupq_n_u8(0x0f)), hi = vshrq_n_u8(both, 4);
