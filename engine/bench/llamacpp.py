@@ -112,7 +112,9 @@ class LlamaCppMethod:
         """What the worker reported on loading: ``n_ctx``, llama.cpp's ``system_info``."""
         return self._workers[self.key][1]
 
-    def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True) -> RunResult:
+    def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True,
+            session: bool = False) -> RunResult:
+        # ``session`` needs nothing here: llama.cpp's context keeps every token it saw until the next run
         need = len(ids) + max_new
         if self.info["n_ctx"] < need:   # room for prompt + max_new, like the engine's cache
             self._load(-(-need // 1024) * 1024)

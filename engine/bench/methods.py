@@ -5,7 +5,8 @@ Engine methods go through ``Engine.generate``; ``hf`` (plain greedy) and ``pld``
 ``llamacpp`` is llama.cpp's greedy decoding on the same GGUF (optional: ``pip install -e .[peers]``).
 
 Every run starts cold unless told otherwise (``cold=False``, the multi-turn benchmark): nothing from
-an earlier request (a kept KV prefix) may shorten its prefill. Each result's ``extra["prefill_ms"]``
+an earlier request (a kept KV prefix) may shorten its prefill. A run in a session (``session=True``,
+every turn of the multi-turn benchmark, its first included) keeps its prompt and answer for the next. Each result's ``extra["prefill_ms"]``
 is the time from the request's start until the prompt's logits are ready (the first token is then
 one sampling away: ``ttft_s``).
 
@@ -29,16 +30,17 @@ class EngineMethod:
     def __init__(self, engine, method: str):
         self.engine, self.method = engine, method
 
-    def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True) -> RunResult:
+    def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True,
+            session: bool = False) -> RunResult:
         if cold:
             self.engine.forget_prefixes()
         ledger = self.engine.model.graphs.ledger if self.engine.cost_profile is not None else None
         before = ledger.snapshot() if ledger is not None else None
         t0 = time.perf_counter()
         done = None
-        # a session (not cold) is a chat: its next turn continues this prompt and answer
+        # in a session (a chat), the next turn continues this prompt and answer: keep both
         for ev in self.engine.generate(ids, max_new_tokens=max_new, method=self.method, sources=history,
-                                       keep_answer=not cold):
+                                       keep_answer=session):
             if isinstance(ev, Done):
                 done, seconds = ev, ev.t - t0   # stamped when the answer was complete (then the answer's KV is kept)
         extra = {"ttft_ms": done.ttft_ms, "prefill_ms": done.prefill_ms, "reused_tokens": done.reused_tokens,

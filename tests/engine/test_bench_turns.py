@@ -40,11 +40,12 @@ def test_the_turns_table():
     summary = summarize_turns(rows)
     r = summary["vanilla"]["2"]
     assert r["n"] == 2 and r["ttft_ratio"] == pytest.approx(0.15) and r["same_tokens"] == 1
+    assert r["new_share"] == pytest.approx(30 / 90) and r["under_target"] == 2   # 10% and 20% alone
     assert r["warm_ttft_ms"] == pytest.approx(30) and r["cold_ttft_ms"] == pytest.approx(200)
     result = {"model": "m", "backend": "torch", "threads": 2, "kernel": "k", "options": {"max_new_tokens": 8},
               "turns": {"summary": summary, "rows": rows}}
     table = format_turns(result)
-    assert "warm/cold" in table and "15%" in table and "1/2" in table
+    assert "warm/cold" in table and "15%" in table and "33%" in table and "2/2" in table and "1/2" in table
 
 
 def _check(result: dict, method: str) -> None:
@@ -53,7 +54,9 @@ def _check(result: dict, method: str) -> None:
     second = rows[1]
     assert second["prompt_tokens"] > rows[0]["prompt_tokens"]
     assert 0 < len(second["warm"]["tokens"]) <= 8
-    assert second["reused_tokens"] > 0                       # the first turn's prefix was kept
+    # the first turn's prompt and its answer were kept: only the new message is prefilled
+    first = rows[0]
+    assert second["reused_tokens"] >= first["prompt_tokens"] + len(first["warm"]["tokens"]) - 1
     assert second["warm"]["tokens"] == second["cold"]["tokens"]   # and reusing it changes nothing
     assert second["same_tokens"] and result["turns"]["summary"][method]["2"]["same_tokens"] == 1
 
