@@ -1,25 +1,43 @@
 """Assistant agent: chat turns with retrieved context and history drafting sources.
 
-``respond`` stores the user turn first (nothing typed is lost on a crash), builds the prompt
-(system prompt + conversation + the new message, then the context retrieved for it, cut to fit
-the context window: what changes per turn comes last, so the engine reuses the rest), runs the
-engine, then stores the response with its token ids and stats and indexes it for drafting.
-Every method runs on the caller's worker thread: memory and engine work alike.
+``respond`` builds the prompt (system prompt + conversation + the new message, then the context
+retrieved for it, cut to fit the context window: what changes per turn comes last, so the engine
+reuses the rest), stores the user turn with the context it is sent with before the engine starts
+(nothing typed is lost on a crash; later turns render it as sent, see ``common.with_context``),
+runs the engine, then stores the response with its token ids and stats and indexes it for
+drafting. Every method runs on the caller's worker thread: memory and engine work alike.
 """
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from engine.events import Done, Notice
 
 from . import prompts
-from .common import MIN_PROMPT_TOKENS, AgentError, fit_chat, keep_response, prompt_budget, stats_of
+from .common import (MIN_PROMPT_TOKENS, AgentError, fit_chat, keep_response, prompt_budget, stats_of,
+                     with_context)
 from .events import Saved
 
 MODE = "assistant"
 DEFAULT_TITLE = "New chat"
+CONTEXT = "retrieved_context"   # a user message's stats key: the context it was sent with
 TITLE_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Prompt:
+    ids: list[int]
+    max_new: int
+    notices: list[str]     # what retrieval and fitting the window had to say
+    context: str           # the retrieved context the prompt holds ("" for none)
+
+
+def sent_with(message) -> str | None:
+    """The retrieved context a stored user message was sent with; None if not recorded (older)."""
+    value = (message.stats or {}).get(CONTEXT)
+    return value if isinstance(value, str) else None
 
 
 def title_of(text: str) -> str:
@@ -45,11 +63,12 @@ class Assistant:
             session_id = self.memory.new_session(MODE, title=title_of(user_text),
                                                  model=self.engine.model_name).id
         history = self.memory.messages(session_id)
+        prompt = self._prompt(session_id, history, user_text)
         msg = self.memory.add_message(session_id, "user", user_text, mode=MODE,
-                                      model=self.engine.model_name)
+                                      model=self.engine.model_name, stats={CONTEXT: prompt.context})
         self._maybe_title(session_id, history, user_text)
         yield Saved(session_id, msg.id, "user", user_text)
-        yield from self._generate(session_id, history, user_text, cancel)
+        yield from self._generate(session_id, prompt, user_text, cancel)
 
     def regenerate(self, session_id, cancel: threading.Event | None = None) -> Iterator:
         """Drop the last response of the session and answer its last user message again."""
@@ -59,7 +78,9 @@ class Assistant:
         if not history or history[-1].role != "user":
             raise AgentError("Nothing to regenerate: send a message first.")
         user = history.pop()
-        yield from self._generate(session_id, history, user.text, cancel)
+        # with the context it was sent with, so the prompt is the last answer's (its KV is reused)
+        yield from self._generate(session_id, self._prompt(session_id, history, user.text, sent_with(user)),
+                                  user.text, cancel)
 
     def continue_last(self, session_id, cancel: threading.Event | None = None) -> Iterator:
         """Generate more of the session's last response (one cut by the token limit, say); the
@@ -73,8 +94,8 @@ class Assistant:
         done_ids = list(answer.token_ids) or self.engine.encode(answer.text)
         budget, max_new = prompt_budget(self.engine, self.settings.max_tokens)
         room = budget - len(done_ids)
-        ids, cuts = fit_chat(self.engine, self._system(session_id), self._turns(history[:-2]), user.text,
-                             room) if room >= MIN_PROMPT_TOKENS else ([], [])
+        ids, cuts, _ = fit_chat(self.engine, self._system(session_id), self._turns(history[:-2]), user.text,
+                                room, sent_with(user) or "") if room >= MIN_PROMPT_TOKENS else ([], [], "")
         if not ids or len(ids) > room:
             raise AgentError("The response already fills the context window: it cannot be continued.")
         for note in cuts:
@@ -115,7 +136,8 @@ class Assistant:
 
     @staticmethod
     def _turns(messages) -> list[dict]:
-        return [{"role": m.role, "content": m.text} for m in messages
+        """The conversation as the model read it: user messages with the context they were sent with."""
+        return [{"role": m.role, "content": with_context(m.text, sent_with(m) or "")} for m in messages
                 if m.role in ("user", "assistant") and m.text]
 
     def _context(self, session_id, user_text: str, history) -> tuple[str, list[str]]:
@@ -142,15 +164,22 @@ class Assistant:
                                     top_p=self.settings.top_p, method=self.settings.method,
                                     sources=sources, cancel=cancel, keep_answer=True)   # the next turn continues it
 
-    def _generate(self, session_id, history, user_text: str, cancel) -> Iterator:
-        context, notes = self._context(session_id, user_text, history)
+    def _prompt(self, session_id, history, user_text: str, context: str | None = None) -> "Prompt":
+        """The request for ``user_text`` after ``history``: the context is retrieved unless given
+        (the one a stored message was sent with)."""
+        notes: list[str] = []
+        if context is None:
+            context, notes = self._context(session_id, user_text, history)
         budget, max_new = prompt_budget(self.engine, self.settings.max_tokens)
-        ids, cuts = fit_chat(self.engine, self._system(session_id), self._turns(history), user_text,
-                             budget, context)
-        for note in notes + cuts:
+        ids, cuts, kept = fit_chat(self.engine, self._system(session_id), self._turns(history), user_text,
+                                   budget, context)
+        return Prompt(ids, max_new, notes + cuts, kept)
+
+    def _generate(self, session_id, prompt: "Prompt", user_text: str, cancel) -> Iterator:
+        for note in prompt.notices:
             yield Notice(note)
         done: Done | None = None
-        for event in self._run(ids, max_new, self._sources(user_text), cancel):
+        for event in self._run(prompt.ids, prompt.max_new, self._sources(user_text), cancel):
             if isinstance(event, Done):
                 done = event
             yield event

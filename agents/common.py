@@ -47,23 +47,32 @@ def prompt_budget(engine: Any, max_new_tokens: int) -> tuple[int, int]:
     return window - max_new, max_new
 
 
+def with_context(text: str, context: str) -> str:
+    """A user message as the model reads it: the user's words, then the context retrieved for them.
+
+    The retrieved context changes every turn, so it comes last, after the user's own words: the
+    system prompt, the earlier turns and this message stay the start of the next turn's prompt,
+    whose KV the engine then reuses instead of prefilling the whole chat again (it used to be in
+    the system prompt: prompts differed from their first lines on). Earlier turns are rendered with
+    the context they were sent with (kept with the message), or the next turn's prompt would
+    differ from this one's right after the earlier message's words, and lose the answer's KV."""
+    return f"{text}\n\n{context}" if context else text
+
+
 def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, budget: int,
-             context: str = "") -> tuple[list[int], list[str]]:
+             context: str = "") -> tuple[list[int], list[str], str]:
     """Chat-template ids for system + turns + the new user message (+ context), within ``budget``.
 
     Older turns are dropped first (a whole user/assistant exchange at a time), then the retrieved
-    context, then the user message is cut. Returns the ids and one notice per kind of cut made.
+    context, then the user message is cut. Returns the ids, one notice per kind of cut made, and
+    the context the prompt kept ("" when it was left out).
     """
     notices: list[str] = []
     turns = list(turns)
 
     def build(ctx: str, text: str) -> list[int]:
-        # The retrieved context changes every turn, so it comes last, after the user's own words:
-        # the system prompt, the earlier turns and this message as stored stay the start of the
-        # next turn's prompt, whose KV the engine then reuses instead of prefilling the whole chat
-        # again (it used to be in the system prompt: prompts differed from their first lines on).
         msgs = ([{"role": "system", "content": system}] if system else []) + turns
-        return engine.chat_ids(msgs + [{"role": "user", "content": f"{text}\n\n{ctx}" if ctx else text}])
+        return engine.chat_ids(msgs + [{"role": "user", "content": with_context(text, ctx)}])
 
     ids = build(context, user_text)
     dropped = 0
@@ -89,4 +98,4 @@ def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, bu
             keep = max(1, keep - max(1, (len(ids) - budget)))
             ids = build(context, engine.decode(text_ids[:keep]))
         notices.append(f"Message too long for the context window: cut to its first {keep} tokens.")
-    return ids, notices
+    return ids, notices, context

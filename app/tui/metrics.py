@@ -135,8 +135,9 @@ class RequestMetrics:
 
 
 def footer_text(stats: dict) -> str:
-    """One line of final figures kept under a response."""
-    if not stats:
+    """One line of final figures kept under a response ("" for a message that is not one: a user
+    message's stats hold only the context it was sent with)."""
+    if not stats or "new_tokens" not in stats:
         return ""
     parts = [f"{stats.get('new_tokens', 0)} tok"]
     if stats.get("mean_accepted"):

@@ -52,9 +52,9 @@ def test_context_window_drops_older_turns(real_engine):
              for i, r in zip(range(10), ["user", "assistant"] * 5)]
     full = real_engine.chat_ids([{"role": "system", "content": "sys"}, *turns,
                                  {"role": "user", "content": "last"}])
-    ids, notices = fit_chat(real_engine, "sys", turns, "last", budget=len(full) // 2)
+    ids, notices, _ = fit_chat(real_engine, "sys", turns, "last", budget=len(full) // 2)
     assert len(ids) <= len(full) // 2 and notices and "older message" in notices[0]
-    ids, notices = fit_chat(real_engine, "sys", [], "word " * 500, budget=64)
+    ids, notices, _ = fit_chat(real_engine, "sys", [], "word " * 500, budget=64)
     assert len(ids) <= 64 and "cut" in notices[-1]
 
 
@@ -113,3 +113,25 @@ def test_context_tokens_counts_the_conversation(real_engine, memory):
     empty = agent.context_tokens(sid)
     memory.add_message(sid, "user", "word " * 50)
     assert agent.context_tokens(sid) >= empty + 50
+
+
+def _done(events) -> Done:
+    return [e for e in events if isinstance(e, Done)][0]
+
+
+def test_a_turn_with_retrieved_context_leaves_the_next_turn_its_whole_kv(real_engine, memory):
+    """The context retrieved for a message is kept with it and rendered with it in later turns, so
+    turn 2's prompt starts with turn 1's prompt and answer: the engine prefills only the new message.
+    (Rendered without it, turn 2 reused only the prompt up to turn 1's words: 48 of 175 tokens.)"""
+    agent = Assistant(real_engine, memory, Settings(max_tokens=8))
+    earlier = memory.new_session("assistant").id
+    list(agent.respond(earlier, "The Louvre in Paris is the largest art museum in the world."))
+    sid = memory.new_session("assistant").id
+    first = _done(agent.respond(sid, "Which museum in Paris is the largest?"))
+    user = memory.messages(sid)[0]
+    assert "Louvre" in user.stats["retrieved_context"]        # turn 1 was sent with retrieved context
+    second = _done(agent.respond(sid, "And when was it built?"))
+    assert second.reused_tokens >= first.prompt_tokens + first.new_tokens - 1
+    # regenerate sends the message with the context it was sent with: the whole prompt is reused
+    again = _done(agent.regenerate(sid))
+    assert again.prompt_tokens == second.prompt_tokens and again.reused_tokens == again.prompt_tokens - 1
