@@ -164,7 +164,7 @@ class Assistant:
                                     top_p=self.settings.top_p, method=self.settings.method,
                                     sources=sources, cancel=cancel, keep_answer=True)   # the next turn continues it
 
-    def _prompt(self, session_id, history, user_text: str, context: str | None = None) -> "Prompt":
+    def _prompt(self, session_id, history, user_text: str, context: str | None = None) -> Prompt:
         """The request for ``user_text`` after ``history``: the context is retrieved unless given
         (the one a stored message was sent with)."""
         notes: list[str] = []
@@ -175,7 +175,7 @@ class Assistant:
                                    budget, context)
         return Prompt(ids, max_new, notes + cuts, kept)
 
-    def _generate(self, session_id, prompt: "Prompt", user_text: str, cancel) -> Iterator:
+    def _generate(self, session_id, prompt: Prompt, user_text: str, cancel) -> Iterator:
         for note in prompt.notices:
             yield Notice(note)
         done: Done | None = None

@@ -139,7 +139,7 @@ def footer_text(stats: dict) -> str:
     message's stats hold only the context it was sent with)."""
     if not stats or "new_tokens" not in stats:
         return ""
-    parts = [f"{stats.get('new_tokens', 0)} tok"]
+    parts = [f"{stats['new_tokens']} tok"]
     if stats.get("mean_accepted"):
         parts.append(f"{stats['mean_accepted']:.2f} acc/step")
     if stats.get("ttft_ms") is not None:

@@ -6,9 +6,9 @@ Engine methods go through ``Engine.generate``; ``hf`` (plain greedy) and ``pld``
 
 Every run starts cold unless told otherwise (``cold=False``, the multi-turn benchmark): nothing from
 an earlier request (a kept KV prefix) may shorten its prefill. A run in a session (``session=True``,
-every turn of the multi-turn benchmark, its first included) keeps its prompt and answer for the next. Each result's ``extra["prefill_ms"]``
-is the time from the request's start until the prompt's logits are ready (the first token is then
-one sampling away: ``ttft_s``).
+every turn of the multi-turn benchmark, its first included) keeps its prompt and answer for the
+next. Each result's ``extra["prefill_ms"]`` is the time from the request's start until the
+prompt's logits are ready (the first token is then one sampling away: ``ttft_s``).
 
 With a device cost profile (qnn ``--cost-profile``) an engine method's result also holds
 ``estimated_device_seconds``: the run replayed on the profile (``qnn.blocks.GraphLedger``), its

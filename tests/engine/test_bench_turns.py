@@ -35,7 +35,7 @@ def test_turns_needs_multi_turn_cases_and_a_method_that_keeps_a_prefix():
 def test_the_turns_table():
     def row(turn, warm, cold, same=True):
         return {"method": "vanilla", "turn": turn, "prompt_tokens": 90, "warm": {"ttft_s": warm},
-                "cold": {"ttft_s": cold}, "reused_tokens": 60, "same_tokens": same}
+                "cold": {"ttft_s": cold}, "ttft_ratio": warm / cold, "reused_tokens": 60, "same_tokens": same}
     rows = [{"method": "vanilla", "turn": 1, "warm": {"ttft_s": 0.3}}, row(2, 0.02, 0.2), row(2, 0.04, 0.2, False)]
     summary = summarize_turns(rows)
     r = summary["vanilla"]["2"]
