@@ -17,7 +17,7 @@ OPS: dict[str, set[str]] = {
     "go": {"args"}, "back": set(), "pop_to": set(), "home": set(), "open": set(), "launch": set(),
     "set": {"value"}, "toggle": set(), "inc": {"by", "min", "max", "wrap"}, "append": {"value", "unique", "at"},
     "remove": {"value", "where"}, "when": {"then", "else"}, "busy": set(), "focus": set(),
-    "each": {"where", "then"},
+    "each": {"where", "then"}, "write": {"text"},
 }
 
 
@@ -31,6 +31,7 @@ class Device(Protocol):
     def open(self, package: str) -> bool: ...
     def launch(self, package: str, activity: str | None = None) -> bool: ...
     def set_focus(self, path: str | None) -> None: ...
+    def write_file(self, path: str, text: str) -> bool: ...
 
 
 def op_of(step: Any) -> str:
@@ -77,6 +78,9 @@ def run(device: Device, steps: list | None, ctx: dict) -> None:
             _inc(ctx, arg, value("by", 1), value("min"), value("max"), bool(step.get("wrap")))
         elif op == "append":
             items, item = get(ctx, arg), value("value")
+            if items is None:  # a record made before the field existed (a conversation's first star)
+                items = []
+                put(ctx, arg, items)
             if not (step.get("unique") and item in items):
                 items.insert(step["at"], item) if "at" in step else items.append(item)
         elif op == "remove":
@@ -84,16 +88,18 @@ def run(device: Device, steps: list | None, ctx: dict) -> None:
         elif op == "when":
             run(device, step.get("then") if _check(arg, ctx) else step.get("else"), ctx)
         elif op == "each":
-            # every element of a list (optionally those matching ``where``) as ``item``: archive
-            # the selected conversations, mark them read
-            for item in list(get(ctx, arg) or []):
-                ictx = dict(ctx, item=item)
+            # every element of a list (optionally those matching ``where``) as ``item``, its
+            # position as ``index``: archive the selected conversations, star the selected messages
+            for index, item in enumerate(list(get(ctx, arg) or [])):
+                ictx = dict(ctx, item=item, index=index)
                 if "where" not in step or _check(step["where"], ictx):
                     run(device, step.get("then"), ictx)
         elif op == "busy":
             device.busy += int(arg)
         elif op == "focus":
             device.set_focus(arg or None)
+        elif op == "write":
+            device.write_file(str(render(arg, ctx, _check)), str(value("text", "")))
 
 
 def _inc(ctx: dict, path: str, by: int, low: int | None, high: int | None, wrap: bool) -> None:
@@ -110,7 +116,7 @@ def _inc(ctx: dict, path: str, by: int, low: int | None, high: int | None, wrap:
 def _remove(ctx: dict, path: str, step: dict) -> None:
     items = get(ctx, path)
     if "where" in step:
-        keep = [it for it in items if not _check(step["where"], dict(ctx, item=it))]
+        keep = [it for i, it in enumerate(items) if not _check(step["where"], dict(ctx, item=it, index=i))]
     else:
         target = render(step.get("value"), ctx, _check)
         keep = [it for it in items if it != target]

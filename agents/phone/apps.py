@@ -14,7 +14,7 @@ from .actions import op_of
 from .checks import check
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "phone"
-RESERVED = {"data", "local", "args", "item", "index", "foreground", "visited"}
+RESERVED = {"data", "local", "args", "item", "index", "foreground", "visited", "files"}
 WIDGETS = {"group", "row", "list", "grid", "spacer", "text", "category", "image", "button", "icon_button",
            "icon", "tile", "edit", "slider", "choice", "tabs", "main_switch", "pref", "dial"}
 SCREEN_KEYS = {"kind", "activity", "title", "toolbar", "up", "header", "body", "footer", "fab", "local",
@@ -126,8 +126,8 @@ def _validate_screen(screen: dict, where: str) -> None:
     unknown = set(screen) - SCREEN_KEYS
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
-    if screen.get("kind", "screen") not in ("screen", "dialog", "menu"):
-        raise ValueError(f"{where}: kind must be screen, dialog or menu")
+    if screen.get("kind", "screen") not in ("screen", "dialog", "menu", "sheet"):
+        raise ValueError(f"{where}: kind must be screen, dialog, menu or sheet")
     for part in ("header", "body", "footer"):
         for i, w in enumerate(screen.get(part, [])):
             _validate_widget(w, f"{where} {part}[{i}]")

@@ -19,6 +19,7 @@ from .apps import App, Catalog, load_catalog
 from .keys import char_of, lookup
 from .paths import get, merge, put, render
 from .uixml import Node, find, to_xml
+from .vfs import FileSystem
 from .views import View
 from .windows import build_window
 
@@ -47,6 +48,7 @@ class VirtualPhone:
         self.catalog = catalog or load_catalog()
         self.overrides = overrides or {}
         self.start = start
+        self.fs = FileSystem()  # shared storage: the shell's `ls`/`cat` see what apps save here
         self.reset()
 
     # -- state ---------------------------------------------------------------------------------
@@ -62,6 +64,7 @@ class VirtualPhone:
             self.tasks: dict[str, list[Frame]] = {}
             self.visited: list[str] = []
             self.busy = 0
+            self.fs.reset()
             self.front = self.catalog.home
             self.tasks[self.front] = [self._frame(self.home_app, self.home_app.main, {})]
             self._seen()
@@ -78,7 +81,22 @@ class VirtualPhone:
             out["foreground"] = {"package": package, "activity": activity, "screen": self.frame.id,
                                  "placeholder": bool(self.screen.get("placeholder"))}
             out["visited"] = list(self.visited)
+            out["files"] = self.files()
             return out
+
+    def files(self) -> list[dict]:
+        """The files on the device (an export, a saved dump): what checks read as ``files``
+        (``files[path='/sdcard/Download/contacts.vcf'].text``) and file pickers list."""
+        return [{"path": path, "dir": path.rpartition("/")[0], "name": path.rpartition("/")[2], "text": text}
+                for path, text in sorted(self.fs.files.items())]
+
+    def write_file(self, path: str, text: str) -> bool:
+        """An app saves a file (a ``write`` step): only where the shell user could write too."""
+        path = self.fs.resolve(path)
+        if not self.fs.writable(path) or self.fs.is_dir(path):
+            return False
+        self.fs.write(path, text)
+        return True
 
     @property
     def home_app(self) -> App:
@@ -100,7 +118,7 @@ class VirtualPhone:
         """The template context of a frame: state namespaces + data/local/args."""
         frame = frame or self.frame
         app = self.catalog.apps[frame.app]
-        return dict(self.data, data=app.data, local=frame.local, args=frame.args)
+        return dict(self.data, data=app.data, local=frame.local, args=frame.args, files=self.files())
 
     def _seen(self) -> None:
         if not self.visited or self.visited[-1] != self.frame.id:
@@ -233,7 +251,7 @@ class VirtualPhone:
                 return  # status bar / gesture handle: System UI, not the app
             root = self._window()
             if not _inside(root, x, y):
-                if self.screen.get("kind") in ("dialog", "menu") and self.screen.get("cancelable", True):
+                if self.screen.get("kind") in ("dialog", "menu", "sheet") and self.screen.get("cancelable", True):
                     self.back()
                 return
             hit = find(root, x, y, lambda n: n.clickable and n.enabled)

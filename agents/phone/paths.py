@@ -8,7 +8,10 @@ record by its id while the list around it is reordered: ``contacts.list[id=args.
 A template is any JSON value: strings have ``{path}`` parts replaced (a string that is exactly one
 ``{path}`` yields the raw value, so numbers and booleans survive), lists and dicts are rendered
 item by item, and ``{"if": predicate, "then": a, "else": b}`` picks a branch. ``{path|filter}``
-formats the value with one of ``FILTERS`` (chainable: ``{local.hour|int|pad2}``).
+formats the value with one of ``FILTERS`` (chainable: ``{local.hour|int|pad2}``). Three more
+directives: ``{"use": path, "item": x}`` renders the template stored at ``path`` (a contact's name
+in the chosen name format, written once in ``data``), ``{"count": path, "where": predicate}`` is
+how many elements match, ``{"lines": [...], "each": path, "sep": s}`` is text built line by line.
 """
 from __future__ import annotations
 
@@ -129,8 +132,33 @@ def render(value: Any, ctx: Any, check: Callable[[Any, Any], bool] | None = None
         if "if" in value and "then" in value and check is not None:
             branch = value["then"] if check(render(value["if"], ctx, check), ctx) else value.get("else")
             return render(branch, ctx, check)
+        keys = set(value)
+        if "use" in keys and keys <= {"use", "item"}:
+            # a named template (one name format for every screen), optionally about another element
+            inner = dict(ctx, item=render(value["item"], ctx, check)) if "item" in value else ctx
+            return render(get(ctx, value["use"]), inner, check)
+        if "count" in keys and keys <= {"count", "where"} and check is not None:
+            return sum(1 for c in _items(ctx, value["count"])
+                       if "where" not in value or check(render(value["where"], c, check), c))
+        if "lines" in keys and keys <= {"lines", "each", "sep"}:
+            return _lines(value, ctx, check)
         return {k: render(v, ctx, check) for k, v in value.items()}
     return value
+
+
+def _items(ctx: Any, path: str) -> list[dict]:
+    """The contexts of the elements of the list at ``path`` (as ``item``/``index``)."""
+    source = get(ctx, path)
+    return [dict(ctx, item=it, index=i) for i, it in enumerate(source if isinstance(source, list) else [])]
+
+
+def _lines(value: dict, ctx: Any, check: Callable[[Any, Any], bool] | None) -> str:
+    """Text made of lines (a file's contents): ``lines`` rendered once, or once per element of
+    ``each``; a line that renders to null (an ``if`` without ``else``) is left out."""
+    sep = value.get("sep", "\n")
+    contexts = _items(ctx, value["each"]) if "each" in value else [ctx]
+    out = [_text(line) for c in contexts for line in render(value["lines"], c, check) if line is not None]
+    return "".join(line + sep for line in out)
 
 
 def _lookup(ctx: Any, expr: str) -> Any:
@@ -164,6 +192,17 @@ def _hms(digits: Any) -> int:
     return int(text[:2]) * 3600 + int(text[2:4]) * 60 + int(text[4:]) if text.isdigit() else 0
 
 
+def _vcard(value: Any) -> str:
+    # a vCard 3.0 text value (RFC 2426 4.1): backslash, comma, semicolon and newline escaped; a list
+    # (CATEGORIES) becomes a comma-separated list of escaped values
+    if isinstance(value, list):
+        return ",".join(_vcard(v) for v in value)
+    text = _text(value)
+    for raw, escaped in (("\\", "\\\\"), (",", "\\,"), (";", "\\;"), ("\n", "\\n")):
+        text = text.replace(raw, escaped)
+    return text
+
+
 # template filters (``{path|name}``): the few formats the app screens need; no code from the data
 FILTERS: dict[str, Callable[[Any], Any]] = {
     "int": _int,
@@ -173,6 +212,7 @@ FILTERS: dict[str, Callable[[Any], Any]] = {
     "elapsed": lambda v: _clock(v, True),
     "hms": _hms,
     "join": lambda v: ", ".join(_text(x) for x in v) if isinstance(v, list) else _text(v),
+    "vcard": _vcard,
 }
 
 

@@ -98,7 +98,8 @@ class Ctx:
 class Shell:
     def __init__(self, phone: Phone, *, max_sleep_s: float = 2.0):
         self.phone = phone
-        self.fs = FileSystem()
+        # the device's own storage when it has one (files apps save are seen by `ls` and `cat`)
+        self.fs = getattr(phone, "fs", None) or FileSystem()
         self.history: list[list[str]] = []
         self.busy_dumps = 0                 # `hexa-phone busy N`: the next N dumps fail
         self.size_override: tuple[int, int] | None = None

@@ -341,8 +341,10 @@ class View:
         for kind, cls, rid in (("switch", "android.widget.Switch", "android:id/switch_widget"),
                                ("checkbox", "android.widget.CheckBox", "android:id/checkbox")):
             if kind in w:
-                bind = self.path(w[kind], ctx)
-                on = bool(get(ctx, bind))
+                # a path, or {"bind": path, "invert": true}: a "Notifications" switch over a muted flag
+                spec = w[kind] if isinstance(w[kind], dict) else {"bind": w[kind]}
+                bind = self.path(spec["bind"], ctx)
+                on = bool(get(ctx, bind)) != bool(spec.get("invert"))
                 frame = Node("android.widget.LinearLayout", (x + width - 252, 0, x + width, h),
                              rid="android:id/widget_frame")
                 row.add(frame.add(Node(cls, (x + width - 213, h // 2 - 42, x + width - 63, h // 2 + 42),

@@ -13,8 +13,8 @@ _RECYCLER = "androidx.recyclerview.widget.RecyclerView"
 
 def build_window(screen: dict, frame, ctx: dict, view: View) -> Node:
     kind = screen.get("kind", "screen")
-    if kind == "dialog":
-        return _dialog(screen, frame, ctx, view)
+    if kind in ("dialog", "sheet"):
+        return _dialog(screen, frame, ctx, view, sheet=kind == "sheet")
     if kind == "menu":
         return _menu(screen, frame, ctx, view)
     return _screen(screen, frame, ctx, view)
@@ -122,9 +122,11 @@ def _toolbar(screen: dict, bar, style: str, ctx: dict, view: View, top: int, h: 
     return box
 
 
-def _dialog(screen: dict, frame, ctx: dict, view: View) -> Node:
-    width = L.WIDTH - 2 * L.DIALOG_MARGIN
-    x = L.DIALOG_MARGIN
+def _dialog(screen: dict, frame, ctx: dict, view: View, sheet: bool = False) -> Node:
+    """An AlertDialog in the middle of the screen, or (``sheet``) a bottom sheet: full width, on the
+    bottom edge, its panel the Material ``design_bottom_sheet``."""
+    width = L.WIDTH - (0 if sheet else 2 * L.DIALOG_MARGIN)
+    x = 0 if sheet else L.DIALOG_MARGIN
     title = view.text(screen.get("title", ""), ctx)
     message = view.text(screen.get("message", ""), ctx)
     title_h = 170 if title else 42
@@ -135,16 +137,18 @@ def _dialog(screen: dict, frame, ctx: dict, view: View) -> Node:
     room = L.DIALOG_MAX_H - title_h - msg_h - buttons_h
     body_h = min(content_h, room)
     total = title_h + msg_h + body_h + buttons_h
-    top = L.TOP + (L.BOTTOM - L.TOP - total) // 2
+    top = L.BOTTOM - total if sheet else L.TOP + (L.BOTTOM - L.TOP - total) // 2
     root = Node("android.widget.FrameLayout", (x, top, x + width, top + total))
-    panel = Node("android.widget.LinearLayout", root.bounds, rid="android:id/parentPanel")
+    panel = Node("android.widget.LinearLayout", root.bounds,
+                 rid=view.rid("design_bottom_sheet") if sheet else "android:id/parentPanel")
     content = Node("android.widget.FrameLayout", root.bounds, rid="android:id/content")
     root.add(content.add(panel))
     y = top
     if title:
-        panel.add(Node("android.widget.LinearLayout", (x, y, x + width, y + title_h), rid="android:id/topPanel").add(
-            Node("android.widget.TextView", (x + 73, y + 63, x + width - 73, y + 140), rid="android:id/alertTitle",
-                 text=title)))
+        panel.add(Node("android.widget.LinearLayout", (x, y, x + width, y + title_h),
+                       rid="" if sheet else "android:id/topPanel").add(
+            Node("android.widget.TextView", (x + 73, y + 63, x + width - 73, y + 140),
+                 rid="" if sheet else "android:id/alertTitle", text=title)))
     y += title_h
     if message:
         panel.add(Node("android.widget.FrameLayout", (x, y, x + width, y + msg_h), rid="android:id/contentPanel").add(
