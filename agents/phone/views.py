@@ -86,12 +86,22 @@ class View:
             builder = self.builders.get(w.get("type", ""))
             if builder is None:
                 raise ValueError(f"unknown widget type {w.get('type')!r}")
-            nodes, h = builder(w, ctx, x, width)
+            nodes, h = builder(w, self._let(w, ctx), x, width)
             for n in nodes:
                 shift(n, y)
             out += nodes
             y += h
         return out, y
+
+    def _let(self, w: dict, ctx: dict) -> dict:
+        """``let`` on a widget that is not a collection: values its subtree reads (a count in a
+        summary); a list's ``let`` is per item (``_each``)."""
+        if "let" not in w or w.get("type") in ("list", "grid", "dial"):
+            return ctx
+        ctx = dict(ctx)
+        for key, template in w["let"].items():
+            ctx[key] = self.value(template, ctx)
+        return ctx
 
     def _w_group(self, w, ctx, x, width) -> Built:
         pad = w.get("padding", 0)
@@ -341,15 +351,19 @@ class View:
         for kind, cls, rid in (("switch", "android.widget.Switch", "android:id/switch_widget"),
                                ("checkbox", "android.widget.CheckBox", "android:id/checkbox")):
             if kind in w:
-                # a path, or {"bind": path, "invert": true}: a "Notifications" switch over a muted flag
+                # a path (toggled on tap); {"bind": path, "invert": true}: a "Notifications" switch over
+                # a muted flag; {"checked": predicate}: shown only, the row's own tap does the work
                 spec = w[kind] if isinstance(w[kind], dict) else {"bind": w[kind]}
-                bind = self.path(spec["bind"], ctx)
-                on = bool(get(ctx, bind)) != bool(spec.get("invert"))
+                if "checked" in spec:
+                    on = self.holds(spec["checked"], ctx)
+                else:
+                    bind = self.path(spec["bind"], ctx)
+                    on = bool(get(ctx, bind)) != bool(spec.get("invert"))
+                    actions.append({"toggle": bind})
                 frame = Node("android.widget.LinearLayout", (x + width - 252, 0, x + width, h),
                              rid="android:id/widget_frame")
                 row.add(frame.add(Node(cls, (x + width - 213, h // 2 - 42, x + width - 63, h // 2 + 42),
                                        rid=rid, checkable=True, checked=on, focusable=True)))
-                actions.append({"toggle": bind})
                 right = x + width - 252
         text_top = (h - (114 if summary else 58)) // 2
         block = Node("android.widget.RelativeLayout", (left, text_top, right, h - text_top))

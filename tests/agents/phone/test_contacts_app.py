@@ -110,14 +110,14 @@ def test_discard_dialog_only_when_edited_and_modal():
     assert texts(phone) == ["Discard changes?", "Cancel", "Discard"]  # only the dialog's window
     phone.tap(*save)  # outside the dialog: dismisses it, does not reach Save underneath
     assert phone.state()["foreground"]["screen"] == "contacts:editor"
-    assert len(phone.state()["contacts"]["list"]) == 13
+    assert len(phone.state()["contacts"]["list"]) == 14
     phone.key("KEYCODE_BACK")
     tap(phone, "Cancel")
     assert phone.state()["foreground"]["screen"] == "contacts:editor" and "Zoe" in texts(phone)
     phone.key("KEYCODE_BACK")
     tap(phone, "Discard")
     assert phone.state()["foreground"]["screen"] == "contacts:list"
-    assert len(phone.state()["contacts"]["list"]) == 13
+    assert len(phone.state()["contacts"]["list"]) == 14
 
 
 def test_delete_confirmation_can_be_cancelled():
@@ -126,7 +126,7 @@ def test_delete_confirmation_can_be_cancelled():
     assert texts(phone)[0] == "Delete this contact?"
     tap(phone, "Cancel")
     assert phone.state()["foreground"]["screen"] == "contacts:detail"
-    assert len(phone.state()["contacts"]["list"]) == 13
+    assert len(phone.state()["contacts"]["list"]) == 14
 
 
 def test_starring_moves_a_contact_into_favorites_and_labels_show_on_the_page():
