@@ -16,6 +16,7 @@ from . import NotIdle
 from . import layout as L
 from .actions import run
 from .apps import App, Catalog, load_catalog
+from .checks import check
 from .keys import char_of, lookup
 from .paths import get, merge, put, render
 from .uixml import Node, find, to_xml
@@ -127,7 +128,7 @@ class VirtualPhone:
     # -- navigation (also the targets of app actions) -------------------------------------------
     def _frame(self, app: App, screen: str, args: dict) -> Frame:
         frame = Frame(app.id, screen, args=dict(args))
-        frame.local = render(copy.deepcopy(app.screens[screen].get("local", {})), self.context(frame))
+        frame.local = render(copy.deepcopy(app.screens[screen].get("local", {})), self.context(frame), check)
         frame.focus = app.screens[screen].get("autofocus")
         return frame
 

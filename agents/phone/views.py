@@ -64,6 +64,8 @@ class View:
             n.desc = n.desc or self.text(w.get("desc"), ctx)
             if "enabled" in w:
                 n.enabled = self.holds(w["enabled"], ctx)
+            if "selected" in w:  # a selected message bubble, a chosen tab
+                n.selected = self.holds(w["selected"], ctx)
             if w.get("tap") is not None:
                 n.tap, n.clickable, n.focusable = list(w["tap"]), True, True
             if w.get("long_tap") is not None:

@@ -81,7 +81,8 @@ def test_the_send_button_appears_only_with_text_and_sent_messages_show_as_bubble
     assert find(phone, "You said See you Saturday") is not None
     assert find(phone, "Send SMS") is None and "Text message" in texts(phone)  # the field is empty again
     phone.key("KEYCODE_BACK")
-    assert conversations(phone)[0] == "John Smith"  # the newest conversation moves to the top
+    # the newest conversation moves to the top, under the pinned one (Ana Rodriguez is pinned)
+    assert conversations(phone)[:2] == ["Ana Rodriguez", "John Smith"]
     assert "You: See you Saturday" in texts(phone)
 
 
