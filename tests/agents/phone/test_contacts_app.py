@@ -14,6 +14,7 @@ from phone_ui import solve, centre, find, scroll, tap, texts
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks" / "contacts.jsonl"
 DEL = ("key", "KEYCODE_DEL")
+ACCOUNT = "Signed in as alex.morgan.pixel@gmail.com"  # the account picture: its menu holds the app settings
 
 SOLUTIONS: dict[str, list] = {
     "contacts-01": ["Contacts", "Create contact", ("type", "Ana"), "Last name", ("type", "Silva"), "Phone",
@@ -28,6 +29,20 @@ SOLUTIONS: dict[str, list] = {
                     ("type", "carlos.mendez@acmecorp.com"), "Save"],
     "contacts-08": ["Contacts", "Search contacts", ("type", "Ben"), "Ben Carter", "Edit contact", "(415) 555-0163"]
                    + [DEL] * len("(415) 555-0163") + [("type", "(415) 555-0199"), "Save"],
+    "contacts-09": ["Contacts", "Fix & manage", "Create label", ("type", "Book club"), "OK"],
+    "contacts-10": ["Contacts", "Fix & manage", "Work", "Add contact", "Ben Carter", "Emily Chen", "Add contacts"],
+    "contacts-11": ["Contacts", "Sofia Rossi", "Remove Friends"],
+    "contacts-12": ["Contacts", "Fix & manage", "Work", "More options", "Rename label"] + [DEL] * len("Work")
+                   + [("type", "Colleagues"), "OK"],
+    "contacts-13": ["Contacts", "Fix & manage", "Family", "More options", "Delete label", "Delete"],
+    "contacts-14": ["Contacts", "Fix & manage", "Export to file", "Export", "Save"],
+    "contacts-15": ["Contacts", "Fix & manage", "Export to file", "Export", "contacts.vcf"] + [DEL] * len("contacts.vcf")
+                   + [("type", "backup.vcf"), "Save"],
+    "contacts-16": ["Contacts", "Fix & manage", "Merge & fix", "Merge"],
+    "contacts-17": ["Contacts", ACCOUNT, "Contacts app settings", "Sort by", "Last name"],
+    "contacts-18": ["Contacts", ACCOUNT, "Contacts app settings", "Name format", "Last name first"],
+    "contacts-19": ["Contacts", "Search contacts", ("type", "Acme")],
+    "contacts-20": ["Contacts", "Lucas Martin", "Add to label", "Create label", ("type", "Soccer"), "OK"],
 }
 
 
@@ -49,6 +64,27 @@ def test_every_task_is_solvable_and_not_solved_at_start(task):
     assert not task.passed(phone.state()), "the check passes before anything was done"
     solve(phone, SOLUTIONS[task.id])
     assert task.passed(phone.state()), (phone.state()["foreground"], texts(phone))
+
+
+# plausible wrong moves: each leaves its task's check failing
+NEAR_MISSES: dict[str, list] = {
+    "contacts-10": ["Contacts", "Fix & manage", "Work", "Add contact", "Ben Carter", "Add contacts"],
+    "contacts-11": ["Contacts", "Sofia Rossi", "More options", "Delete", "Delete"],
+    "contacts-12": ["Contacts", "Fix & manage", "Create label", ("type", "Colleagues"), "OK"],
+    "contacts-13": ["Contacts", "Grace Thompson", "More options", "Delete", "Delete"],
+    "contacts-15": SOLUTIONS["contacts-14"],
+    "contacts-16": ["Contacts", "Fix & manage", "Merge & fix", "Dismiss"],
+    "contacts-18": SOLUTIONS["contacts-17"],
+    "contacts-20": ["Contacts", "Fix & manage", "Create label", ("type", "Soccer"), "OK"],
+}
+
+
+@pytest.mark.parametrize("task_id", sorted(NEAR_MISSES))
+def test_checks_tell_a_near_miss_from_success(task_id):
+    task = {t.id: t for t in load_tasks(TASKS)}[task_id]
+    phone = VirtualPhone(overrides=task.setup)
+    solve(phone, NEAR_MISSES[task_id])
+    assert not task.passed(phone.state())
 
 
 def test_every_task_has_a_solution():

@@ -24,6 +24,25 @@ SOLUTIONS: dict[str, list] = {
                     ("type", "Running 10 minutes late"), "Send SMS"],
     "messages-07": ["Messages", "More options", "Spam & blocked", "More options", "Blocked numbers", "Unblock",
                     "Unblock"],
+    "messages-08": ["Messages", "Emily Chen", "Text message", ("type", "Happy birthday!"), ("long", "Send SMS"), "Tomorrow",
+                    "Schedule message"],
+    "messages-09": ["Messages", "John Smith", "Text message", ("type", "Game starts at 7"), ("long", "Send SMS"),
+                    "Pick date & time", "15", "OK", "5", "30", "PM", "OK", "Schedule message"],
+    "messages-10": ["Messages", "Ana Rodriguez", ("long", "Perfect, see you there"), "Star"],
+    "messages-11": ["Messages", "John Smith", ("long", "Yep, two seats in row F"), "Unstar"],
+    "messages-12": ["Messages", "Start chat", "Create group", "Ben Carter", "Priya Patel", "Next", ("type", "Weekend trip"),
+                    "Done"],
+    "messages-13": ["Messages", ("long", "John Smith"), "Pin"],
+    "messages-14": ["Messages", ("long", "Ana Rodriguez"), "Unpin"],
+    "messages-15": ["Messages", "Emily Chen", "More options", "Details", "Notifications"],
+    "messages-16": ["Messages", "Pizza Place", "More options", "Details", "Notifications"],
+    "messages-17": ["Messages", "More options", "Spam & blocked", "More options", "Blocked numbers", "Add a number",
+                    ("type", "+1 202-555-0147"), "Block"],
+    "messages-18": ["Messages", "Search", ("type", "tickets")],
+    "messages-19": ["Messages", "David Kim", "Happy Friday! Drinks after work?", "Delete message"],
+    "messages-20": ["Messages", "David Kim", "Happy Friday! Drinks after work?", "Send now"],
+    "messages-21": ["Messages", "Ana Rodriguez", ("long", "Are we still on for lunch tomorrow?"), "Forward", "Emily Chen",
+                    "Send SMS"],
 }
 
 
@@ -49,6 +68,28 @@ def test_every_task_is_solvable_and_not_solved_at_start(task):
     assert not task.passed(phone.state()), "the check passes before anything was done"
     solve(phone, SOLUTIONS[task.id])
     assert task.passed(phone.state()), (phone.state()["foreground"], texts(phone))
+
+
+# plausible wrong moves: each leaves its task's check failing
+NEAR_MISSES: dict[str, list] = {
+    "messages-08": ["Messages", "Emily Chen", "Text message", ("type", "Happy birthday!"), "Send SMS"],
+    "messages-09": ["Messages", "John Smith", "Text message", ("type", "Game starts at 7"), ("long", "Send SMS"), "Tomorrow",
+                    "Schedule message"],
+    "messages-10": ["Messages", "Ana Rodriguez", ("long", "Perfect, see you there"), "Delete", "Delete"],
+    "messages-12": ["Messages", "Start chat", "Create group", "Ben Carter", "Priya Patel", "Next", "Done"],
+    "messages-13": ["Messages", ("long", "John Smith"), "Archive"],
+    "messages-15": ["Messages", "Emily Chen", "More options", "Block & report spam", "Block"],
+    "messages-19": SOLUTIONS["messages-20"],
+    "messages-20": SOLUTIONS["messages-19"],
+}
+
+
+@pytest.mark.parametrize("task_id", sorted(NEAR_MISSES))
+def test_checks_tell_a_near_miss_from_success(task_id):
+    task = {t.id: t for t in load_tasks(TASKS)}[task_id]
+    phone = VirtualPhone(overrides=task.setup)
+    solve(phone, NEAR_MISSES[task_id])
+    assert not task.passed(phone.state())
 
 
 def test_every_task_has_a_solution():
