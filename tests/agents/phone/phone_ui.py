@@ -7,6 +7,8 @@ from pathlib import Path
 import xml.etree.ElementTree as ET
 
 from agents.phone import NotIdle
+from agents.phone.checks import Task, load_tasks
+from agents.phone.device import VirtualPhone
 
 BOUNDS = re.compile(r"^\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]$")
 
@@ -94,6 +96,28 @@ def solve(phone, steps: list, more: dict | None = None) -> None:
             kinds[step[0]](phone, *step[1:])
         else:
             raise ValueError(f"unknown solution step {step!r}")
+
+
+def open_app(label: str) -> VirtualPhone:
+    """A fresh phone with the app of that launcher label open."""
+    phone = VirtualPhone()
+    tap(phone, label)
+    return phone
+
+
+def screen(phone) -> str:
+    return phone.state()["foreground"]["screen"]
+
+
+def tasks_by_id(path: Path) -> dict[str, Task]:
+    return {t.id: t for t in load_tasks(path)}
+
+
+def played(task: Task, steps: list) -> dict:
+    """The state after ``steps`` (as ``solve`` plays them) from the task's start."""
+    phone = VirtualPhone(overrides=task.setup)
+    solve(phone, steps)
+    return phone.state()
 
 
 def _pressed(known: bool, name: str) -> None:

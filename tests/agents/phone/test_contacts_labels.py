@@ -4,19 +4,13 @@ Remove contacts), the chips on a contact's page, Sort by / Name format, and the 
 from __future__ import annotations
 
 from agents.phone.device import VirtualPhone
-from phone_ui import dump, find, long_press, nodes, solve, tap, texts
+from phone_ui import dump, find, long_press, nodes, open_app, screen, solve, tap, texts
 
 ACCOUNT = "Signed in as alex.morgan.pixel@gmail.com"
 
 
 def contacts_app() -> VirtualPhone:
-    phone = VirtualPhone()
-    tap(phone, "Contacts")
-    return phone
-
-
-def screen(phone: VirtualPhone) -> str:
-    return phone.state()["foreground"]["screen"]
+    return open_app("Contacts")
 
 
 def labels_of(phone: VirtualPhone, last: str) -> list[str]:

@@ -4,17 +4,11 @@ Details, Blocked numbers' Add a number, and the search query kept in state."""
 from __future__ import annotations
 
 from agents.phone.device import VirtualPhone
-from phone_ui import dump, find, long_press, nodes, solve, tap, texts
+from phone_ui import dump, find, long_press, nodes, open_app, screen, solve, tap, texts
 
 
 def messages_app() -> VirtualPhone:
-    phone = VirtualPhone()
-    tap(phone, "Messages")
-    return phone
-
-
-def screen(phone: VirtualPhone) -> str:
-    return phone.state()["foreground"]["screen"]
+    return open_app("Messages")
 
 
 def convo(phone: VirtualPhone, name: str) -> dict:

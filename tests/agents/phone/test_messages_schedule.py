@@ -4,7 +4,7 @@ scheduled bubble's options, and the selection mode of message bubbles (Star, Cop
 from __future__ import annotations
 
 from agents.phone.device import VirtualPhone
-from phone_ui import bounds, dump, find, long_press, nodes, solve, tap, texts
+from phone_ui import bounds, dump, find, long_press, nodes, screen, solve, tap, texts
 
 
 def conversation(name: str, draft: str = "") -> VirtualPhone:
@@ -13,10 +13,6 @@ def conversation(name: str, draft: str = "") -> VirtualPhone:
     if draft:
         solve(phone, ["Text message", ("type", draft)])
     return phone
-
-
-def screen(phone: VirtualPhone) -> str:
-    return phone.state()["foreground"]["screen"]
 
 
 def convo(phone: VirtualPhone, name: str) -> dict:
