@@ -140,6 +140,8 @@ def test_sort_by_and_name_format_reorder_and_rename_everywhere():
     assert texts(phone)[0] == "Carter, Ben"
     solve(phone, ["Navigate up", "Search contacts", ("type", "ben")])
     assert "Carter, Ben" in texts(phone)
+    assert phone.launch("com.google.android.contacts", "com.android.contacts.preference.ContactsPreferenceActivity")
+    assert screen(phone) == "contacts:settings"  # `am start -n` reaches the settings too
 
 
 def test_the_search_query_is_kept_in_state_and_a_new_search_starts_empty():
