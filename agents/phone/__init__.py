@@ -20,7 +20,9 @@ class NotIdle(Exception):
 
 
 class Phone(Protocol):
-    """What the shell needs from a device. All methods are called under ``lock``."""
+    """What the shell needs from a device. All methods are called under ``lock``. A device may also
+    have ``fs`` (a ``vfs.FileSystem``): its storage, which the shell then shares, so files its apps
+    save are what ``ls`` and ``cat`` show; without one the shell keeps its own."""
     lock: threading.RLock
 
     def screen_size(self) -> tuple[int, int]:

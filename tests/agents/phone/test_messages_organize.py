@@ -49,11 +49,17 @@ def test_create_group_needs_two_people_and_opens_the_named_group():
     assert screen(phone) == "messages:list" and listed(phone)[:2] == ["Ana Rodriguez", "Book club"]
 
 
-def test_a_group_without_a_name_is_called_by_its_members():
+def test_a_group_without_a_name_is_called_by_its_members_and_listed_once_it_has_a_message():
     phone = messages_app()
     solve(phone, ["Start chat", "Create group", "Ana Rodriguez", "David Kim", "Next", "Done"])
     assert texts(phone)[0] == "Ana Rodriguez, David Kim"
     assert convo(phone, "Ana Rodriguez, David Kim")["members"] == ["Ana Rodriguez", "David Kim"]
+    phone.key("KEYCODE_BACK")
+    assert "Ana Rodriguez, David Kim" not in listed(phone)  # nothing sent yet, as a new chat
+    solve(phone, ["Start chat", "Create group", "Ana Rodriguez", "David Kim", "Next", "Done", "Text message",
+                  ("type", "Lunch Friday?"), ("long", "Send MMS"), "Tomorrow", "Schedule message"])
+    phone.key("KEYCODE_BACK")
+    assert "Scheduled: Lunch Friday?" in texts(phone)  # a scheduled message lists it already
 
 
 def test_pinned_conversations_come_first_and_unpin_puts_them_back():
