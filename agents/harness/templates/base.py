@@ -60,7 +60,8 @@ def say(rng: random.Random, app: str, forms: list[str], terse: list[str] = (), *
         return _cap(rng.choice(terse).format(**values))
     core = rng.choice(forms).format(**values)
     frame = rng.choice(FRAMES)
-    return frame.format(C=_cap(core), c=core[:1].lower() + core[1:], app=rng.choice(APP_NAMES[app]))
+    said = frame.format(C=_cap(core), c=core[:1].lower() + core[1:], app=rng.choice(APP_NAMES[app]))
+    return said[:-1] if said.endswith("..") else said  # "… at 3:30 p.m.."
 
 
 def quoted(rng: random.Random, text: str) -> str:

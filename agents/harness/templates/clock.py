@@ -122,8 +122,9 @@ def alarm_switch(rng, fresh):
     alarms, goal, other, ref, _ = scene(rng, fresh, on=not want)
     forms = (["Turn on {r}", "Enable {r}", "Switch on {r}"] if want else ["Turn off {r}", "Disable {r}", "Switch off {r}"])
     done = _swap(alarms, goal, {**goal, "on": want})
-    near = [{"clock.alarms": _swap(alarms, other, {**other, "on": not other["on"]})},
-            {"clock.alarms": _swap(done, other, {**other, "on": not other["on"]})}] if other else []
+    wrong = other or next(a for a in alarms if a is not goal)
+    near = [{"clock.alarms": _swap(alarms, wrong, {**wrong, "on": not wrong["on"]})}]
+    near += [{"clock.alarms": _swap(done, other, {**other, "on": not other["on"]})}] if other else []
     return Variant(say(rng, "clock", forms, r=ref), {"clock.alarms": alarms},
                    all_(some("clock.alarms", all_(fields(ident(goal)), eq("item.on", want))), *_keeps(other),
                         eq("clock.alarms.length", len(alarms))),
@@ -219,9 +220,11 @@ def alarm_vibrate(rng, fresh):
     alarms, goal, other, ref, _ = scene(rng, fresh, vibrate=not want)
     forms = (["Turn on vibration for {r}", "Make {r} vibrate"] if want else
              ["Turn off vibration for {r}", "Stop {r} from vibrating", "Make {r} ring without vibrating"])
-    near = ({"clock.alarms": _swap(alarms, other, {**other, "vibrate": not other["vibrate"]})},) if other else ()
+    wrong = other or next(a for a in alarms if a is not goal)
+    near = ({"clock.alarms": _swap(alarms, wrong, {**wrong, "vibrate": not wrong["vibrate"]})},)
+    keeps = [some("clock.alarms", fields(a)) for a in alarms if a is not goal]
     return Variant(say(rng, "clock", forms, r=ref), {"clock.alarms": alarms},
-                   all_(some("clock.alarms", all_(fields(ident(goal)), eq("item.vibrate", want))), *_keeps(other)),
+                   all_(some("clock.alarms", all_(fields(ident(goal)), eq("item.vibrate", want))), *keeps),
                    {"clock.alarms": _swap(alarms, goal, {**goal, "vibrate": want})}, near,
                    {"alarm": goal, "vibrate": want})
 

@@ -58,13 +58,18 @@ def create(rng, fresh):
         details.append(f"{label.lower()} number {said}" if label != "Mobile" else
                        rng.choice([f"phone number {said}", f"number {said}", f"mobile {said}"]))
     details += [f"email {mail}"] if mail else []
-    details += [rng.choice([f"company {company}", f"who works at {company}"])] if company else []
-    if details[-1].startswith("who") and len(details) > 1:
-        details.insert(0, details.pop())
-    text = details[0] if len(details) == 1 else ", ".join(details[:-1]) + " and " + details[-1]
-    text = text if text.startswith("who") else "with " + text
-    forms = ["Create a contact for {n} {d}", "Add a new contact, {n}, {d}", "Save {n} as a new contact {d}",
-             "Make a new contact named {n} {d}"]
+    who = ""
+    if company:
+        if rng.random() < 0.5 or not details:
+            who = f", who works at {company},"
+        else:
+            details.append(f"company {company}")
+    text = f"{first} {last}{who}"
+    if details:
+        text += " with " + (details[0] if len(details) == 1 else ", ".join(details[:-1]) + " and " + details[-1])
+    text = text.rstrip(",")
+    forms = ["Create a contact for {x}", "Add a new contact for {x}", "Make a new contact: {x}",
+             "Save a new contact, {x}"]
     want = [eq("item.first", first), eq("item.last", last)]
     want += [phone_is("item.phone", digits), eq("item.phone_label", label)] if digits else []
     want += [contains("item.email", mail)] if mail else []
@@ -77,7 +82,7 @@ def create(rng, fresh):
         near.append({LIST: cast.contacts + [{**new, "phone": phone(digits[:-1] + str(9 - int(digits[-1])))}]})
     if mail or company:
         near.append({LIST: cast.contacts + [{**new, "email": "", "company": ""}]})
-    return Variant(say(rng, "contacts", forms, n=f"{first} {last}", d=text), {},
+    return Variant(say(rng, "contacts", forms, x=text), {},
                    all_(some(LIST, all_(*want)), eq(f"{LIST}.length", n + 1)),
                    {LIST: cast.contacts + [new], "contacts.next_id": cast.contact_id + 1}, tuple(near),
                    {"first": first, "last": last, "phone": said if digits else "", "phone_label": label,
@@ -127,9 +132,11 @@ def favorite(rng, fresh):
     cast, goal, twin = _cast(rng, fresh, favorite=not want)
     forms = (["Add {n} to my favorites", "Star {n} in my contacts", "Make {n} a favorite contact"] if want else
              ["Remove {n} from my favorites", "Unstar {n}", "Take {n} out of my favorite contacts"])
-    near = [_with(cast, twin["id"], favorite=want)] if twin else []
+    wrong = twin or next(c for c in cast.contacts if c["favorite"] != want)
+    near = [_with(cast, wrong["id"], favorite=want)]
     return Variant(say(rng, "contacts", forms, n=full(goal)), cast.setup(),
-                   all_(eq(f"{_at(goal['id'])}.favorite", want), *_same(twin, "favorite", "first")),
+                   all_(eq(f"{_at(goal['id'])}.favorite", want), *_same(twin, "favorite", "first"),
+                        eq(f"{_at(wrong['id'])}.favorite", wrong["favorite"])),
                    _with(cast, goal["id"], favorite=want), tuple(near), {"contact": goal, "favorite": want})
 
 
@@ -190,7 +197,7 @@ def label_create(rng, fresh):
     label = rng.choice([x for x in CONTACT_LABELS if x not in cast.labels])
     member = cast.add_contact(rng) if rng.random() < 0.4 else None
     forms = (["Create a label called {l} and add {n} to it", "Make a new label {l} with {n} in it"] if member else
-             ["Create a new contact label called {l}", "Make a label named {l}", "Add a new label, {l}"])
+             ["Create a new contact label called {l}", "Make a label named {l}", "Add a new label called {l}"])
     check = [some("contacts.labels", contains("item", label)), eq("contacts.labels.length", len(cast.labels) + 1)]
     check += [some(f"{_at(member['id'])}.labels", contains("item", label))] if member else []
     effect = {"contacts.labels": cast.labels + [label]}

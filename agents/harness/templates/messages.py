@@ -130,7 +130,7 @@ def block(rng, fresh):
                    all_(_blocked(digits), *(has("messages.blocked", b) for b in kept)),
                    {"messages.blocked": kept + [said]}, ({"messages.blocked": kept + [phone(wrong)]},
                                                          {"messages.blocked": [said]}),
-                   {"number": said, "conversation": spam})
+                   {"number": said, "conversation": conv["with"] if spam else None})
 
 
 @template(TEMPLATES, "messages.unblock")
@@ -247,7 +247,7 @@ def schedule(rng, fresh):
     cast, conv, _, name, _ = _talk(rng, fresh)
     text = rng.choice(MESSAGES)
     date, time, said = _when(rng)
-    forms = ["Schedule a message to {n} saying {t} for {w}", "Schedule the text {t} to {n} to be sent {w}",
+    forms = ["Schedule a message to {n} saying {t} {w}", "Schedule the text {t} to {n} to be sent {w}",
              "Write {n} {t} but send it {w}"]
     at = _at(conv["id"])
     want = all_(contains("item.text", text), eq("item.date", date), eq("item.time", time))

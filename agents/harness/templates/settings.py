@@ -6,7 +6,7 @@ from .pools import (BT_DEVICES, DEVICE_NAMES, LANGUAGES, SOUNDS, WALLPAPERS, WIF
 
 TEMPLATES: list = []
 
-# state key -> (ways to name it, its page: the rows beside it, which a wrong tap would hit)
+# state key -> (ways to name it, its pages: the rows beside it there are what a wrong tap would hit)
 SWITCHES = {
     "wifi": (("Wi-Fi", "wifi", "WiFi"), "network"), "airplane_mode": (("airplane mode", "flight mode"), "network"),
     "hotspot": (("the Wi-Fi hotspot", "the mobile hotspot"), "network"),
@@ -15,7 +15,7 @@ SWITCHES = {
     "location": (("location", "location services", "location access"), "location"),
     "battery_percentage": (("the battery percentage", "battery percentage"), "battery"),
     "battery_saver": (("Battery Saver", "battery saver mode"), "battery"),
-    "dark_theme": (("dark theme", "dark mode"), "display"),
+    "dark_theme": (("dark theme", "dark mode"), "display style"),
     "adaptive_brightness": (("adaptive brightness", "automatic brightness"), "display"),
     "auto_rotate": (("auto-rotate", "screen auto-rotation"), "display"),
     "smooth_display": (("Smooth Display",), "display"),
@@ -60,7 +60,8 @@ def switch(rng, fresh):
     want = rng.random() < 0.5
     setup = {f"settings.{key}": not want}
     start = start_of(fresh, setup)
-    beside = sorted(k for k, (_, p) in SWITCHES.items() if p == page and k != key)
+    beside = sorted(k for k, (_, p) in SWITCHES.items() if set(p.split()) & set(page.split()) and k != key)
+    beside = beside or [rng.choice(sorted(k for k in SWITCHES if k != key))]  # alone on its page
     name = rng.choice(names)
     terse = [f"{name} on"] if want else [f"{name} off", f"I don't need {name} right now, turn it off."]
     near = [{f"settings.{k}": not start["settings"][k]} for k in beside]
@@ -76,10 +77,10 @@ def screen_timeout(rng, fresh):
     was, want = rng.sample(TIMEOUTS, 2)
     forms = ["Set the screen timeout to {v}", "Change the screen timeout to {v}",
              "Make the screen turn off after {v} of inactivity", "Let the screen sleep after {v}"]
-    other = TIMEOUTS[TIMEOUTS.index(want) - 1] if TIMEOUTS.index(want) else TIMEOUTS[1]
-    near = ({"settings.screen_timeout": other},) if other != was else ()
+    other = rng.choice([t for t in TIMEOUTS if t not in (was, want)])
     return Variant(say(rng, "settings", forms, ["Screen timeout: {v}"], v=want), {"settings.screen_timeout": was},
-                   eq("settings.screen_timeout", want), {"settings.screen_timeout": want}, near, {"value": want})
+                   eq("settings.screen_timeout", want), {"settings.screen_timeout": want},
+                   ({"settings.screen_timeout": other},), {"value": want})
 
 
 @template(TEMPLATES, "settings.default_browser")
@@ -156,9 +157,10 @@ def language_remove(rng, fresh):
     target, keep = picks
     langs = ["English (United States)"] + rng.sample(picks, 2)
     forms = ["Remove {lang} from my languages", "Delete {lang} from the system languages",
-             "Take {lang} off my list of languages", "I no longer need {lang} as a language, remove it"]
+             "Take {lang} off my list of languages"]
     said = next(e[0] for e in LANGUAGES if _language(e) == target) if rng.random() < 0.5 else target
-    return Variant(say(rng, "settings", forms, lang=said), {"settings.languages": langs},
+    return Variant(say(rng, "settings", forms, ["I no longer need {lang} as a language, remove it."], lang=said),
+                   {"settings.languages": langs},
                    all_(not_(has("settings.languages", target)), has("settings.languages", keep),
                         has("settings.languages", "English (United States)")),
                    {"settings.languages": [x for x in langs if x != target]},
