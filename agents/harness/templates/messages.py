@@ -12,8 +12,7 @@ from .pools import MESSAGES
 
 TEMPLATES: list = []
 CONVS = "messages.conversations"
-SEND = ["Send {t} to {n}", "Text {n} {t}", "Send a message to {n} saying {t}", "Message {n}: {t}",
-        "Reply to {n} with {t}"]
+SEND = ["Send {t} to {n}", "Text {n} {t}", "Send a message to {n} saying {t}", "Message {n}: {t}"]
 MONTHS = {"Jun": "June", "Jul": "July"}
 WEEKDAYS = {"Jun 14": "Friday", "Jun 15": "Saturday", "Jun 17": "Monday", "Jun 18": "Tuesday"}
 
@@ -50,21 +49,6 @@ def _talk(rng, fresh, namesake: float = 0.0):
     return cast, conv, person, name, twin
 
 
-@template(TEMPLATES, "messages.send_existing")
-def send_existing(rng, fresh):
-    """Send a text in an existing conversation, named by full or first name (a namesake's stays)."""
-    cast, conv, _, name, twin = _talk(rng, fresh, namesake=0.4)
-    text = rng.choice(MESSAGES)
-    at = _at(conv["id"])
-    check = [eq(f"{at}.messages[-1].from_me", True), contains(f"{at}.messages[-1].text", text),
-             eq(f"{at}.messages.length", len(conv["messages"]) + 1)]
-    check += [eq(f"{_at(twin['id'])}.messages.length", len(twin["messages"]))] if twin else []
-    near = [_edit(cast, conv["id"], _sent(text.rsplit(" ", 1)[0]))]
-    near += [_edit(cast, twin["id"], _sent(text))] if twin else []
-    return Variant(say(rng, "messages", SEND, n=name, t=quoted(rng, text)), cast.setup(), all_(*check),
-                   _edit(cast, conv["id"], _sent(text)), tuple(near), {"conversation": conv, "name": name, "text": text})
-
-
 def _new_conv(cast: Cast, number: str, name: str, text: str) -> dict:
     new = {"id": cast.conversation_id, "with": name, "number": number, "messages": [{"from_me": True, "text": text}],
            "archived": False, "unread": False, "time": "Now"}
@@ -74,6 +58,26 @@ def _new_conv(cast: Cast, number: str, name: str, text: str) -> dict:
 def _texted(digits: str, text: str) -> dict:
     return some(CONVS, all_(phone_is("item.number", digits), eq("item.messages[-1].from_me", True),
                             contains("item.messages[-1].text", text)))
+
+
+@template(TEMPLATES, "messages.send_existing")
+def send_existing(rng, fresh):
+    """Send a text in an existing conversation, named by full or first name (a namesake's stays)."""
+    cast, conv, person, name, twin = _talk(rng, fresh, namesake=0.4)
+    text = rng.choice(MESSAGES)
+    at = _at(conv["id"])
+    if person is None:
+        # a bare number may be typed into Start chat in another form, which opens a new thread here
+        check = [_texted(digits_of(conv["number"]), text)]
+    else:
+        check = [eq(f"{at}.messages[-1].from_me", True), contains(f"{at}.messages[-1].text", text),
+                 eq(f"{at}.messages.length", len(conv["messages"]) + 1)]
+    check += [eq(f"{_at(twin['id'])}.messages.length", len(twin["messages"]))] if twin else []
+    near = [_edit(cast, conv["id"], _sent(text.rsplit(" ", 1)[0]))]
+    near += [_edit(cast, twin["id"], _sent(text))] if twin else []
+    return Variant(say(rng, "messages", SEND + ["Reply to {n} with {t}"], n=name, t=quoted(rng, text)), cast.setup(),
+                   all_(*check),
+                   _edit(cast, conv["id"], _sent(text)), tuple(near), {"conversation": conv, "name": name, "text": text})
 
 
 @template(TEMPLATES, "messages.send_contact")

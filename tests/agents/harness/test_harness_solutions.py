@@ -130,3 +130,37 @@ def test_the_right_sound_in_the_wrong_picker_fails():
     variant, phone = first("settings.sound", lambda v: v.params["kind"] == "ringtone")
     p = variant.params
     wrong_move_fails(variant, phone, ["Settings", "Sound & vibration", "Default notification sound", p["category"], p["name"]])
+
+
+# other right ways to do it: the check must not insist on the one path the solutions take
+def right_move_passes(variant, phone, steps) -> None:
+    play(phone, steps)
+    assert check(variant.check, phone.state()), variant.instruction
+
+
+def test_texting_a_number_thread_through_start_chat_in_another_format_passes():
+    variant, phone = first("messages.send_existing", lambda v: v.params["name"][0] in "+(0123456789")
+    digits = "".join(ch for ch in variant.params["conversation"]["number"] if ch.isdigit())[-10:]
+    right_move_passes(variant, phone, ["Messages", "Start chat", ("type", digits), f"Send to {digits}",
+                                       "Text message", ("type", variant.params["text"]), "Send SMS"])
+
+
+def test_texting_a_contact_from_the_contacts_app_passes():
+    variant, phone = first("messages.send_contact", lambda v: True)
+    c = variant.params["contact"]
+    right_move_passes(variant, phone, ["Contacts", f"{c['first']} {c['last']}", "Text", "Text message",
+                                       ("type", variant.params["text"]), "Send SMS"])
+
+
+def test_making_the_added_language_the_system_language_passes():
+    variant, phone = first("settings.language_add", lambda v: v.params["region"] is None)
+    listed = variant.params["listed"]
+    right_move_passes(variant, phone, ["Settings", "System", "Languages", "System languages", "Add a language",
+                                       "Search", ("type", listed[:min(3, len(listed) - 1)]), listed, "Change"])
+
+
+def test_a_new_number_typed_in_another_format_passes():
+    variant, phone = first("contacts.edit", lambda v: v.params["field"] == "phone")
+    c, digits = variant.params["contact"], "".join(ch for ch in variant.params["value"] if ch.isdigit())[-10:]
+    right_move_passes(variant, phone, ["Contacts", f"{c['first']} {c['last']}", "Edit contact", c["phone"],
+                                       *[("key", "KEYCODE_DEL")] * len(c["phone"]), ("type", digits), "Save"])
