@@ -108,6 +108,7 @@ class Embedder:
     def __init__(self, path: Path | None = None, batch_size: int = 32):
         self._path = path
         self.batch_size = batch_size
+        self.name = MODEL_NAME if path is None else str(path)   # what cached vectors are keyed by
 
     @property
     def loaded(self) -> bool:

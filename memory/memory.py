@@ -29,6 +29,7 @@ from .models import ContextItem, Document, Message, Session
 from .repository import UNCHANGED, Repository
 from .retrieval import Retriever
 from .store import Store
+from .ui_graph import TextVectors, UIGraphStore
 from .vectors import VectorIndex
 
 log = logging.getLogger("hexa.memory")
@@ -55,6 +56,9 @@ class Memory:
         self.index = IndexKeeper(self.store, self.vectors, self.embedder, self.notice)
         self.retriever = Retriever(self.store, self.index, self.count_tokens)
         self.episodes = EpisodeLog(self.store, self.repo, self.retriever)   # UI-agent trajectories
+        self.ui_graphs = UIGraphStore(self.store)                           # UI-agent app knowledge
+        self.text_vectors = TextVectors(self.store, self.embedder,
+                                        getattr(self.embedder, "name", type(self.embedder).__name__))
         self._closed = False
 
     @classmethod

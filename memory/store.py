@@ -101,6 +101,37 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX episodes_success ON episodes(success, outcome);
     """,
+    # 2 -> 3: the UI agent's knowledge of apps (a UI transition graph per package, written by
+    # exploration and by verified episode steps), and an embedding cache for short texts (its
+    # edges' descriptions, tasks), so a graph is searched without re-embedding anything.
+    """
+    CREATE TABLE ui_screens (
+        id INTEGER PRIMARY KEY,
+        package TEXT NOT NULL,
+        data TEXT NOT NULL,             -- JSON: the abstract screen (agents.ui.graph.UIScreen)
+        updated REAL NOT NULL
+    );
+    CREATE INDEX ui_screens_package ON ui_screens(package);
+    CREATE TABLE ui_edges (
+        id INTEGER PRIMARY KEY,
+        package TEXT NOT NULL,
+        src INTEGER NOT NULL REFERENCES ui_screens(id) ON DELETE CASCADE,
+        data TEXT NOT NULL,             -- JSON: the edge (agents.ui.graph.UIEdge)
+        updated REAL NOT NULL
+    );
+    CREATE INDEX ui_edges_package ON ui_edges(package);
+    CREATE TABLE ui_apps (
+        package TEXT PRIMARY KEY,
+        home INTEGER,                   -- the screen the app opens on
+        data TEXT NOT NULL DEFAULT '{}',   -- JSON: exploration's bookkeeping (actions spent, ...)
+        updated REAL NOT NULL
+    );
+    CREATE TABLE text_vectors (
+        text TEXT PRIMARY KEY,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL            -- little-endian float32
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

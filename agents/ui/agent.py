@@ -1,12 +1,14 @@
-"""The UI agent: observe the phone, choose one action under a constraint, confirm, perform, repeat.
+"""The UI agent: observe the phone, plan from what exploration learned about its apps, let the
+model choose the close calls, confirm what is sensitive, act, and check that the action did
+what the graph said it would.
 
-One step: read the screen (uiautomator) → rank its elements against the task → the engine writes
-one action, constrained to the actions valid on this screen (so a 135M model cannot write an
-invalid one, and speculative decoding stays lossless with respect to constrained greedy) →
-sensitive actions wait for the user's yes → the action runs over adb with quoted arguments.
-Until ``done``, the step limit, a loop, Esc, or the phone going away. Every step is stored as it
-happens (a crash or a lost phone keeps the trajectory so far); finished episodes come back as
-examples and drafting sources for similar tasks.
+One step: read the screen (uiautomator) and place it in the app's graph → the planner's
+candidate steps, each with its consequence (``planner.py``) → the model picks among the close
+ones (``chooser.py``) → a sensitive step waits for the user's yes → the step runs over adb →
+the screen is read again: a step that did not do what its edge predicted is marked failed and
+the planner goes another way; two steps that change nothing and the agent backs off. ``done``
+only when the goal's effect is on the screen. Every step is stored as it happens; verified
+successes come back as plans for similar tasks (``recall.py``), failures as roads not to take.
 """
 from __future__ import annotations
 
@@ -14,21 +16,27 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
-from engine.events import Done, Notice
-
 from ..common import AgentError, stats_of
 from ..events import Acted, EpisodeEnd, Observed
-from . import prompt
-from .actions import Action, ActionError, check, grammar_alternatives, parse
+from . import baseline
+from .actions import ActionError
 from .adb import DeviceError
+from .chooser import ModelChooser
 from .device import Device
-from .ranking import Ranker
-from .safety import LoopGuard, confirmation_needed
+from .graph import AppGraph, UIScreen, element_key
+from .knowledge import Knowledge
+from .learn import learn_step, locate
+from .options import AgentOptions
+from .planner import Planner, Step
+from .progress import Progress
+from .recall import Recall
+from .relevance import Relevance
+from .safety import LoopGuard, sensitive_reason
+from .screen import Screen
+from .slots import analyze
 
 MODE = "agent"
-MAX_ACTION_TOKENS = 48           # the longest action (done with a 100-character answer) fits
-EXAMPLE_EPISODES = 3
-HINDSIGHT_DONE = 'done("Task complete")'
+STALLS = 2                      # steps that change nothing before backing off
 
 Confirm = Callable[[str], bool]
 
@@ -40,139 +48,158 @@ def refuse(_question: str) -> bool:
 class UIAgent:
     mode = MODE
 
-    def __init__(self, engine: Any, memory: Any, settings: Any, device: Device,
-                 confirm: Confirm = refuse, settle_s: float = 0.0):
-        self.engine, self.memory, self.settings, self.device = engine, memory, settings, device
+    def __init__(self, engine: Any, memory: Any, device: Device, options: AgentOptions | None = None,
+                 confirm: Confirm = refuse, knowledge: Knowledge | None = None):
+        self.engine, self.memory, self.device = engine, memory, device
+        self.options = options or AgentOptions()
         self.confirm = confirm            # asked before a sensitive action; False refuses it
-        self.settle_s = settle_s          # wait after an action before reading the screen again
-        embed = getattr(memory, "embedder", None) if memory is not None else None
-        self.ranker = Ranker(embed)
+        self.knowledge = knowledge or Knowledge(getattr(memory, "ui_graphs", None))
+        self.vectors = getattr(memory, "text_vectors", None)
 
-    def run(self, task: str, cancel: threading.Event | None = None,
-            check_state: Callable[[], bool | None] | None = None) -> Iterator:
-        """One episode, as events: ``Observed``, the engine's events, ``Acted``, … ``EpisodeEnd``.
-        ``check_state`` (agent-bench) says whether the device's state shows the task done."""
+    # -- an episode ---------------------------------------------------------------------------------
+    def run(self, task: str, cancel: threading.Event | None = None) -> Iterator:
+        """One episode, as events: ``Observed``, the engine's events, ``Acted``, … ``EpisodeEnd``."""
         task = " ".join(task.split())
         if not task:
             raise AgentError("Nothing to do: type a task.")
+        opts = self.options
+        cancel = cancel or threading.Event()
         episode = self.memory.episodes.start(task, self.device.address, self.engine.model_name)
         sid = episode.session_id
-        examples = self._similar(task)
-        sources = self._sources(examples)
-        done_actions: list[str] = []
+        if opts.policy == "top":
+            yield from baseline.run(self, task, sid, cancel)
+            return
+        info = analyze(task)
+        graphs = [self.knowledge.graph(p) for p in self._packages()]
+        corpus = [el.label for g in graphs for s in g.screens.values() for el in s.elements.values()]
+        rel = Relevance(info, self.vectors, corpus)
+        recall = Recall(self.memory, info, rel) if opts.recall else None
+        planner = self.planner = Planner(info, rel, graphs, recall)
+        chooser = ModelChooser(self.engine, opts.method, recall.sources() if recall and opts.history_drafting
+                               else ()) if opts.policy == "model" else None
+        p = Progress(info)
         guard = LoopGuard()
-        outcome, message, step = "step_limit", "", 0
+        outcome, message, step, success = "step_limit", "", 0, None
+        trail: list[dict] = []
         try:
-            for step in range(1, int(self.settings.agent_steps) + 1):
-                if cancel is not None and cancel.is_set():
+            for step in range(1, opts.max_steps + 1):
+                if cancel.is_set():
                     outcome, message = "stopped", "Stopped."
                     break
                 screen = self.device.observe()
-                shown = self.ranker.rank(task, screen.elements, int(self.settings.agent_elements))
-                yield Observed(step, screen, tuple(shown))
-                apps = sorted(self.device.apps)
-                turn = prompt.turn_text(task, screen, shown, self.device.apps, done_actions)
-                chosen = prompt.examples_for(turn, shown, examples, limit=1)
-                done = yield from self._choose(turn, chosen, sources, shown, screen, apps, cancel)
-                if done is None or done.stop_reason == "cancelled":
-                    outcome, message = "stopped", "Stopped."
+                g, here = locate(self.knowledge, screen, self.device.apps)
+                steps = self._candidates(planner, screen, g, here, p, graphs)
+                self.last = (here, steps, p)     # for a debugger's eyes (the bench's -v)
+                shown = tuple({id(s.element): s.element for s in steps if s.element is not None}.values())
+                yield Observed(step, screen, shown)
+                chosen, done = steps[0], None
+                if chooser is not None and chooser.close_call(steps):
+                    where = f"{screen.package} {screen.title}".strip()
+                    index, done = yield from chooser.choose(task, where, steps[:4], cancel)
+                    if done is not None and done.stop_reason == "cancelled":
+                        outcome, message = "stopped", "Stopped."
+                        break
+                    chosen = steps[index]
+                action = _action_text(chosen, shown)
+                if chosen.action == "done":
+                    success = True
+                    self._store(sid, chosen, here, action, done, trail)
+                    yield Acted(step, action)
+                    outcome, message = "done", chosen.why
                     break
-                action = parse(done.text)           # the constraint makes these hold
-                check(action, shown, screen, apps)
-                record = {"turn": turn, "app": screen.package, "title": screen.title,
-                          "element": shown[action.index - 1].label if action.index else ""}
-                if action.name == "done":
-                    self.memory.episodes.add_step(sid, record, str(action), done.token_ids,
-                                                  stats_of(done), self.engine.model_name)
-                    yield Acted(step, str(action))
-                    outcome, message = "done", action.text
-                    break
-                if guard.looping(screen.signature(), action):
+                if not opts.verify and guard.looping(screen.signature(), action):
                     outcome, message = "loop", f"{action} repeated on an unchanged screen"
                     break
-                if guard.undoes(screen.title, action, shown):
-                    outcome, message = "loop", f"{action} would flip back the switch just flipped"
-                    break
-                reason = confirmation_needed(action, shown)
-                if reason is not None and not self.confirm(f"Allow {reason}?"):
+                reason = sensitive_reason(chosen)
+                if reason and not self.confirm(f"Allow {reason}?"):
                     outcome, message = "refused", f"Not allowed: {reason}"
                     break
-                self.memory.episodes.add_step(sid, record, str(action), done.token_ids,
-                                              stats_of(done), self.engine.model_name)
-                done_actions.append(str(action))
-                yield self._perform(step, action, shown, screen)
-                if self.settle_s:
-                    time.sleep(self.settle_s)
+                self._store(sid, chosen, here, action, done, trail)
+                acted = self._perform(step, chosen, action, screen)
+                yield acted
+                if opts.settle_s:
+                    time.sleep(opts.settle_s)
+                if acted.error:
+                    p.failed_goals.add(chosen.goal.id) if chosen.goal else None
+                    continue
+                after = self.device.observe()
+                learn_step(self.knowledge, p, chosen, screen, g, here, after, self.device.apps,
+                           verify=opts.verify)
+                if opts.verify and p.stalls >= STALLS:
+                    if p.goal is not None:
+                        p.failed_goals.add(p.goal.id)
+                        p.goal = None
+                    p.stalls = 0
+                    self.device.key("back")
+                if p.reached and planner.finished(p):
+                    outcome, message, success = "done", f"{p.reached[-1].label}: done", True
+                    self._store(sid, Step("done", why=message), None, 'done("Task complete")', None, trail)
+                    yield Acted(step + 1, 'done("Task complete")')
+                    break
             else:
-                message = f"Step limit ({self.settings.agent_steps}) reached."
+                message = f"Step limit ({opts.max_steps}) reached."
         except DeviceError as exc:
             outcome, message = "disconnected", str(exc)
         except (ActionError, AgentError) as exc:
             outcome, message = "error", str(exc)
-        success = None
-        if check_state is not None and outcome != "disconnected":
-            try:
-                success = check_state()
-                if success and outcome != "done":
-                    self._hindsight_done(sid, task, done_actions)
-            except DeviceError as exc:
-                message = message or str(exc)
-        self.memory.episodes.finish(sid, outcome, success)
-        yield EpisodeEnd(sid, outcome, step, message, success)
+        self.memory.episodes.finish(sid, outcome, success if outcome == "done" else None)
+        yield EpisodeEnd(sid, outcome, step, message, None)
 
-    # -- one step ---------------------------------------------------------------------------------
-    def _choose(self, turn, chosen, sources, shown, screen, apps, cancel) -> Iterator:
-        """Generate one action under the screen's constraint; returns the engine's Done."""
-        from engine.constraint import Grammar
+    # -- helpers ------------------------------------------------------------------------------------
+    def _packages(self) -> list[str]:
+        rows = getattr(self.memory, "ui_graphs", None)
+        known = [a["package"] for a in rows.apps()] if rows is not None else []
+        return known or list(self.device.apps.values())
 
-        constraint = self.engine.constraint(Grammar(grammar_alternatives(shown, screen, apps)))
-        ids = self.engine.chat_ids(prompt.messages(turn, chosen))
-        if len(ids) + MAX_ACTION_TOKENS > self.engine.context_window and chosen:
-            ids = self.engine.chat_ids(prompt.messages(turn, []))   # the example goes first
-        if len(ids) + MAX_ACTION_TOKENS > self.engine.context_window:
-            yield Notice("The screen does not fit in the context window: it was cut.")
-        done = None
-        for event in self.engine.generate(ids, max_new_tokens=MAX_ACTION_TOKENS,
-                                          method=self.settings.method,
-                                          sources=sources, cancel=cancel,
-                                          constraint=constraint):
-            if isinstance(event, Done):
-                done = event
-            yield event
-        return done
+    def _candidates(self, planner: Planner, screen: Screen, g: AppGraph | None, here: UIScreen | None,
+                    p: Progress, graphs: list[AppGraph]) -> list[Step]:
+        if g is None:                                   # the home screen or an app not explored
+            return planner.open_app_steps(self.device.apps, screen)
+        return planner.steps(screen, g, here, p)
 
-    def _perform(self, step: int, action: Action, shown, screen) -> Acted:
-        label = shown[action.index - 1].label if action.index else ""
+    def _perform(self, n: int, step: Step, action: str, screen: Screen) -> Acted:
+        label = step.element.label if step.element is not None else step.text
+        d = self.device
         try:
-            command = self.device.perform(action, shown, screen)
-        except ActionError as exc:       # the phone refused (e.g. text it cannot type)
-            return Acted(step, str(action), label, error=str(exc))
-        return Acted(step, str(action), label, command)
+            if step.action == "tap":
+                command = d.tap(step.element)
+            elif step.action == "long_press":
+                command = d.long_press(step.element)
+            elif step.action == "type":
+                command = d.type_into(step.element, step.text)
+            elif step.action == "swipe":
+                command = d.swipe(step.text, screen)
+            elif step.action == "open_app":
+                command = d.launch(d.apps[step.text])
+            else:
+                command = d.key(step.action)
+        except ActionError as exc:
+            return Acted(n, action, label, error=str(exc))
+        return Acted(n, action, label, command)
 
-    def _hindsight_done(self, sid, task: str, done_actions: list[str]) -> None:
-        """A check found the task done though the model did not say so: the screen it ended on
-        is stored with ``done`` as the step to take there (marked ``hindsight``: the model did
-        not write it), so the next similar task has an example of where to stop."""
-        screen = self.device.observe()
-        shown = self.ranker.rank(task, screen.elements, int(self.settings.agent_elements))
-        turn = prompt.turn_text(task, screen, shown, self.device.apps, done_actions)
-        self.memory.episodes.add_hindsight(sid, {"turn": turn, "app": screen.package,
-                                                 "title": screen.title}, HINDSIGHT_DONE)
+    def _store(self, sid, step: Step, here: UIScreen | None, action: str, done, trail: list[dict]) -> None:
+        record = {"screen": here.id if here is not None else None, "action": step.action,
+                  "key": element_key(step.element) if step.element is not None else "",
+                  "element": step.element.label if step.element is not None else "",
+                  "slot": step.slot, "text": step.text, "why": step.why,
+                  "goal": list(step.goal.id) if step.goal is not None else None,
+                  "finishes": step.finishes}
+        trail.append(record)
+        self.memory.episodes.add_step(sid, record, action, list(done.token_ids) if done else (),
+                                      stats_of(done) if done else {}, self.engine.model_name)
 
-    # -- memory -----------------------------------------------------------------------------------
-    def _similar(self, task: str) -> list:
-        try:
-            return self.memory.episodes.similar(task, k=EXAMPLE_EPISODES)
-        except Exception:     # examples are a help, not a requirement
-            return []
 
-    def _sources(self, episodes) -> list[list[int]]:
-        """The actions of similar episodes, each a drafting source (an agent repeats them)."""
-        if not getattr(self.settings, "history_drafting", True):
-            return []
-        out: list[list[int]] = []
-        for _, episode in episodes:
-            for msg in self.memory.messages(episode.session_id):
-                if msg.role == "assistant" and msg.token_ids:
-                    out.append(list(msg.token_ids))
-        return out
+def _action_text(step: Step, shown: tuple) -> str:
+    """The step as the action language of the log (elements numbered as ``shown`` lists them)."""
+    i = next((n for n, e in enumerate(shown, 1) if e is step.element), 0)
+    if step.action in ("tap", "long_press"):
+        return f"{step.action}({i})"
+    if step.action == "type":
+        return f'type({i}, "{step.text}")'
+    if step.action == "swipe":
+        return f"swipe({step.text})"
+    if step.action == "open_app":
+        return f'open_app("{step.text}")'
+    if step.action == "done":
+        return 'done("Task complete")'
+    return f"{step.action}()"

@@ -1,8 +1,8 @@
 """The phone as the agent uses it: observe the screen, perform an action. Over ``AdbConnection``,
-so the same code drives a real phone and the virtual one."""
+so the same code drives a real phone and the virtual one: only what adb gives (uiautomator,
+input, am, monkey, dumpsys, pm, wm, getprop)."""
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import time
@@ -20,6 +20,7 @@ SIZE = re.compile(r"(Physical|Override) size:\s*(\d+)x(\d+)")
 FAILED = ("Error:", "Exception", "inaccessible or not found", "monkey aborted", "usage:")
 FOCUS_COMMAND = "dumpsys window | grep -E 'mCurrentFocus|mFocusedApp'"
 KEYS = {"back": "KEYCODE_BACK", "home": "KEYCODE_HOME"}
+LAUNCHERS = ("com.google.android.apps.nexuslauncher", "com.android.launcher3", "com.android.launcher")
 
 
 class Device:
@@ -98,21 +99,57 @@ class Device:
             return []
         raise ActionError(f"unknown action {name}")
 
-    # -- the virtual phone's extras (a real phone answers "not found") ---------------------------
-    def virtual_state(self) -> dict | None:
-        """The virtual phone's whole state, or None on a real phone."""
-        out = self.conn.shell("hexa-phone state")
-        try:
-            return json.loads(out)
-        except ValueError:
-            return None
-
-    def reset_virtual(self, setup: dict | None = None) -> None:
-        """The virtual phone back to its fresh state, then ``setup`` (a task's start state)."""
-        command = "hexa-phone reset" + (" " + shlex.quote(json.dumps(setup)) if setup else "")
+    # -- primitives the explorer and the planner's steps use ----------------------------------------
+    def run(self, command: str) -> str:
+        """One shell command; ``ActionError`` when the phone refused it."""
         out = self.conn.shell(command)
-        if "not found" in out:
-            raise DeviceError(f"{self.address} is not hexa's virtual phone: it cannot be reset")
+        if any(marker in out for marker in FAILED):
+            raise ActionError(f"the phone answered {_first_line(out)!r} to {command.split(' ')[0]}")
+        return out
+
+    def tap(self, e: Element) -> str:
+        x, y = e.center
+        command = f"input tap {x} {y}"
+        self.run(command)
+        return command
+
+    def long_press(self, e: Element) -> str:
+        x, y = e.center
+        command = f"input swipe {x} {y} {x} {y} 1000"
+        self.run(command)
+        return command
+
+    def type_into(self, e: Element, text: str, clear: bool = True) -> str:
+        """Focus ``e`` and write ``text`` in it; ``clear`` first empties it (the cursor goes to
+        the end, then one DEL per character it shows: a tap may put the cursor anywhere)."""
+        x, y = e.center
+        commands = [f"input tap {x} {y}"]
+        if clear and e.text:
+            commands.append("input keyevent KEYCODE_MOVE_END")
+            commands.append("input keyevent " + " ".join(["KEYCODE_DEL"] * min(len(e.text), 200)))
+        commands.append(text_command(text, self.adb_keyboard))
+        for command in commands:
+            self.run(command)
+        return "; ".join(commands)
+
+    def key(self, name: str) -> str:
+        command = f"input keyevent {KEYS.get(name, name)}"
+        self.run(command)
+        return command
+
+    def swipe(self, direction: str, screen: Screen) -> str:
+        command = swipe_command(direction, screen)
+        self.run(command)
+        return command
+
+    def launch(self, package: str, fresh: bool = False) -> str:
+        """Open an app by its launcher icon; ``fresh`` stops it first, so it opens on its first
+        screen (a phone resumes an app where it was left)."""
+        commands = ([f"am force-stop {shlex.quote(package)}"] if fresh else []) + \
+            [f"monkey -p {shlex.quote(package)} -c android.intent.category.LAUNCHER 1"]
+        for command in commands:
+            self.run(command)
+        return "; ".join(commands)
 
     def close(self) -> None:
         self.conn.close()

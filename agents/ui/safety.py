@@ -26,6 +26,20 @@ def confirmation_needed(action: Action, shown: list[Element]) -> str | None:
     return None
 
 
+def sensitive_reason(step) -> str | None:
+    """Why a planner's step (``planner.Step``) needs the user's yes, or None."""
+    e = step.element
+    if e is None or step.action not in ("tap", "long_press", "type"):
+        return None
+    if e.password:
+        return f"typing into a password field ({e.label})"
+    words = " ".join([e.label, e.desc] + e.details[:1])
+    m = SENSITIVE.search(words)
+    if m and step.action != "type":
+        return f"{step.action} \"{e.label}\" ({m[0].lower()})"
+    return None
+
+
 class LoopGuard:
     """Two ways a small model runs away: the same action on an unchanged screen again and again
     (it does nothing the model can see), and flipping the switch it has just flipped (each flip

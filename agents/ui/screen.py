@@ -36,6 +36,10 @@ class Element:
     password: bool = False
     selected: bool = False
     details: list[str] = field(default_factory=list)   # texts inside it after the first
+    owner: int = -1             # the actionable element it sits in (a list row, a card), or -1
+    in_list: bool = False       # inside a scrolling container (a list row or what a row holds)
+    texts: list[str] = field(default_factory=list)     # every text in its subtree, nested elements' too
+    check_cls: str = ""         # the class of what shows its checked state (Switch, RadioButton, …)
 
     @property
     def center(self) -> tuple[int, int]:
@@ -79,10 +83,32 @@ class Screen:
     activity: str = ""
     size: tuple[int, int] = (1080, 2400)
     xml: str = ""
+    bounds: tuple[int, int, int, int] = (0, 0, 0, 0)   # the window's (its root node's)
 
     @property
     def title(self) -> str:
         return self.texts[0] if self.texts else ""
+
+    @property
+    def kind(self) -> str:
+        """What window is in front, from its bounds as ``uiautomator`` reports them (a real phone
+        dumps the focused window only): ``screen`` (full width, most of the height), ``menu`` (a
+        popup at the top right), ``sheet`` (full width, anchored at the bottom) or ``dialog``."""
+        x1, y1, x2, y2 = self.bounds
+        w, h = self.size
+        if x2 <= x1 or (x2 - x1 >= w * 0.95 and y2 - y1 >= h * 0.8):
+            return "screen"
+        if x2 >= w * 0.95 and x1 > w * 0.25 and y1 < h * 0.25:
+            return "menu"
+        if x2 - x1 >= w * 0.95 and y2 >= h * 0.9:
+            return "sheet"
+        return "dialog"
+
+    def row_of(self, e: Element) -> Element:
+        """The outermost actionable element ``e`` sits in (itself when it sits in none)."""
+        while e.owner >= 0:
+            e = self.elements[e.owner]
+        return e
 
     def signature(self) -> str:
         """Same screen, same signature: the app, the activity and what is on it."""
@@ -106,16 +132,24 @@ def parse_dump(xml: str, size: tuple[int, int] = (1080, 2400)) -> Screen:
         raise ScreenError(f"unexpected root <{root.tag}> in the dump")
     screen = Screen([], [], [], size=size, xml=text)
     package = ""
+    owners: dict[int, Element] = {}
     for node in root:
         package = package or node.get("package", "")
-        _walk(node, screen, owner=None)
+        if screen.bounds == (0, 0, 0, 0):
+            screen.bounds = _bounds(node.get("bounds", ""))
+        _walk(node, screen, None, owners, False)
     screen.package = package
     screen.elements.sort(key=lambda e: (e.bounds[1], e.bounds[0]))
+    index = {id(e): i for i, e in enumerate(screen.elements)}
+    for e in screen.elements:
+        o = owners.get(id(e))
+        e.owner = index.get(id(o), -1) if o is not None else -1
     screen.scrollable.sort(key=lambda e: _area(e.bounds), reverse=True)
     return screen
 
 
-def _walk(node: ET.Element, screen: Screen, owner: Element | None) -> None:
+def _walk(node: ET.Element, screen: Screen, owner: Element | None, owners: dict[int, Element],
+          in_list: bool) -> None:
     bounds = _bounds(node.get("bounds", ""))
     visible = bounds[2] > bounds[0] and bounds[3] > bounds[1]
     cls = node.get("class", "").rpartition(".")[2]
@@ -127,16 +161,25 @@ def _walk(node: ET.Element, screen: Screen, owner: Element | None) -> None:
     if visible and on("scrollable"):
         screen.scrollable.append(Element(cls=cls, bounds=bounds, scrollable=True,
                                          rid=_rid(node), desc=desc))
+    if visible and owner is not None and (text or desc):
+        o = owner
+        while o is not None:        # every enclosing element knows the texts inside it
+            o.texts.append(_cut(text or desc))
+            o = owners.get(id(o))
     takes_input = on("clickable") or on("long-clickable") or editable
     if visible and takes_input and (owner is None or editable or on("clickable")):
         own = Element(text=text, desc=desc, rid=_rid(node), cls=cls, bounds=bounds,
                       clickable=on("clickable"), long_clickable=on("long-clickable"),
                       editable=editable and on("enabled"), checkable=on("checkable"),
-                      checked=on("checked"), password=on("password"), selected=on("selected"))
+                      checked=on("checked"), password=on("password"), selected=on("selected"),
+                      in_list=in_list, texts=[_cut(t) for t in (text, desc) if t],
+                      check_cls=cls if on("checkable") else "")
         if not on("enabled"):
             own = None        # greyed out: nothing happens when it is tapped
         else:
             screen.elements.append(own)
+            if owner is not None:
+                owners[id(own)] = owner
     elif visible and owner is not None:
         # a plain node inside an actionable one describes it
         if text:
@@ -147,16 +190,18 @@ def _walk(node: ET.Element, screen: Screen, owner: Element | None) -> None:
         elif desc and not owner.desc:
             owner.desc = desc
         if on("checkable"):
-            owner.checkable, owner.checked = True, on("checked")
+            owner.checkable, owner.checked, owner.check_cls = True, on("checked"), cls
     elif visible and owner is None and (text or desc) and on("enabled"):
         if on("checkable"):    # a lone switch a user can still flip
             screen.elements.append(Element(text=text, desc=desc, rid=_rid(node), cls=cls,
                                            bounds=bounds, checkable=True, checked=on("checked"),
-                                           clickable=True))
+                                           clickable=True, in_list=in_list,
+                                           texts=[_cut(text or desc)], check_cls=cls))
         else:
             screen.texts.append(_cut(text or desc))
+    in_list = in_list or (visible and on("scrollable"))
     for child in node:
-        _walk(child, screen, own or owner)
+        _walk(child, screen, own or owner, owners, in_list)
 
 
 def _bounds(text: str) -> tuple[int, int, int, int]:

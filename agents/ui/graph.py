@@ -1,0 +1,284 @@
+"""The UI transition graph an app is known by: abstract screens, their elements, and edges (an
+action on an element of a screen -> what it did). Built by exploration (``explore.py``) and by
+every verified step of an episode; read by the planner.
+
+Abstraction (what makes two visits "the same screen"): the package, the window kind (screen,
+dialog, menu, sheet) and the elements' keys. A key is an element's resource id when it has one
+(so the rows of a list, which share one id, are one key, and data never makes a new screen), else
+its class and label (a Settings row is known by its title). A screen's catalogue holds every key
+seen on it at any scroll position, with how many swipes it takes to see it; the keys outside any
+list are its fixed keys. A visit is localized to the known screen whose catalogue covers its keys
+best (``match``).
+"""
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import asdict, dataclass, field
+
+from .screen import Element, Screen
+
+SAME_SCREEN = 0.6          # a visit this alike to a known screen is that screen
+TITLE_DIFFERS = 0.75       # ...less alike when its title differs (Settings pages share their switches;
+                           # a contact's page is titled with the contact's name, so not a veto)
+MASK_DIGITS = re.compile(r"\d+")
+
+# effects an edge may have
+NEW_SCREEN = ("screen", "dialog", "menu", "sheet")          # opened another window
+SAME = ("toggle", "relabel", "focus", "content", "none")     # stayed on the screen
+OTHER = ("back", "external", "commit", "untried")            # went back, left the app, not taken
+
+
+def element_key(e: Element) -> str:
+    """An element's stable name on its screen (see the module's docstring)."""
+    if e.rid:
+        return e.rid
+    return f"{e.cls}:{e.label}"
+
+
+RADIO = ("RadioButton", "CheckedTextView")
+
+
+def element_kind(e: Element) -> str:
+    if e.password:
+        return "password"
+    if e.editable:
+        return "field"
+    if e.checkable:
+        return "choice" if e.check_cls in RADIO else "switch"
+    return "button" if e.clickable else "item"
+
+
+def title_key(title: str, opener: str = "") -> str:
+    """A dialog's title as a key: digits masked, and the label of what opened it replaced by
+    "{}" ("Change system language to {}?" is one dialog whichever language was tapped)."""
+    if opener and len(opener) > 1 and opener.lower() in title.lower():
+        i = title.lower().index(opener.lower())
+        title = title[:i] + "{}" + title[i + len(opener):]
+    return "title:" + MASK_DIGITS.sub("#", title)
+
+
+def title_matches(key: str, observed: str) -> bool:
+    """Whether a known title key stands for an observed one (its "{}" matches anything)."""
+    if key == observed or "{}" not in key:
+        return key == observed
+    pattern = ".+".join(re.escape(part) for part in key.split("{}"))
+    return re.fullmatch(pattern, observed, re.S) is not None
+
+
+def keys_of(screen: Screen, opener: str = "") -> tuple[set[str], set[str]]:
+    """(all keys, fixed keys) of one observed screen; a dialog's title counts as a fixed key
+    (dialogs share their buttons), see ``title_key``."""
+    keys = {element_key(e) for e in screen.elements}
+    fixed = {element_key(e) for e in screen.elements if not e.in_list}
+    # the selected tab says which page of a tabbed screen this is (their other keys may match)
+    selected = {"sel:" + element_key(e) for e in screen.elements if e.selected and not e.in_list}
+    keys |= selected
+    fixed |= selected
+    if screen.kind != "screen" and screen.title:
+        title = title_key(screen.title, opener)
+        keys.add(title)
+        fixed.add(title)
+    return keys, fixed
+
+
+@dataclass
+class UIElement:
+    """One key of a screen's catalogue."""
+    key: str
+    label: str                     # as first seen (a list row: the first row's)
+    kind: str                      # button, switch, field, password, item
+    cls: str = ""
+    detail: str = ""               # its first detail (a summary, a description)
+    long: bool = False             # takes a long press
+    fixed: bool = True             # outside any list
+    scroll: int = 0                # swipes (up) from the top of the screen before it shows
+    labels: list[str] = field(default_factory=list)   # every label seen under this key (list rows)
+
+
+@dataclass
+class UIScreen:
+    id: int
+    package: str
+    activity: str
+    kind: str
+    title: str
+    elements: dict[str, UIElement] = field(default_factory=dict)
+    fixed: set[str] = field(default_factory=set)
+    scrolls: bool = False
+    entry: str = ""                # a value-entry widget it holds: "time" (a clock dial), "digits" (a keypad)
+    explored: bool = False         # every element tried (or known to be unsafe to try)
+
+    def catalogue(self) -> set[str]:
+        return set(self.elements) | {k for k in self.fixed if k.startswith(("title:", "sel:"))}
+
+    def add(self, e: Element, scroll: int = 0) -> UIElement:
+        key = element_key(e)
+        known = self.elements.get(key)
+        if known is None:
+            known = self.elements[key] = UIElement(key, e.label, element_kind(e), e.cls,
+                                                   (e.details[:1] or [e.desc if e.text else ""])[0],
+                                                   e.long_clickable, not e.in_list, scroll, [e.label])
+        elif e.label not in known.labels and len(known.labels) < 400:
+            known.labels.append(e.label)
+        known.long = known.long or e.long_clickable
+        if not e.in_list:
+            self.fixed.add(key)
+        return known
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["fixed"] = sorted(self.fixed)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "UIScreen":
+        d = dict(d)
+        d["elements"] = {k: UIElement(**v) for k, v in d.get("elements", {}).items()}
+        d["fixed"] = set(d.get("fixed", ()))
+        return cls(**d)
+
+
+@dataclass
+class UIEdge:
+    id: int
+    src: int
+    key: str
+    action: str                    # tap, long_press, type
+    effect: str                    # see NEW_SCREEN / SAME / OTHER
+    dst: int | None = None         # the screen it led to (a new window, or back)
+    detail: dict = field(default_factory=dict)   # labels/states before and after, package left to...
+    label: str = ""                # the element's label when tried
+    sensitive: str = ""            # why it was not taken (a commit a user must confirm)
+    ok: int = 0                    # times it did what it predicts
+    failed: int = 0                # times it did not
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "UIEdge":
+        return cls(**d)
+
+
+@dataclass
+class AppGraph:
+    """One app's screens and edges (ids are the store's)."""
+    package: str
+    screens: dict[int, UIScreen] = field(default_factory=dict)
+    edges: dict[int, UIEdge] = field(default_factory=dict)
+    home: int | None = None        # the screen the app opens on
+
+    # -- localizing a visit ----------------------------------------------------------------------
+    def match(self, screen: Screen) -> tuple[UIScreen | None, float]:
+        """The known screen this visit is, with how alike (0..1); (None, best) below SAME_SCREEN."""
+        keys, fixed = keys_of(screen)
+        best, score = None, 0.0
+        for s in self.screens.values():
+            if s.package != screen.package or s.kind != screen.kind:
+                continue
+            sim = similarity(keys, fixed, s)
+            if s.kind == "screen" and s.title and screen.title:
+                if s.title != screen.title:
+                    sim *= TITLE_DIFFERS
+                elif sim >= 0.3:            # same title, some elements gone (a switch turned off hides rows)
+                    sim = max(sim, SAME_SCREEN + 0.05)
+            if sim > score or (sim == score and best is not None and s.title == screen.title
+                               and best.title != screen.title):
+                best, score = s, sim
+        return (best, score) if score >= SAME_SCREEN else (None, score)
+
+    # -- edges -------------------------------------------------------------------------------------
+    def edges_from(self, screen_id: int) -> list[UIEdge]:
+        return [e for e in self.edges.values() if e.src == screen_id]
+
+    def edge(self, src: int, key: str, action: str, label: str | None = None) -> UIEdge | None:
+        """The edge for an element (for a list row, the one tried on the row showing ``label``
+        when there is one, else the most common effect of its rows)."""
+        found = [e for e in self.edges.values() if e.src == src and e.key == key and e.action == action]
+        if not found:
+            return None
+        for e in found:
+            if label is not None and e.label == label:
+                return e
+        useful = [e for e in found if e.effect not in ("untried", "external", "commit")] or found
+        counts: dict = {}
+        for e in useful:
+            counts[(e.effect, e.dst)] = counts.get((e.effect, e.dst), 0) + 1
+        best = max(counts, key=counts.get)
+        return next(e for e in useful if (e.effect, e.dst) == best)
+
+    def untried(self, screen_id: int) -> list[tuple[str, str]]:
+        """(key, action) pairs of a screen no edge records yet."""
+        s = self.screens[screen_id]
+        done = {(e.key, e.action) for e in self.edges_from(screen_id)}
+        out = []
+        for key, el in s.elements.items():
+            for action in actions_for(el):
+                if (key, action) not in done:
+                    out.append((key, action))
+        return out
+
+    def paths_from(self, start: int, avoid: set[int] = frozenset()) -> dict[int, list[UIEdge]]:
+        """Shortest known way (edges that lead to another screen) from ``start`` to every screen
+        reachable, leaving out edges in ``avoid`` and edges that failed more than they worked."""
+        out: dict[int, list[UIEdge]] = {start: []}
+        queue = deque([start])
+        by_src: dict[int, list[UIEdge]] = {}
+        for e in self.edges.values():
+            if e.dst is not None and e.effect in NEW_SCREEN + ("back",) and e.id not in avoid \
+                    and e.failed <= e.ok:
+                by_src.setdefault(e.src, []).append(e)
+        while queue:
+            s = queue.popleft()
+            for e in sorted(by_src.get(s, ()), key=lambda e: (e.key.startswith("title:"), e.id)):
+                if e.dst not in out:
+                    out[e.dst] = out[s] + [e]
+                    queue.append(e.dst)
+        return out
+
+    def depths(self) -> dict[int, int]:
+        """Edges from the app's first screen to every screen (cached until the graph grows)."""
+        stamp = (len(self.screens), len(self.edges))
+        if getattr(self, "_depth_stamp", None) != stamp:
+            self._depth = {k: len(v) for k, v in self.paths_from(self.home).items()} if self.home else {}
+            self._depth_stamp = stamp
+        return self._depth
+
+    def breadcrumb(self, screen_id: int) -> list[str]:
+        """The titles on the shortest way from the app's first screen to this one."""
+        if self.home is None or screen_id not in self.screens:
+            return []
+        path = self.paths_from(self.home).get(screen_id)
+        if path is None:
+            return [self.screens[screen_id].title]
+        titles = [self.screens[self.home].title] + [self.screens[e.dst].title or e.label for e in path]
+        return [t for t in titles if t]
+
+
+def actions_for(el: UIElement) -> list[str]:
+    if el.kind == "item":
+        return ["long_press"] if el.long else []
+    acts = ["tap"]
+    if el.long:
+        acts.append("long_press")
+    return acts
+
+
+def similarity(keys: set[str], fixed: set[str], known: UIScreen) -> float:
+    """How well a known screen explains a visit: its catalogue covers the visit's keys, and the
+    visit shows the screen's fixed keys (a list scrolled away is no reason to doubt)."""
+    titles = [k for k in known.fixed if k.startswith("title:") and "{}" in k]
+    if titles:                 # a title with a wildcard stands for the observed one
+        keys = {next((t for t in titles if k.startswith("title:") and title_matches(t, k)), k) for k in keys}
+        fixed = {next((t for t in titles if k.startswith("title:") and title_matches(t, k)), k) for k in fixed}
+    cat = known.catalogue()
+    tabs, known_tabs = {k for k in keys if k.startswith("sel:")}, {k for k in known.fixed if k.startswith("sel:")}
+    if tabs and known_tabs and not tabs & known_tabs:
+        return 0.0                       # another tab of the same screen
+    if not keys and not cat:
+        return 1.0
+    covered = len(keys & cat)
+    missing_fixed = len(known.fixed - keys)
+    extra_fixed = len(fixed - cat)
+    return covered / (len(keys) + missing_fixed + extra_fixed) if keys or known.fixed else 0.0

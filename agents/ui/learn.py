@@ -1,0 +1,137 @@
+"""After each step: where the phone is now, whether the step did what its edge predicted, and
+what the episode learned (slots used up, goals reached, edges that failed, new screens and
+edges — an episode adds to the app's graph as exploration does, without its scrolling)."""
+from __future__ import annotations
+
+from .device import LAUNCHERS
+from .explore import POSITIVE
+from .goals import Goal
+from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key, keys_of
+from .knowledge import Knowledge
+from .planner import Step
+from .progress import Progress
+from .screen import Screen
+
+
+def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
+           opener: str = "") -> tuple[AppGraph | None, UIScreen | None]:
+    """The graph and known screen of what is in front (a new screen is added to the graph);
+    (None, None) on the home screen."""
+    package = screen.package
+    if not package or package in LAUNCHERS:
+        return None, None
+    g = _graph_for(knowledge, package, apps)
+    here, _ = g.match(screen)
+    if here is None:
+        here = UIScreen(0, package, screen.activity, screen.kind, screen.title, scrolls=bool(screen.scrollable))
+        for e in screen.elements:
+            here.add(e)
+        here.fixed |= {k for k in keys_of(screen, opener)[1] if k.startswith(("title:", "sel:"))}
+        knowledge.save_screen(g, here)
+        if g.home is None:
+            g.home = here.id
+            knowledge.save_app(g)
+    else:
+        fresh = [e for e in screen.elements if element_key(e) not in here.elements]
+        if fresh:
+            for e in fresh:
+                here.add(e)
+            knowledge.save_screen(g, here)
+    return g, here
+
+
+def _graph_for(knowledge: Knowledge, package: str, apps: dict[str, str]) -> AppGraph:
+    """An app's own graph, or the graph of the app that opens this package's screens (a picker
+    without an icon of its own lives in the graph of the app that explored it)."""
+    if package in apps.values() or knowledge.known(package):
+        return knowledge.graph(package)
+    for root in apps.values():
+        g = knowledge.graph(root)
+        if any(s.package == package for s in g.screens.values()):
+            return g
+    return knowledge.graph(package)
+
+
+def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g: AppGraph | None,
+               here: UIScreen | None, after: Screen, apps: dict[str, str], verify: bool = True) -> None:
+    opener = step.element.label if step.element is not None else ""
+    g2, there = locate(knowledge, after, apps, opener)
+    changed = _signature(before) != _signature(after)
+    key = element_key(step.element) if step.element is not None else ""
+    if here is not None:
+        p.acted[(here.id, key, step.element.label if step.element else step.text, step.action)] += 1
+    p.stalls = 0 if changed or step.action == "type" else p.stalls + 1
+    if step.action == "swipe" and here is not None:
+        p.scrolls[here.id] += 1
+    if step.action == "type":
+        p.typed[key] = step.text
+    if step.slot is not None and (changed or step.action == "type"):
+        p.used.add(step.slot)
+    if g is not None and here is not None and step.element is not None and step.action in ("tap", "long_press"):
+        _learn_edge(knowledge, p, g, here, step, key, before, after, there if g2 is g else None, verify)
+    if step.finishes and step.goal is not None:
+        _goal(p, step, step.goal, before, after, here, there, changed)
+
+
+def _learn_edge(knowledge: Knowledge, p: Progress, g: AppGraph, here: UIScreen, step: Step, key: str,
+                before: Screen, after: Screen, there: UIScreen | None, verify: bool) -> None:
+    edge = step.edge or g.edge(here.id, key, step.action, step.element.label)
+    moved = there is not None and there.id != here.id
+    if edge is None or edge.effect in ("commit", "untried"):
+        # what was not known (or not taken when exploring) is learned from what it did
+        if edge is None:
+            edge = UIEdge(0, here.id, key, step.action, "none", label=step.element.label)
+        sensitive = edge.sensitive
+        if moved:
+            edge.effect, edge.dst = there.kind, there.id
+        elif after.package != before.package:
+            edge.effect, edge.dst = "external", None
+        else:
+            edge.effect, edge.dst = ("content" if _signature(before) != _signature(after) else "none"), None
+        edge.sensitive = sensitive
+        edge.ok += 1
+        knowledge.save_edge(g, edge)
+        return
+    if not verify:
+        return
+    if edge.effect in NEW_SCREEN:
+        ok = there is not None and there.id == edge.dst
+    elif edge.effect in ("toggle", "relabel", "content"):
+        ok = _signature(before) != _signature(after) and (there is None or there.id == here.id)
+    else:
+        ok = True
+    if ok:
+        edge.ok += 1
+    else:
+        edge.failed += 1
+        p.failed_edges.add(edge.id)
+    knowledge.save_edge(g, edge)
+
+
+def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, here: UIScreen | None,
+          there: UIScreen | None, changed: bool) -> None:
+    """Whether acting on the goal reached it; a confirmation it opened becomes the goal."""
+    if there is not None and here is not None and there.id != here.id and there.kind in ("dialog", "sheet"):
+        confirm = next((e for e in after.elements if e.rid == "button1" or POSITIVE.match(e.label.strip().lower())
+                        or _same_word(e.label, goal.label)), None)
+        if confirm is not None and goal.kind in ("commit", "button", "switch", "relabel", "content"):
+            p.goal = Goal(there.id, element_key(confirm), "tap", "commit", confirm.label, goal.score,
+                          covers=goal.covers)
+            return
+    reached = changed or step.action == "type"
+    if goal.kind == "switch" and goal.want is not None and step.element is not None:
+        twin = next((e for e in after.elements if e.bounds == step.element.bounds and e.rid == step.element.rid), None)
+        reached = twin is None or twin.checked == goal.want or there is None or there.id != (here.id if here else None)
+    if reached:
+        p.reached.append(goal)
+        p.goal = None
+
+
+def _same_word(a: str, b: str) -> bool:
+    aw, bw = set(a.lower().split()), set(b.lower().split())
+    return bool(aw & bw)
+
+
+def _signature(screen: Screen) -> tuple:
+    return (screen.package, screen.kind, tuple((e.label, e.checked, e.bounds) for e in screen.elements),
+            tuple(screen.texts[:20]))

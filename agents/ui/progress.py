@@ -1,0 +1,33 @@
+"""What an episode has done so far: the slots used up, the goals reached, the edges that did not
+do what they predicted, what was tapped where. The planner reads it; the agent writes it."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .goals import VALUE_KINDS, Goal
+from .slots import TaskInfo
+
+
+@dataclass
+class Progress:
+    task: TaskInfo
+    used: set[int] = field(default_factory=set)               # slot indices used up
+    reached: list[Goal] = field(default_factory=list)          # goals done, in order
+    failed_edges: set[int] = field(default_factory=set)        # edges that did not do what they said
+    failed_goals: set[tuple] = field(default_factory=set)      # goals given up
+    acted: Counter = field(default_factory=Counter)            # (screen id, key, label, action) -> times
+    goal: Goal | None = None                                   # the goal being worked on
+    stalls: int = 0                                            # steps in a row that changed nothing
+    scrolls: Counter = field(default_factory=Counter)          # screen id -> swipes made looking for a row
+    absent: set[int] = field(default_factory=set)              # slots looked for in a list and not found
+    typed: dict[str, str] = field(default_factory=dict)        # field key -> text typed in it
+
+    def unused(self) -> list[int]:
+        return [i for i in range(len(self.task.slots)) if i not in self.used]
+
+    def values_left(self) -> list[int]:
+        return [i for i in self.unused() if self.task.slots[i].kind in VALUE_KINDS]
+
+    def done_ids(self) -> set[tuple]:
+        return {g.id for g in self.reached} | self.failed_goals

@@ -1,0 +1,65 @@
+"""Episode recall: what worked for similar tasks is tried first (with this task's own slot
+values), what failed for them is tried last. "Similar" compares tasks with their slots masked
+("Delete the contact <name>"), so a repeat with another name still finds its precedent; only
+episodes the agent itself verified as done count as successes — never a benchmark's check.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .goals import Goal
+from .relevance import Relevance
+from .slots import TaskInfo, analyze
+
+SIMILAR = 0.86            # cosine of the masked tasks
+LOOK_BACK = 300           # most recent episodes compared
+BOOST, PENALTY = 0.9, 0.4
+
+
+def template(info: TaskInfo) -> str:
+    """The task with each slot replaced by its kind."""
+    text, shift = info.text, 0
+    for s in info.slots:
+        tag = f"<{s.kind}>"
+        text = text[:s.start + shift] + tag + text[s.end + shift:]
+        shift += len(tag) - (s.end - s.start)
+    return text
+
+
+class Recall:
+    def __init__(self, memory: Any, info: TaskInfo, rel: Relevance):
+        self.good: Counter = Counter()      # goal id -> weight, from verified successes
+        self.bad: Counter = Counter()       # goal id -> weight, from failures
+        self.matches = 0
+        try:
+            episodes = memory.episodes.list(limit=LOOK_BACK)
+        except Exception:                   # a help, not a requirement
+            episodes = []
+        mine = template(info)
+        kinds = sorted(s.kind for s in info.slots)
+        others = [(e, template(analyze(e.task))) for e in episodes if e.outcome != "running"]
+        others = [(e, t) for e, t in others if sorted(s.kind for s in analyze(e.task).slots) == kinds]
+        if not others or rel.vectors is None:
+            return
+        vecs = rel.vectors([mine] + [t for _, t in others])
+        from .relevance import _cos
+
+        for (e, _), v in zip(others, vecs[1:]):
+            sim = _cos(vecs[0], v)
+            if sim < SIMILAR:
+                continue
+            goals = [tuple(s["goal"]) for s in e.steps if s.get("goal") and s.get("finishes")]
+            if e.success is True:
+                self.matches += 1
+                for gid in goals:
+                    self.good[gid] = max(self.good[gid], sim)
+            elif e.outcome != "stopped":
+                for gid in goals:
+                    self.bad[gid] = max(self.bad[gid], sim)
+
+    def bonus(self, goal: Goal) -> float:
+        return BOOST * self.good.get(goal.id, 0.0) - PENALTY * self.bad.get(goal.id, 0.0)
+
+    def sources(self) -> list[list[int]]:
+        return []
