@@ -22,7 +22,8 @@ from .store import Store, now
 
 MODE = "agent"
 TITLE_CHARS = 60
-OUTCOMES = ("running", "done", "step_limit", "loop", "stopped", "disconnected", "refused", "error")
+OUTCOMES = ("running", "done", "step_limit", "loop", "stopped", "disconnected", "refused", "error",
+            "no_plan")
 
 
 @dataclass

@@ -12,6 +12,7 @@ successes come back as plans for similar tasks (``recall.py``), failures as road
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -34,6 +35,7 @@ from .relevance import Relevance
 from .safety import LoopGuard, sensitive_reason
 from .screen import Screen
 from .slots import analyze
+from .wording import normalize
 
 MODE = "agent"
 STALLS = 2                      # steps that change nothing before backing off
@@ -69,12 +71,27 @@ class UIAgent:
         if opts.policy == "top":
             yield from baseline.run(self, task, sid, cancel)
             return
-        info = analyze(task)
+        core, named = normalize(task, list(self.device.apps))
+        if not core.strip(" .,!?") and named is not None:       # "Open Google Clock."
+            yield from self._open_only(task, sid, named, cancel)
+            return
+        info = analyze(core)
         graphs = [self.knowledge.graph(p) for p in self._packages()]
         corpus = [el.label for g in graphs for s in g.screens.values() for el in s.elements.values()]
         rel = Relevance(info, self.vectors, corpus)
         recall = Recall(self.memory, info, rel) if opts.recall else None
         planner = self.planner = Planner(info, rel, graphs, recall)
+        planner.apps = dict(self.device.apps)
+        ranked = planner.rank_apps(self.device.apps)
+        if named is not None:                    # the task says which app
+            ranked = [(named, 9.0)] + [(n, sc) for n, sc in ranked if n != named]
+        # a second app is worth trying only when it ranked close to the first, and not when the
+        # task names the first
+        apps = [name for name, score in ranked if score >= ranked[0][1] - 0.3][:2] if ranked else []
+        if named is not None:
+            apps = apps[:1]
+        if apps:
+            planner.commit(self.device.apps[apps[0]])
         chooser = ModelChooser(self.engine, opts.method, recall.sources() if recall and opts.history_drafting
                                else ()) if opts.policy == "model" else None
         p = Progress(info)
@@ -101,6 +118,15 @@ class UIAgent:
                         break
                     chosen = steps[index]
                 action = _action_text(chosen, shown)
+                if chosen.action == "stop":
+                    if len(apps) > 1 and not p.reached:       # try the next likeliest app once
+                        apps.pop(0)
+                        planner.commit(self.device.apps[apps[0]])
+                        p.goal = None
+                        self.device.launch(self.device.apps[apps[0]])
+                        continue
+                    outcome, message = "no_plan", "No known way to do this from here (explore the app first?)"
+                    break
                 if chosen.action == "done":
                     success = True
                     self._store(sid, chosen, here, action, done, trail)
@@ -145,6 +171,17 @@ class UIAgent:
         self.memory.episodes.finish(sid, outcome, success if outcome == "done" else None)
         yield EpisodeEnd(sid, outcome, step, message, None)
 
+    def _open_only(self, task: str, sid, name: str, cancel: threading.Event) -> Iterator:
+        """A task that only asks to open an app: open it, done when it is in front."""
+        screen = self.device.observe()
+        yield Observed(1, screen, ())
+        step = Step("open_app", text=name, why=f"open {name}")
+        self._store(sid, step, None, f'open_app("{name}")', None, [])
+        yield self._perform(1, step, f'open_app("{name}")', screen)
+        ok = self.device.observe().package == self.device.apps.get(name)
+        self.memory.episodes.finish(sid, "done" if ok else "error", ok or None)
+        yield EpisodeEnd(sid, "done" if ok else "error", 1, f"{name} is open" if ok else f"{name} did not open")
+
     # -- helpers ------------------------------------------------------------------------------------
     def _packages(self) -> list[str]:
         rows = getattr(self.memory, "ui_graphs", None)
@@ -169,8 +206,12 @@ class UIAgent:
                 command = d.type_into(step.element, step.text)
             elif step.action == "swipe":
                 command = d.swipe(step.text, screen)
+            elif step.action == "swipe_away":
+                command = d.swipe_away(step.element)
             elif step.action == "open_app":
                 command = d.launch(d.apps[step.text])
+            elif step.action == "home":
+                command = d.key("home")
             else:
                 command = d.key(step.action)
         except ActionError as exc:
@@ -194,6 +235,8 @@ def _action_text(step: Step, shown: tuple) -> str:
     i = next((n for n, e in enumerate(shown, 1) if e is step.element), 0)
     if step.action in ("tap", "long_press"):
         return f"{step.action}({i})"
+    if step.action == "swipe_away":
+        return f"swipe_away({i})"
     if step.action == "type":
         return f'type({i}, "{step.text}")'
     if step.action == "swipe":

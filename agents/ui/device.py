@@ -142,6 +142,16 @@ class Device:
         self.run(command)
         return command
 
+    def swipe_away(self, e: Element, direction: str = "left") -> str:
+        """Swipe one list row sideways (a world clock's city, a notification): how many lists
+        remove a row that has no delete button."""
+        x1, y1, x2, y2 = e.bounds
+        y = (y1 + y2) // 2
+        a, b = (x2 - 20, x1 + 20) if direction == "left" else (x1 + 20, x2 - 20)
+        command = f"input swipe {a} {y} {b} {y} 250"
+        self.run(command)
+        return command
+
     def launch(self, package: str, fresh: bool = False) -> str:
         """Open an app by its launcher icon; ``fresh`` stops it first, so it opens on its first
         screen (a phone resumes an app where it was left)."""

@@ -92,6 +92,7 @@ class Explorer:
         self.report: ExploreReport | None = None
         self.graph: AppGraph | None = None
         self.unreachable: set[int] = set()
+        self.revealed: dict[int, set[str]] = {}     # keys a screen showed only after an action: tried next
 
     # -- the crawl --------------------------------------------------------------------------------
     def explore(self, package: str) -> ExploreReport:
@@ -168,7 +169,8 @@ class Explorer:
             for action in ("tap", "long_press") if el.long else ("tap",):
                 if (key, action) not in out and self._next_row(s, key, action) is not None:
                     out.append((key, action))
-        out.sort(key=lambda ka: (s.elements[ka[0]].scroll, ka[1] != "tap"))
+        fresh = self.revealed.get(sid, set())
+        out.sort(key=lambda ka: (ka[0] not in fresh, s.elements[ka[0]].scroll, ka[1] != "tap"))
         return out
 
     def _next_row(self, s: UIScreen, key: str, action: str) -> str | None:
@@ -204,7 +206,7 @@ class Explorer:
         found = self._find(screen, here, key, label)
         if found is None:
             # not on the screen now (a row that needs data, a button that needs a state)
-            edge = UIEdge(0, here.id, key, action, "untried", label=el.label,
+            edge = UIEdge(0, here.id, key, action, "untried", label=label or el.label,
                           detail={"missing": True})
             self.knowledge.save_edge(g, edge)
             return self._visit()
@@ -298,7 +300,9 @@ class Explorer:
         if path is None:
             return None
         for edge in path:
-            found = self._find(screen, self.graph.screens[edge.src], edge.key)
+            src = self.graph.screens[edge.src]
+            rows = len(src.elements[edge.key].labels) > 1 if edge.key in src.elements else False
+            found = self._find(screen, src, edge.key, edge.label if rows else None)
             if found is None:
                 return None
             screen, e = found
@@ -343,20 +347,15 @@ class Explorer:
             return screen, self._outside(screen)
         known, _ = g.match(screen)
         if known is None:
-            known = UIScreen(0, screen.package, screen.activity, screen.kind, screen.title,
-                             scrolls=bool(screen.scrollable))
-            for e in screen.elements:
-                known.add(e)
-            known.fixed |= {k for k in keys_of(screen, opener)[1] if k.startswith(("title:", "sel:"))}
+            known = UIScreen.of(screen, opener)
             if screen.scrollable and screen.kind == "screen":
                 screen = self._scan(screen, known)
             self.knowledge.save_screen(g, known)
             self.report.new_screens += 1
         else:
-            fresh = [e for e in screen.elements if element_key(e) not in known.elements]
+            fresh = known.observe(screen)
             if fresh:
-                for e in fresh:
-                    known.add(e)
+                self.revealed[known.id] = set(fresh)
                 self.knowledge.save_screen(g, known)
         return screen, known
 
@@ -378,11 +377,7 @@ class Explorer:
             after = self.device.observe()
             if _labels(after) == _labels(screen):
                 break
-            for e in after.elements:
-                if element_key(e) not in known.elements:
-                    known.add(e, scroll=i)
-                else:
-                    known.add(e)
+            known.observe(after, scroll=i)
             screen = after
         if screen is not first:
             screen = self._to_top(screen)

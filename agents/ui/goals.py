@@ -45,7 +45,7 @@ class Goal:
 
 def describe(g: AppGraph, s: UIScreen, el: UIElement, edge: UIEdge | None) -> str:
     """An edge's text for retrieval: where, what, and what it does (templates, no model)."""
-    where = " › ".join(g.breadcrumb(s.id)[-3:]) or s.title or "screen"
+    where = " › ".join((g.way_labels(s.id) + [s.title])[-3:]) or "screen"
     what = {"switch": "switch", "choice": "option", "field": "text field", "password": "password field"}.get(el.kind, "button")
     text = f"{where}: {el.label}" + (f" ({el.detail})" if el.detail else "") + f" [{what}]"
     if edge is not None:
@@ -80,10 +80,34 @@ def effect_text(g: AppGraph, edge: UIEdge) -> str:
 class GoalFinder:
     def __init__(self, task: TaskInfo, relevance: Relevance, graphs: list[AppGraph], recall=None):
         self.task, self.rel, self.graphs, self.recall = task, relevance, graphs, recall
-        self.navigating = bool(NAVIGATE.search(task.text))
+        self.navigating = bool(NAVIGATE.search(" ".join(task.words)))   # not inside a quoted message
+        self._rows: dict[str, list[tuple[set[int], set[int], set[int]]]] = {}   # package -> (slots, shaped, after)
+        self.ident: set[int] = set()        # value slots that name an object listed on screen
 
-    def goals(self, unused: list[int], exclude: set = frozenset(), limit: int = 8) -> list[Goal]:
-        """The best goals over every known screen, best first."""
+    def _row_slots(self, g: AppGraph) -> list[tuple[set[int], set[int]]]:
+        """For each list-row edge: the task's slots its rows show (an ordinal fits any list), and
+        the screens reachable after it — a goal among them can use those slots on the way."""
+        if g.package not in self._rows:
+            out = []
+            for e in g.edges.values():
+                src = g.screens.get(e.src)
+                el = src.elements.get(e.key) if src else None
+                if el is None or e.dst is None or e.effect not in NEW_SCREEN or len(el.labels) < 2:
+                    continue
+                slots = {i for i, s in enumerate(self.task.slots) if s.kind == "ordinal" or
+                         any(self.rel.slot_hits(lab, [s])[0] >= 0.8 for lab in el.labels)}
+                like = {i for i, s in enumerate(self.task.slots) if i not in slots and el.varies
+                        and any(shaped(lab, s) for lab in el.labels)}
+                if slots or like:
+                    out.append((slots, like, _onward(g, e.dst)))
+            self._rows[g.package] = out
+        return self._rows[g.package]
+
+    def goals(self, unused: list[int], exclude: set = frozenset(), limit: int = 8,
+              live: tuple[int, set[int]] | None = None) -> list[Goal]:
+        """The best goals over every known screen, best first. ``live``: (the screen in front,
+        the slots its list rows show) — a row's switch or button there acts on that object."""
+        self._live = live
         found: list[Goal] = []
         texts: list[str] = []
         for g in self.graphs:
@@ -111,44 +135,74 @@ class GoalFinder:
     def _of(self, g: AppGraph, s: UIScreen, el: UIElement, unused: list[int]):
         """The goals an element offers (none for a plain way to another screen)."""
         task = self.task
-        edges = [e for e in g.edges.values() if e.src == s.id and e.key == el.key]
-        tap = next((e for e in edges if e.action == "tap"), None)
+        tap = g.edge(s.id, el.key, "tap")
         kind = _kind(g, s, el, tap)
         if kind is None:
             return
+        if s.entry and (re.fullmatch(r"\d{1,2}|AM|PM", el.label.strip()) or "hour" in el.key
+                        or "minute" in el.key or "mode" in el.key or "digit" in el.key
+                        or re.search(r"delete|clear|backspace", f"{el.key} {el.label}", re.I)):
+            return          # a dial's or keypad's keys are set by the entry macro, not goals
         action = "type" if kind == "field" else "tap"
-        goal = Goal(s.id, el.key, action, kind, el.label)
-        words = [el.label, el.detail] + (el.labels[:3] if kind in ("relabel", "switch") else [])
-        if tap is not None and tap.effect == "relabel":
-            words += tap.detail.get("labels", [])
-        lex = self.rel.lexical(*words)
-        slot, which = self.rel.slot_hits(el.label, [task.slots[i] for i in unused])
-        if kind == "pick" and len(el.labels) > 1:      # a list of choices: does it hold the slot?
-            for label in el.labels:
-                m, w = self.rel.slot_hits(label, [task.slots[i] for i in unused])
-                if m > slot:
-                    slot, which = m, w
-        goal.score = 1.2 * lex + 1.0 * slot + PRIOR.get(kind, 0.0)
-        if kind in ("switch", "relabel") and task.polarity is not None:
+        live = getattr(self, "_live", None)
+        now = live[2].get(el.key) if live is not None and live[0] == s.id and len(live) > 2 else None
+        # one of a set of options under one id (a list of choices, the days of an alarm): the
+        # goal is the option the task names, by a slot or by its words
+        options = kind in ("pick", "choice", "switch") and len(set(el.labels)) > 1
+        # a data row's label names its row (a contact, a message), not what tapping it does
+        data = el.varies and not options
+        label = now or el.label
+        slot, which = 0.0, None
+        if options:
+            ranked = sorted(el.labels, key=lambda lab: (-self.rel.slot_hits(lab, [task.slots[i] for i in unused])[0],
+                                                        -self.rel.lexical(lab)))
+            label = ranked[0]
+        if not data and kind != "field":      # a field shows what was typed in it, not what it is
+            slot, which = self.rel.slot_hits(label, [task.slots[i] for i in unused])
+        goal = Goal(s.id, el.key, action, kind, label)
+        own = [] if data else [label, el.detail]
+        if tap is not None and tap.effect == "relabel" and not data:
+            own += tap.detail.get("labels", [])         # a toggle button's other state
+        verb = self.rel.verb_hit(*own)
+        lex = self.rel.lexical(*own, verb=False)
+        context = 0.5 * self.rel.lexical(s.title, *g.way_labels(s.id)[-1:])
+        unnamed = options and kind == "switch" and slot < 0.5 and not self.rel.lexical(label)
+        goal.score = (1.0 * verb + 1.0 * lex + context + (1.0 if options else 0.6) * slot
+                      + PRIOR.get(kind, 0.0) - (0.4 if unnamed else 0.0))
+        if kind == "switch" and task.polarity is not None:
             goal.want = task.polarity
             goal.score += 0.15
-        if kind == "commit" and VERBS.search(el.label) and self.rel.lexical(el.label) > 0:
-            goal.score += 0.2
+        if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
+            goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
+        if kind == "commit" and (s.entry or any(x.kind in ("field", "password") for x in s.elements.values())):
+            goal.score += 0.3          # what a form or a picker is confirmed with
         if kind == "field":
             from .fields import field_fit
 
-            fit = max((field_fit(" ".join([el.label, el.detail, el.key.replace("_", " ")]).lower(), task.slots[i],
-                                 task.text, el.kind == "password") for i in unused), default=0.0)
+            fit = max((field_fit(" ".join([el.label, el.detail, el.key.replace("_", " "), s.title]).lower(),
+                                 task.slots[i], task.text, el.kind == "password") for i in unused), default=0.0)
             goal.score += 0.5 * min(fit, 1.0) - 0.5      # a field is a goal only for a slot it suits
         covers = self._covers(s, el, unused)
+        live = getattr(self, "_live", None)
+        if live is not None and live[0] == s.id and (el.row or not el.fixed):
+            covers |= live[1] & set(unused)
+        named = 0.0          # the object the task names is chosen on the way (a contact's row)
+        for slots, like, after in self._row_slots(g):
+            if s.id in after:
+                covers |= (slots | like) & set(unused)
+                names = [i for i in unused if task.slots[i].kind in ("name", "phone")]
+                if names:
+                    named = max(named, (0.4 * len(slots & set(names)) + 0.15 * len(like & set(names))) / len(names))
         if which is not None:
             covers.add(task.slots.index(which))
         goal.covers = sorted(covers)
-        values = [i for i in unused if task.slots[i].kind in VALUE_KINDS]
+        values = [i for i in unused if task.slots[i].kind in VALUE_KINDS and i not in self.ident]
         if values:
-            goal.score += 0.6 * len([i for i in goal.covers if i in values]) / len(values)
+            share = len([i for i in goal.covers if i in values]) / len(values)
+            goal.score += 0.6 * share if share else -1.0   # a value the task gives must go somewhere
         elif unused:
             goal.score += 0.1 * len(goal.covers) / len(unused)
+        goal.score += named
         yield goal, describe(g, s, el, tap)
 
     def _covers(self, s: UIScreen, el: UIElement, unused: list[int]) -> set[int]:
@@ -162,7 +216,7 @@ class GoalFinder:
             slot = self.task.slots[i]
             k = slot.kind
             if k in ("text", "email", "phone", "name", "number", "date") and any(
-                    field_fit(" ".join([x.label, x.detail, x.key.replace("_", " ")]).lower(), slot,
+                    field_fit(" ".join([x.label, x.detail, x.key.replace("_", " "), s.title]).lower(), slot,
                               self.task.text, x.kind == "password") >= 0.5 for x in fields):
                 out.add(i)
             if s.entry == "time" and k == "time":
@@ -192,7 +246,8 @@ def _kind(g: AppGraph, s: UIScreen, el: UIElement, tap: UIEdge | None) -> str | 
     if NEGATIVE.match(el.label.strip()):
         return None
     pickable = not el.fixed or s.kind in ("dialog", "sheet", "menu") or len(el.labels) > 1
-    if pickable and tap.effect in NEW_SCREEN and tap.dst is not None and _returns(g, s, tap):
+    if pickable and tap.effect in NEW_SCREEN and tap.dst is not None and _returns(g, s, tap) \
+            and not _selection(g, s, el):
         return "pick"
     return None
 
@@ -201,11 +256,47 @@ NEGATIVE = re.compile(r"^(cancel|no|not now|dismiss|close|never|deny|skip|later|
                       r"collapse.*|exit.*|back)$", re.I)
 
 
+def _selection(g: AppGraph, s: UIScreen, el: UIElement) -> bool:
+    """A list in selection mode (opened by a long press on its own rows): tapping a row there
+    selects or deselects it, it picks nothing."""
+    return any(e.dst == s.id and e.action == "long_press" and e.key == el.key
+               for t in g.screens for e in g.edges_of(t))
+
+
 def _returns(g: AppGraph, s: UIScreen, tap: UIEdge) -> bool:
     """Tapping it goes back towards the app's first screen (a picker's row returns to what
     opened the picker), not further in."""
     depth = g.depths()
     return tap.dst in depth and s.id in depth and depth[tap.dst] < depth[s.id]
+
+
+def shaped(label: str, slot: Slot) -> bool:
+    """Whether a data row's label is the kind of thing a slot names — a row of people for a
+    name, of numbers for a phone number, of messages for a quoted sentence: the object may be in
+    that list though exploration did not see it (it was added since)."""
+    if slot.kind == "name":
+        words = label.split()
+        return 1 <= len(words) <= 4 and all(w[:1].isupper() for w in words if w.isalpha()) \
+            and not re.search(r"\d", label)
+    if slot.kind == "phone":
+        return len(re.sub(r"\D", "", label)) >= 7
+    if slot.kind == "text":
+        return len(label.split()) >= 3 and len(slot.text.split()) >= 2
+    return False
+
+
+def _onward(g: AppGraph, start: int) -> set[int]:
+    """Screens reachable from ``start`` without climbing back towards the app's first screen."""
+    depth = g.depths()
+    seen, todo = {start}, [start]
+    while todo:
+        s = todo.pop()
+        for e in g.edges.values():
+            if e.src == s and e.dst is not None and e.effect in NEW_SCREEN and e.dst not in seen \
+                    and depth.get(e.dst, 99) >= depth.get(s, 0):
+                seen.add(e.dst)
+                todo.append(e.dst)
+    return seen
 
 
 def slot_indices(task: TaskInfo, kinds: tuple[str, ...]) -> list[int]:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .screen import Element, Screen
 
 SAME_SCREEN = 0.6          # a visit this alike to a known screen is that screen
+SAME_TITLE = 0.8           # ...at least this alike with the same title and some elements in common
 TITLE_DIFFERS = 0.75       # ...less alike when its title differs (Settings pages share their switches;
                            # a contact's page is titled with the contact's name, so not a veto)
 MASK_DIGITS = re.compile(r"\d+")
@@ -30,9 +31,12 @@ OTHER = ("back", "external", "commit", "untried")            # went back, left t
 
 
 def element_key(e: Element) -> str:
-    """An element's stable name on its screen (see the module's docstring)."""
+    """An element's stable name on its screen (see the module's docstring): a list row without
+    an id of its own (an alarm's card) is known by its class, as all its like rows are."""
     if e.rid:
         return e.rid
+    if e.row:
+        return f"row:{e.cls}"
     return f"{e.cls}:{e.label}"
 
 
@@ -52,7 +56,7 @@ def element_kind(e: Element) -> str:
 def title_key(title: str, opener: str = "") -> str:
     """A dialog's title as a key: digits masked, and the label of what opened it replaced by
     "{}" ("Change system language to {}?" is one dialog whichever language was tapped)."""
-    if opener and len(opener) > 1 and opener.lower() in title.lower():
+    if opener and len(opener) > 1 and opener.lower() in title.lower() and len(title) > len(opener) + 3:
         i = title.lower().index(opener.lower())
         title = title[:i] + "{}" + title[i + len(opener):]
     return "title:" + MASK_DIGITS.sub("#", title)
@@ -94,6 +98,8 @@ class UIElement:
     fixed: bool = True             # outside any list
     scroll: int = 0                # swipes (up) from the top of the screen before it shows
     labels: list[str] = field(default_factory=list)   # every label seen under this key (list rows)
+    row: bool = False              # a list row or inside one
+    varies: bool = False           # rows under this key showed different labels at once: the label is data
 
 
 @dataclass
@@ -118,13 +124,41 @@ class UIScreen:
         if known is None:
             known = self.elements[key] = UIElement(key, e.label, element_kind(e), e.cls,
                                                    (e.details[:1] or [e.desc if e.text else ""])[0],
-                                                   e.long_clickable, not e.in_list, scroll, [e.label])
+                                                   e.long_clickable, not e.in_list, scroll, [e.label],
+                                                   e.row)
         elif e.label not in known.labels and len(known.labels) < 400:
             known.labels.append(e.label)
+        if e.desc and e.desc != e.label and e.desc not in known.labels and len(known.labels) < 400:
+            known.labels.append(e.desc)          # a day toggle "S" is Saturday by its description
         known.long = known.long or e.long_clickable
         if not e.in_list:
             self.fixed.add(key)
         return known
+
+    @classmethod
+    def of(cls, screen: Screen, opener: str = "") -> "UIScreen":
+        """A screen seen for the first time (``opener``: the label of what opened it)."""
+        from .entry import entry_kind
+
+        known = cls(0, screen.package, screen.activity, screen.kind, screen.title,
+                    scrolls=bool(screen.scrollable), entry=entry_kind(screen))
+        known.fixed |= {k for k in keys_of(screen, opener)[1] if k.startswith(("title:", "sel:"))}
+        known.observe(screen)
+        return known
+
+    def observe(self, screen: Screen, scroll: int = 0) -> list[str]:
+        """Add what a visit shows; the keys it had not seen. A key whose rows show different
+        labels side by side (contacts, times) is data; one that repeats the same ("Expand
+        alarm" on every card) or is seen alone ("Delete" on the one expanded card) is a control."""
+        fresh = [element_key(e) for e in screen.elements if element_key(e) not in self.elements]
+        seen: dict[str, set[str]] = {}
+        for e in screen.elements:
+            self.add(e, scroll if element_key(e) in fresh else 0)
+            seen.setdefault(element_key(e), set()).add(e.label)
+        for key, labels in seen.items():
+            if len(labels) > 1:
+                self.elements[key].varies = True
+        return list(dict.fromkeys(fresh))
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -182,7 +216,7 @@ class AppGraph:
                 if s.title != screen.title:
                     sim *= TITLE_DIFFERS
                 elif sim >= 0.3:            # same title, some elements gone (a switch turned off hides rows)
-                    sim = max(sim, SAME_SCREEN + 0.05)
+                    sim = max(sim, SAME_TITLE)
             if sim > score or (sim == score and best is not None and s.title == screen.title
                                and best.title != screen.title):
                 best, score = s, sim
@@ -192,10 +226,39 @@ class AppGraph:
     def edges_from(self, screen_id: int) -> list[UIEdge]:
         return [e for e in self.edges.values() if e.src == screen_id]
 
+    def edges_of(self, screen_id: int) -> list[UIEdge]:
+        """A screen's edges, and for its elements never tried here, the edges of the same
+        element on a sibling screen (the same page in another state: the same tab selected, or
+        the same title) — an alarm list with a card expanded still has its Add alarm button."""
+        stamp = (len(self.screens), len(self.edges))
+        if getattr(self, "_of_stamp", None) != stamp:
+            self._of_cache: dict[int, list[UIEdge]] = {}
+            self._of_stamp = stamp
+        if screen_id not in self._of_cache:
+            own = self.edges_from(screen_id)
+            s = self.screens.get(screen_id)
+            out = [e for e in own if e.effect != "untried"]
+            if s is not None:
+                tried = {(e.key, e.action) for e in out}
+                tabs = {k for k in s.fixed if k.startswith("sel:")}
+                for t in self.screens.values():
+                    if t.id == screen_id or t.kind != s.kind or t.package != s.package:
+                        continue
+                    if not ((tabs and tabs & t.fixed) or (s.title and t.title == s.title)):
+                        continue
+                    for e in self.edges_from(t.id):
+                        if e.key in s.elements and (e.key, e.action) not in tried and e.effect in NEW_SCREEN:
+                            out.append(replace(e, src=screen_id))
+                            tried.add((e.key, e.action))
+            tried = {(e.key, e.action) for e in out}
+            out += [e for e in own if e.effect == "untried" and (e.key, e.action) not in tried]
+            self._of_cache[screen_id] = out
+        return self._of_cache[screen_id]
+
     def edge(self, src: int, key: str, action: str, label: str | None = None) -> UIEdge | None:
         """The edge for an element (for a list row, the one tried on the row showing ``label``
         when there is one, else the most common effect of its rows)."""
-        found = [e for e in self.edges.values() if e.src == src and e.key == key and e.action == action]
+        found = [e for e in self.edges_of(src) if e.key == key and e.action == action]
         if not found:
             return None
         for e in found:
@@ -219,19 +282,26 @@ class AppGraph:
                     out.append((key, action))
         return out
 
-    def paths_from(self, start: int, avoid: set[int] = frozenset()) -> dict[int, list[UIEdge]]:
+    def is_row(self, e: UIEdge) -> bool:
+        """Whether an edge taps one of a list's rows (which one must be chosen)."""
+        el = self.screens[e.src].elements.get(e.key) if e.src in self.screens else None
+        return el is not None and (el.row or len(el.labels) > 1)
+
+    def paths_from(self, start: int, avoid: set[int] = frozenset(), rows: bool = True) -> dict[int, list[UIEdge]]:
         """Shortest known way (edges that lead to another screen) from ``start`` to every screen
-        reachable, leaving out edges in ``avoid`` and edges that failed more than they worked."""
+        reachable, leaving out edges in ``avoid``, edges that failed more than they worked and,
+        unless ``rows``, edges through a list's rows."""
         out: dict[int, list[UIEdge]] = {start: []}
         queue = deque([start])
         by_src: dict[int, list[UIEdge]] = {}
-        for e in self.edges.values():
-            if e.dst is not None and e.effect in NEW_SCREEN + ("back",) and e.id not in avoid \
-                    and e.failed <= e.ok:
-                by_src.setdefault(e.src, []).append(e)
+        for sid in self.screens:
+            for e in self.edges_of(sid):
+                if e.dst is not None and e.effect in NEW_SCREEN + ("back",) and e.id not in avoid \
+                        and e.failed <= e.ok and (rows or not self.is_row(e)):
+                    by_src.setdefault(e.src, []).append(e)
         while queue:
             s = queue.popleft()
-            for e in sorted(by_src.get(s, ()), key=lambda e: (e.key.startswith("title:"), e.id)):
+            for e in sorted(by_src.get(s, ()), key=lambda e: (self.is_row(e), e.id)):
                 if e.dst not in out:
                     out[e.dst] = out[s] + [e]
                     queue.append(e.dst)
@@ -244,6 +314,14 @@ class AppGraph:
             self._depth = {k: len(v) for k, v in self.paths_from(self.home).items()} if self.home else {}
             self._depth_stamp = stamp
         return self._depth
+
+    def way_labels(self, screen_id: int) -> list[str]:
+        """The labels tapped on the shortest way from the app's first screen to this one ("Add
+        alarm" says what the time picker it opens is for)."""
+        if self.home is None:
+            return []
+        path = self.paths_from(self.home).get(screen_id) or []
+        return [e.label for e in path]
 
     def breadcrumb(self, screen_id: int) -> list[str]:
         """The titles on the shortest way from the app's first screen to this one."""

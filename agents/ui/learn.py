@@ -23,20 +23,12 @@ def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
     g = _graph_for(knowledge, package, apps)
     here, _ = g.match(screen)
     if here is None:
-        here = UIScreen(0, package, screen.activity, screen.kind, screen.title, scrolls=bool(screen.scrollable))
-        for e in screen.elements:
-            here.add(e)
-        here.fixed |= {k for k in keys_of(screen, opener)[1] if k.startswith(("title:", "sel:"))}
-        knowledge.save_screen(g, here)
+        here = knowledge.save_screen(g, UIScreen.of(screen, opener))
         if g.home is None:
             g.home = here.id
             knowledge.save_app(g)
-    else:
-        fresh = [e for e in screen.elements if element_key(e) not in here.elements]
-        if fresh:
-            for e in fresh:
-                here.add(e)
-            knowledge.save_screen(g, here)
+    elif here.observe(screen):
+        knowledge.save_screen(g, here)
     return g, here
 
 
@@ -67,6 +59,8 @@ def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g:
         p.typed[key] = step.text
     if step.slot is not None and (changed or step.action == "type"):
         p.used.add(step.slot)
+        if step.action == "type":
+            p.pending.add(step.slot)
     if g is not None and here is not None and step.element is not None and step.action in ("tap", "long_press"):
         _learn_edge(knowledge, p, g, here, step, key, before, after, there if g2 is g else None, verify)
     if step.finishes and step.goal is not None:
@@ -118,6 +112,14 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
             p.goal = Goal(there.id, element_key(confirm), "tap", "commit", confirm.label, goal.score,
                           covers=goal.covers)
             return
+    if goal.kind == "field" and step.action == "type":
+        # a form or a dialog is done when confirmed: its OK/Save becomes the goal
+        confirm = next((e for e in after.elements if e.rid == "button1" or POSITIVE.match(e.label.strip().lower())),
+                       None)
+        if confirm is not None and there is not None:
+            p.goal = Goal(there.id, element_key(confirm), "tap", "commit", confirm.label, goal.score,
+                          covers=goal.covers)
+            return
     reached = changed or step.action == "type"
     if goal.kind == "switch" and goal.want is not None and step.element is not None:
         twin = next((e for e in after.elements if e.bounds == step.element.bounds and e.rid == step.element.rid), None)
@@ -125,6 +127,7 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
     if reached:
         p.reached.append(goal)
         p.goal = None
+        p.pending.clear()
 
 
 def _same_word(a: str, b: str) -> bool:

@@ -22,12 +22,16 @@ class Progress:
     scrolls: Counter = field(default_factory=Counter)          # screen id -> swipes made looking for a row
     absent: set[int] = field(default_factory=set)              # slots looked for in a list and not found
     typed: dict[str, str] = field(default_factory=dict)        # field key -> text typed in it
+    pending: set[int] = field(default_factory=set)             # slots entered for a goal not yet confirmed
 
     def unused(self) -> list[int]:
         return [i for i in range(len(self.task.slots)) if i not in self.used]
 
+    ident: set[int] = field(default_factory=set)               # slots that name an object shown in a list
+
     def values_left(self) -> list[int]:
-        return [i for i in self.unused() if self.task.slots[i].kind in VALUE_KINDS]
+        """Values the task gives that still have to be entered (not those that name a row)."""
+        return [i for i in self.unused() if self.task.slots[i].kind in VALUE_KINDS and i not in self.ident]
 
     def done_ids(self) -> set[tuple]:
         return {g.id for g in self.reached} | self.failed_goals

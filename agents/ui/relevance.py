@@ -27,12 +27,12 @@ SYNONYMS = [
     {"add", "new", "create", "plus"},
     {"change", "edit", "modify", "update", "set"},
     {"search", "find"},
-    {"label", "tag"},
+    {"label", "tag", "name"},
+    {"connect", "pair", "join"},
     {"vibrate", "vibration"},
     {"unblock", "unblocked"},
     {"language", "languages", "locale"},
     {"timeout", "sleep"},
-    {"rename", "name"},
     {"phone", "mobile", "number"},
     {"mute", "silence", "notifications"},
     {"bigger", "larger", "increase", "larger"},
@@ -52,6 +52,25 @@ _SYN: dict[str, set[str]] = {}
 for group in SYNONYMS:
     for w in group:
         _SYN.setdefault(stem(w), set()).update(stem(x) for x in group)
+
+
+VAGUE = {stem(w) for w in ("set", "make", "turn", "change", "put", "get", "go", "open", "use",
+                           "let", "have", "do", "please", "can", "could", "would", "i", "need", "want",
+                           # to look at something is to reach its screen, not to press a button
+                           "check", "view", "see", "show", "look", "find", "display")}
+
+
+def _match(w: str, have: set[str]) -> float:
+    if w in have:
+        return 1.0
+    if _SYN.get(w, set()) & have or _undo(w) in have or w in {_undo(x) for x in have}:
+        return 0.5
+    return 0.0
+
+
+def _undo(word: str) -> str:
+    """"unpin" -> "pin" (a toggle's other state); other words unchanged."""
+    return word[2:] if word.startswith("un") and len(word) >= 4 else word
 
 
 def words_of(*texts: str) -> set[str]:
@@ -74,22 +93,46 @@ class Relevance:
         self.n = max(n, 1)
         self.df = df
         self.words = [stem(w) for w in task.words]
+        # the task's first word is its verb ("Pin the conversation…"): the action to find
+        first = WORD.findall(task.text.lower())[:1]
+        self.verb = stem(first[0]) if first and stem(first[0]) in self.words else ""
         self._task_vec = None
         self._memo: dict[str, float] = {}
+
+    def forget(self, *texts: str) -> None:
+        """Leave these words out of the task's (an app named in it: "in Google Clock" is no
+        reason to tap "Switch to clock mode")."""
+        drop = words_of(*texts)
+        self.words = [w for w in self.words if w not in drop]
+
+    @staticmethod
+    def words_of_label(label: str) -> set[str]:
+        return words_of(label)
 
     def idf(self, w: str) -> float:
         return math.log(1 + self.n / (1 + self.df.get(w, 0)))
 
-    def lexical(self, *texts: str) -> float:
-        """Share of the task's words (IDF-weighted) that the texts say, a synonym counting half."""
+    def lexical(self, *texts: str, verb: bool = True) -> float:
+        """Share of the task's words (IDF-weighted) that the texts say, a synonym or the
+        opposite action ("Unpin" for "pin": the same button in its other state) counting half;
+        ``verb=False`` leaves the task's verb out (``verb_hit`` scores it)."""
         have = words_of(*texts)
+        words = [w for w in self.words if verb or w != self.verb]
+        total = sum(self.idf(w) for w in words) or 1.0
+        return sum(self.idf(w) * _match(w, have) for w in words) / total
+
+    def verb_hit(self, *texts: str) -> float:
+        """1 when the texts say the task's verb ("Pin", "Delete"), 0.5 for a synonym or its
+        opposite ("Unpin"), 0 otherwise (and for a verb as vague as "set" or "make")."""
+        if not self.verb or self.verb in VAGUE:
+            return 0.0
+        return _match(self.verb, words_of(*texts))
+
+    def lexical_in(self, vocabulary: set[str]) -> float:
+        """``lexical`` against a set of stemmed words (an app's whole vocabulary)."""
         total = sum(self.idf(w) for w in self.words) or 1.0
-        got = 0.0
-        for w in self.words:
-            if w in have:
-                got += self.idf(w)
-            elif _SYN.get(w, set()) & have:
-                got += 0.5 * self.idf(w)
+        got = sum(self.idf(w) if w in vocabulary else 0.5 * self.idf(w) if _SYN.get(w, set()) & vocabulary else 0.0
+                  for w in self.words)
         return got / total
 
     def semantic(self, texts: list[str]) -> list[float]:

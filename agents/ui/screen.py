@@ -40,6 +40,7 @@ class Element:
     in_list: bool = False       # inside a scrolling container (a list row or what a row holds)
     texts: list[str] = field(default_factory=list)     # every text in its subtree, nested elements' too
     check_cls: str = ""         # the class of what shows its checked state (Switch, RadioButton, …)
+    row: bool = False           # one of a list's like rows (or inside one): its label is data
 
     @property
     def center(self) -> tuple[int, int]:
@@ -110,10 +111,32 @@ class Screen:
             e = self.elements[e.owner]
         return e
 
-    def signature(self) -> str:
-        """Same screen, same signature: the app, the activity and what is on it."""
-        return "|".join([self.package, self.activity] + [e.describe() for e in self.elements])
+    def row_texts(self, e: Element) -> list[str]:
+        """What identifies the list row ``e`` is in: the texts of everything in its row. Rows
+        are cut at the repeated element that comes first in each row (an alarm's expand arrow),
+        so an expanded alarm, whose card is no longer one element, still reads as one row."""
+        groups: dict[str, list[Element]] = {}
+        for x in self.elements:
+            if x.row and x.rid:
+                groups.setdefault(x.rid, []).append(x)
+        groups = {k: v for k, v in groups.items() if len(v) > 1}
+        if not groups:
+            return list(self.row_of(e).texts)
+        anchors = min(groups.values(), key=lambda v: min(x.bounds[1] for x in v))
+        tops = sorted(x.bounds[1] for x in anchors)
+        cy = (e.bounds[1] + e.bounds[3]) / 2
 
+        def band(y: float) -> int:
+            return sum(1 for t in tops if t <= y) - 1
+
+        mine = band(cy)
+        if mine < 0:
+            return list(self.row_of(e).texts)
+        out = list(self.row_of(e).texts)
+        for x in self.elements:
+            if x is not e and band((x.bounds[1] + x.bounds[3]) / 2) == mine:
+                out += x.texts[:3]
+        return out
 
 def parse_dump(xml: str, size: tuple[int, int] = (1080, 2400)) -> Screen:
     """The screen a ``uiautomator dump`` describes. ``ScreenError`` when it is not one."""
@@ -144,8 +167,30 @@ def parse_dump(xml: str, size: tuple[int, int] = (1080, 2400)) -> Screen:
     for e in screen.elements:
         o = owners.get(id(e))
         e.owner = index.get(id(o), -1) if o is not None else -1
+    _mark_rows(screen)
     screen.scrollable.sort(key=lambda e: _area(e.bounds), reverse=True)
     return screen
+
+
+def _mark_rows(screen: Screen) -> None:
+    """Rows of a list: elements sharing a resource id, the elements holding them (an alarm's
+    card holds its switch and its time) and everything inside those."""
+    count: dict[str, int] = {}
+    for e in screen.elements:
+        if e.rid:
+            count[e.rid] = count.get(e.rid, 0) + 1
+    for e in screen.elements:
+        if e.rid and count[e.rid] > 1:
+            e.row = True
+            o = e.owner
+            while o >= 0:
+                screen.elements[o].row = True
+                o = screen.elements[o].owner
+    for e in screen.elements:
+        o = e.owner
+        while o >= 0 and not e.row:
+            e.row = screen.elements[o].row
+            o = screen.elements[o].owner
 
 
 def _walk(node: ET.Element, screen: Screen, owner: Element | None, owners: dict[int, Element],

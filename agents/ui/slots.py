@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-QUOTED = re.compile(r"""(?:^|(?<=[\s(:,]))(["'“‘])(?P<q>[^"'“”‘’]{1,200}?)(["'”’])(?=$|[\s.,;:!?)])""")
+QUOTED = re.compile(r'"(?P<q>[^"]{1,200})"|“(?P<q2>[^”]{1,200})”|‘(?P<q3>[^’]{1,200})’'
+                    r"|(?<![\w])'(?P<q4>.{1,200}?)'(?![\w])")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 PHONE = re.compile(r"(?<![\w:])(?:\+?\d{1,2}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?!\w)"
                    r"|(?<![\w:])\d{3}-\d{4}(?!\w)")
@@ -97,7 +98,7 @@ def analyze(task: str) -> TaskInfo:
             info.slots.append(Slot(kind, surface, value, a, b))
 
     for m in QUOTED.finditer(text):
-        add("text", m, group="q")
+        add("text", m, group=next(g for g in ("q", "q2", "q3", "q4") if m.group(g) is not None))
     for m in CALLED.finditer(text):
         add("name", m, group="n")
     for m in EMAIL.finditer(text):
@@ -218,6 +219,12 @@ def slot_match(slot: Slot, label: str) -> float:
             if _time(tm) == (h, m):
                 return 1.0
         return 0.0
+    if slot.kind == "duration":          # "+1:00", "1:30:00", "5 min"
+        m = re.fullmatch(r"\+?\s*(?:(\d+):)?(\d{1,2}):(\d{2})", label.strip())
+        if m and (int(m[1] or 0) * 3600 + int(m[2]) * 60 + int(m[3])) == slot.value:
+            return 1.0
+        d = DURATION.search(label)
+        return 1.0 if d and _seconds(d) == slot.value else 0.0
     if slot.kind == "day":
         names = DAYS if slot.value < 7 else ()
         lab = label.lower()

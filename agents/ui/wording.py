@@ -1,0 +1,63 @@
+"""A task as people phrase it, reduced to what the planner reads: politeness dropped ("Could you
+…for me?"), the app it names taken out and returned apart ("Using the Settings app, …", "…in
+Google Clock"), and a few phrasal verbs said the way apps label their buttons ("get rid of" is
+"delete", "take X off" is "remove X from"). Quoted text is never touched.
+
+    normalize("Could you take Wednesday off the 07:19 alarm in Google Clock?", ["Clock"])
+    -> ("remove Wednesday from the 07:19 alarm", "Clock")
+"""
+from __future__ import annotations
+
+import re
+
+POLITE = re.compile(r"^(please|kindly|could you|can you|would you|will you|would you mind|"
+                    r"i need you to|i want you to|i'?d like you to|i would like you to|help me(?: to)?|"
+                    r"go ahead and|let'?s|now|just|also)\b[\s,]*", re.I)
+TRAILING = re.compile(r"[\s,]*(?:\b(?:for me|please|thanks|thank you|right away|now)\b)?\s*[?.!]*\s*$", re.I)
+PHRASES = [
+    (r"\bremove (.+?) from (?:my |the )?(?:blocked (?:numbers|list|contacts)|block ?list)\b", r"unblock \1"),
+    (r"\bget rid of\b", "delete"),
+    (r"\btake (.+?) off\b", r"remove \1 from"),
+    (r"\bmark (.+?) as (?:starred|a favou?rite|favou?rite|important)\b", r"star \1"),
+    (r"\bswitch (on|off)\b", r"turn \1"),
+    (r"\bget on(?:to)?\b", "connect to"),
+    (r"\bhook up\b", "pair"),
+    (r"\bwrite (?=[A-Z])", "send "),
+    (r"\bshoot (?:a )?(?:text|message) to\b", "text"),
+    (r"\bget (?:a )?(?:text|message) to\b", "text"),
+]
+
+
+def normalize(task: str, apps: list[str]) -> tuple[str, str | None]:
+    """(the task without politeness and app invocation, the app it named or None)."""
+    text = " ".join(task.split())
+    quoted: list[str] = []
+
+    def hide(m: re.Match) -> str:           # quoted text stays exactly as written
+        quoted.append(m.group(0))
+        return f"\x00{len(quoted) - 1}\x00"
+
+    from .slots import QUOTED
+
+    text = QUOTED.sub(hide, text)
+    named = None
+    for app in sorted(apps, key=len, reverse=True):
+        name = re.escape(app)
+        invoke = re.compile(rf"(?:^|(?<=[\s,]))(?:(?:open|launch|go to|use|using|in|on|with|from|inside)\s+)"
+                            rf"(?:the\s+)?(?:google\s+)?{name}(?:\s+app)?(?:\s*,\s*|\s+and\s+(?:then\s+)?|\s+to\s+|(?=\s*[.?!]*$))"
+                            rf"|\bgoogle\s+{name}(?:'s)?\b(?:\s+app)?", re.I)
+        m = invoke.search(text)
+        if m:
+            named = app
+            text = (text[:m.start()] + " " + text[m.end():]).strip()
+            break
+    for _ in range(3):
+        text = POLITE.sub("", text).strip()
+    text = TRAILING.sub("", text).strip(" ,")
+    for pattern, repl in PHRASES:
+        text = re.sub(pattern, repl, text, flags=re.I if not pattern.endswith("(?=[A-Z])") else 0)
+    text = re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], text)
+    text = " ".join(text.split())
+    if text and text[0].islower():
+        text = text[0].upper() + text[1:]
+    return text, named
