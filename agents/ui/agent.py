@@ -12,7 +12,6 @@ successes come back as plans for similar tasks (``recall.py``), failures as road
 """
 from __future__ import annotations
 
-import re
 import threading
 import time
 from typing import Any, Callable, Iterator

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .device import LAUNCHERS
 from .explore import POSITIVE
 from .goals import Goal
-from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key, keys_of
+from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .knowledge import Knowledge
 from .planner import Step
 from .progress import Progress

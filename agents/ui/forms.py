@@ -1,0 +1,98 @@
+"""Forms and pickers: which slot each text field takes and what is typed there (a first name,
+a last name, a company), and the steps that set a time picker or a timer keypad to a slot."""
+from __future__ import annotations
+
+from .entry import digits_step, duration_digits, entry_kind, time_step
+from .fields import field_fit
+from .goals import VALUE_KINDS
+from .graph import element_key
+from .progress import Progress
+from .screen import Element, Screen
+from .slots import Slot, split_name
+from .step import Step
+
+NAME_FIELDS = {"first": ("first", "given"), "last": ("last", "surname", "family")}
+
+
+class Forms:
+    def __init__(self, task):
+        self.task = task
+        self._title = ""          # the screen in front's title (a dialog's says what its field is for)
+
+    def fill(self, screen: Screen, p: Progress) -> list[Step]:
+        """Type the slots this screen's fields take (a form is filled before it is saved); times
+        and durations are set on their dial or keypad instead (``entry``)."""
+        if entry_kind(screen):
+            return []
+        fields = [e for e in screen.elements if e.editable and not e.password]
+        secret = [e for e in screen.elements if e.editable and e.password]
+        left = [i for i in p.unused() if self.task.slots[i].kind in VALUE_KINDS + ("name",)
+                and self.task.slots[i].kind not in ("time", "duration")]
+        if not left or not (fields or secret):
+            return []
+        out = []
+        for e in fields + secret:
+            if p.typed.get(element_key(e)):
+                continue
+            slot = self.slot_for_field(e, p)
+            if slot is not None:
+                text = self.text_for(e, self.task.slots[slot])
+                uses = slot
+                if text != self.task.slots[slot].text and any(     # a first name: the last name is left
+                        f is not e and not p.typed.get(element_key(f)) and
+                        self.text_for(f, self.task.slots[slot]) not in (text, self.task.slots[slot].text)
+                        for f in fields):
+                    uses = None
+                out.append(Step("type", e, text, uses, why=f'type "{text}" in {e.label}'))
+        return out[:1]
+
+    def slot_for_field(self, e: Element, p: Progress) -> int | None:
+        """The slot a field takes: by its kind (a phone number, an email…) and the words next to
+        the slot in the task ("works at Acme" goes to Company)."""
+        label = " ".join([e.label, e.desc, e.rid.replace("_", " "), self._title]).lower()
+        best, score = None, 0.0
+        for i in p.unused():
+            s = self.task.slots[i]
+            if s.kind in ("time", "duration", "ordinal", "day"):
+                continue
+            sc = field_fit(label, s, self.task.text, e.password)
+            if sc > score:
+                best, score = i, sc
+        return best if score > 0 else None
+
+    def text_for(self, e: Element, slot: Slot) -> str:
+        if slot.kind == "name":
+            label = " ".join([e.label, e.rid]).lower()
+            first, last = split_name(slot.text)
+            if any(w in label for w in NAME_FIELDS["first"]) and last:
+                return first
+            if any(w in label for w in NAME_FIELDS["last"]) and last:
+                return last
+        return slot.text
+
+    def entry(self, screen: Screen, p: Progress) -> Step | None:
+        kind = entry_kind(screen)
+        if kind == "time":
+            for i in p.unused():
+                s = self.task.slots[i]
+                if s.kind == "time":
+                    nxt = time_step(screen, *s.value)
+                    if nxt is None:
+                        p.used.add(i)          # the picker shows it: confirmed with its OK
+                        p.pending.add(i)
+                        return None
+                    action, el, text = nxt
+                    return Step(action, el, text, why=f"set the time to {s.text}: {action} {el.label}")
+        if kind == "digits":
+            for i in p.unused():
+                s = self.task.slots[i]
+                if s.kind == "duration":
+                    nxt = digits_step(screen, duration_digits(s.value))
+                    if nxt is None:
+                        p.used.add(i)
+                        p.pending.add(i)
+                        return None
+                    action, el, text = nxt
+                    return Step(action, el, text, why=f"enter {s.text}: tap {el.label}")
+        return None
+
