@@ -97,3 +97,11 @@ def test_the_checks_can_fail(tmp_path):
     known["a"].write_text("import b\n")
     known["b"].write_text("def f():\n    from a import x\n")
     assert imports_of("a", known["a"], known) == {"b"} and imports_of("b", known["b"], known) == {"a"}
+
+
+def test_the_ui_agent_is_a_pure_adb_client():
+    """agents.ui talks to a phone over adb only: it never imports the virtual phone or the
+    benchmark's harness (whose state checks would be an oracle no real phone has)."""
+    bad = sorted(f"{m} imports {t}" for m, ts in graph().items() if m.startswith("agents.ui")
+                 for t in ts if t.startswith(("agents.phone", "agents.harness")))
+    assert not bad, "\n".join(bad)

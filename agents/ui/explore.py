@@ -1,5 +1,4 @@
 """Exploring an app over adb alone, into its UI transition graph (``graph.py``).
-
 A bounded, resumable crawl: open the app on its first screen, then try every element of every
 screen it finds — tap, and long press where the element takes one — recording what each did,
 and come back (BACK, a dialog's Cancel, or the app opened afresh and a recorded path replayed).
@@ -12,7 +11,6 @@ sent to the phone (taps, swipes, keys, app starts).
 """
 from __future__ import annotations
 
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -20,23 +18,15 @@ from typing import Callable
 
 from .actions import ActionError
 from .device import LAUNCHERS, Device
+from .exploring import NEGATIVE, NUMBER, changes, labels_of, same_element, unsafe
 from .graph import NEW_SCREEN, SAME, AppGraph, UIEdge, UIElement, UIScreen, element_key, keys_of
 from .knowledge import Knowledge
-from .safety import SENSITIVE
 from .screen import Element, Screen
 
 MAX_SCAN_SWIPES = 12          # a screen's list is read this far down when it is first seen
 GROUP_MIN = 4                 # this many like list rows (or number keys) form a group...
 GROUP_SAMPLE = 2              # ...learned from its first two when they do the same
 ROW_CAP = 10                  # rows of one list tried at most (when they do not all do the same)
-# reversible but unwelcome on someone's phone: an explorer leaves them alone too
-AVOID = re.compile(r"\b(archive|unarchive|mute|unmute|discard|clear|sign out|log ?out|"
-                   r"mark all|empty|restart|shut ?down|power off|erase|lock now|emergency|sos)\b", re.I)
-POSITIVE = re.compile(r"^(ok|save|done|apply|confirm|set|add|create|yes|allow|continue|next|"
-                      r"submit|finish|accept|update|rename|join|connect|pair|install|start)$", re.I)
-NEGATIVE = re.compile(r"^(cancel|no|not now|dismiss|close|never|deny|don.t allow|skip|later)$", re.I)
-NUMBER = re.compile(r"^\d{1,2}$")
-
 Progress = Callable[["ExploreReport"], None]
 
 
@@ -63,22 +53,6 @@ class ExploreReport:
         return (f"{self.package}: {self.screens} screens, {self.edges} edges ({self.new_screens} "
                 f"new screens, {self.new_edges} new edges, {self.commits} commits not taken), "
                 f"{self.actions} actions, {self.seconds / 60:.1f} min, {state}")
-
-
-def unsafe(el: UIElement | Element, kind: str, on_form: bool) -> str:
-    """Why an explorer must not take this element ("" when it may)."""
-    label = el.label if isinstance(el, UIElement) else el.label
-    words = " ".join([label, getattr(el, "detail", "") or getattr(el, "desc", "")])
-    m = SENSITIVE.search(words) or AVOID.search(words)
-    if m:
-        return f"{m[0].lower()}"
-    key = el.key if isinstance(el, UIElement) else element_key(el)
-    name = label.strip().lower()
-    if kind != "screen" and (key == "button1" or POSITIVE.match(name)):
-        return "confirms"
-    if on_form and POSITIVE.match(name):
-        return "commits the form"
-    return ""
 
 
 class Explorer:
@@ -231,7 +205,7 @@ class Explorer:
             edge.dst = there.id
             return edge
         now = {element_key(x): x for x in after.elements}
-        twin = _same_element(after, e)
+        twin = same_element(after, e)
         if e.checkable and twin is not None and twin.checked != e.checked:
             edge.effect, edge.detail = "toggle", {"checked": [e.checked, twin.checked]}
         elif twin is not None and twin.label != e.label:
@@ -241,7 +215,7 @@ class Explorer:
         elif e.editable:
             edge.effect = "focus"
         else:
-            changed = _changes(before, after)
+            changed = changes(before, after)
             if changed:
                 edge.effect, edge.detail = "content", {"changed": changed[:8]}
         return edge
@@ -250,7 +224,7 @@ class Explorer:
                  e: Element) -> tuple[Screen, UIScreen]:
         """Back where the element was tried, as it was."""
         if edge.effect in ("toggle", "relabel"):
-            twin = _same_element(after, e) or next(
+            twin = same_element(after, e) or next(
                 (x for x in after.elements if element_key(x) == edge.key), None)
             if twin is not None and not unsafe(twin, there.kind, False):
                 self._act("tap", twin)
@@ -333,7 +307,7 @@ class Explorer:
         for _ in range(MAX_SCAN_SWIPES):
             self._count(self.device.swipe("down", screen))
             after = self.device.observe()
-            if keys_of(after)[0] == keys_of(screen)[0] and _labels(after) == _labels(screen):
+            if keys_of(after)[0] == keys_of(screen)[0] and labels_of(after) == labels_of(screen):
                 return after
             screen = after
         return screen
@@ -375,7 +349,7 @@ class Explorer:
         for i in range(1, MAX_SCAN_SWIPES + 1):
             self._count(self.device.swipe("up", screen))
             after = self.device.observe()
-            if _labels(after) == _labels(screen):
+            if labels_of(after) == labels_of(screen):
                 break
             known.observe(after, scroll=i)
             screen = after
@@ -424,22 +398,3 @@ class Explorer:
 
     def _checked(self, screen: Screen, key: str) -> bool:
         return any(element_key(e) == key and e.checked for e in screen.elements)
-
-
-def _same_element(after: Screen, e: Element) -> Element | None:
-    """``e`` on the screen after an action: at the same place with the same id/class."""
-    for x in after.elements:
-        if x.bounds == e.bounds and x.rid == e.rid and x.cls == e.cls:
-            return x
-    return None
-
-
-def _labels(screen: Screen) -> list[str]:
-    return [e.label for e in screen.elements]
-
-
-def _changes(before: Screen, after: Screen) -> list[str]:
-    """The texts that appeared or changed (a display showing a digit typed on a keypad)."""
-    a = [(e.label, e.checked) for e in before.elements] + [(t, False) for t in before.texts]
-    b = [(e.label, e.checked) for e in after.elements] + [(t, False) for t in after.texts]
-    return [label for label, _ in b if (label, _) not in a]

@@ -4,7 +4,7 @@ edges — an episode adds to the app's graph as exploration does, without its sc
 from __future__ import annotations
 
 from .device import LAUNCHERS
-from .explore import POSITIVE
+from .exploring import POSITIVE
 from .goals import Goal
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .knowledge import Knowledge
@@ -127,7 +127,8 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
     if reached:
         p.reached.append(goal)
         p.goal = None
-        p.pending.clear()
+        if goal.kind in ("commit", "pick", "choice"):      # what confirms values entered for it
+            p.pending.clear()
 
 
 def _same_word(a: str, b: str) -> bool:

@@ -105,6 +105,10 @@ class Screen:
             return "sheet"
         return "dialog"
 
+    def signature(self) -> str:
+        """Same screen, same signature: the app, the activity and what is on it."""
+        return "|".join([self.package, self.activity] + [e.describe() for e in self.elements])
+
     def row_of(self, e: Element) -> Element:
         """The outermost actionable element ``e`` sits in (itself when it sits in none)."""
         while e.owner >= 0:

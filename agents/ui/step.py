@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .exploring import NEGATIVE, POSITIVE
 from .goals import Goal, effect_text
 from .graph import AppGraph, UIEdge, element_key
 from .screen import Element
 
+__all__ = ["CREATE", "NEGATIVE", "POSITIVE", "REMOVE", "Step", "effect_line"]
+
 REMOVE = re.compile(r"\b(remove|delete|dismiss|take .+ off)\b", re.I)
 CREATE = re.compile(r"\b(create|new|make a (?:new )?contact|add a (?:new )?contact)\b", re.I)
-POSITIVE = re.compile(r"^(ok|save|done|apply|confirm|set|start|add|create|send|yes|next|update|connect)$", re.I)
-NEGATIVE = re.compile(r"^(cancel|no|not now|dismiss|close|never|deny|skip|later|navigate up)$", re.I)
 
 
 @dataclass

@@ -1,0 +1,110 @@
+"""The UI agent on the virtual phone over real TCP adb, after exploring its apps: tasks done
+through the planner with every step verified, a wrong edge excluded and replanned around (the
+episode goes on), the model's choices identical under speculative and plain decoding, and the
+agent never touching the virtual phone's state."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.events import Acted, EpisodeEnd
+from agents.ui.agent import UIAgent
+from agents.ui.explore import Explorer
+from agents.ui.knowledge import Knowledge
+from agents.ui.options import AgentOptions
+
+pytestmark = pytest.mark.slow
+
+APPS = ("com.google.android.deskclock", "com.google.android.contacts")
+
+
+@pytest.fixture(scope="module")
+def explored(tmp_path_factory):
+    """A phone served over TCP and a memory that explored its Clock and Contacts (once)."""
+    from agents.phone.device import VirtualPhone
+    from agents.phone.server import PhoneServer
+    from agents.ui.adb import AdbConnection
+    from agents.ui.device import Device
+    from memory import Memory
+
+    root = tmp_path_factory.mktemp("explored")
+    phone = VirtualPhone()
+    server = PhoneServer(phone, host="127.0.0.1", port=0, auth=False)
+    port = server.start()
+    device = Device(AdbConnection(f"127.0.0.1:{port}", root / "keys", timeout_s=5.0))
+    device.connect()
+    memory = Memory.open(root / "data")
+    for package in APPS:
+        phone.reset()
+        Explorer(device, Knowledge(memory.ui_graphs), budget=800).explore(package)
+    yield phone, device, memory
+    memory.close()
+    device.close()
+    server.stop()
+
+
+class Stub:
+    model_name = "none"
+
+
+def episode(agent, task):
+    events = list(agent.run(task))
+    return [e for e in events if isinstance(e, Acted)], events[-1]
+
+
+@pytest.mark.parametrize("task, setup, check", [
+    ("Set an alarm for 6:47 AM in Google Clock.", {},
+     lambda s: any((a["hour"], a["minute"], a["ampm"]) == (6, 47, "AM") for a in s["clock"]["alarms"])),
+    ("Could you start a 1 hour 30 minute timer?", {},
+     lambda s: s["clock"]["timer"]["set_seconds"] == 5400 and s["clock"]["timer"]["state"] == "running"),
+    ("Add John Smith to favorites.", {},
+     lambda s: next(c for c in s["contacts"]["list"] if c["last"] == "Smith")["favorite"] is True),
+    ("Create a new contact named Ana Silva with phone number 555-0142.", {},
+     lambda s: any(c["first"] == "Ana" and c["last"] == "Silva" and "0142" in c["phone"]
+                   for c in s["contacts"]["list"])),
+])
+def test_tasks_done_with_every_step_verified(explored, task, setup, check):
+    phone, device, memory = explored
+    phone.reset(setup)
+    agent = UIAgent(Stub(), memory, device, AgentOptions(policy="planner", verify=True, recall=False),
+                    confirm=lambda q: True)
+    acted, end = episode(agent, task)
+    assert isinstance(end, EpisodeEnd) and end.outcome == "done", [a.action for a in acted]
+    assert check(phone.state()) and not any(a.error for a in acted)
+
+
+def test_a_step_that_does_not_do_what_it_said_is_excluded_and_replanned(explored):
+    phone, device, memory = explored
+    phone.reset()
+    knowledge = Knowledge(memory.ui_graphs)
+    g = knowledge.graph("com.google.android.deskclock")
+    # the graph now says "Add alarm" opens the Bedtime tab: a lie the phone will not confirm
+    lie = next(e for e in g.edges.values() if e.label == "Add alarm" and e.effect == "dialog")
+    truth = lie.dst
+    lie.dst = next(s.id for s in g.screens.values() if s.title == "Bedtime")
+    agent = UIAgent(Stub(), memory, device, AgentOptions(policy="planner", verify=True, recall=False),
+                    confirm=lambda q: True, knowledge=knowledge)
+    acted, end = episode(agent, "Set an alarm for 6:20 PM in Google Clock.")
+    assert end.outcome == "done" and lie.failed >= 1          # not the end of the episode
+    assert any((a["hour"], a["minute"], a["ampm"]) == (6, 20, "PM") for a in phone.state()["clock"]["alarms"])
+    lie.dst, lie.failed = truth, 0
+
+
+def test_the_models_choices_are_the_same_with_speculation_and_without(explored, engine):
+    phone, device, memory = explored
+    chosen = []
+    for method in ("hexa", "vanilla"):
+        phone.reset()
+        agent = UIAgent(engine, memory, device, AgentOptions(policy="model", method=method, recall=False),
+                        confirm=lambda q: True)
+        acted, end = episode(agent, "Add John Smith to favorites.")
+        chosen.append([a.action for a in acted])
+    assert chosen[0] == chosen[1]
+
+
+def test_the_agent_never_reads_the_virtual_phone():
+    root = Path(__file__).resolve().parents[3] / "agents" / "ui"
+    for path in root.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "hexa-phone" not in text and "agents.phone" not in text and "harness" not in text, path

@@ -1,0 +1,72 @@
+"""Reading a task: its wording reduced to what the planner reads, and its slots."""
+from __future__ import annotations
+
+import pytest
+
+from agents.ui.slots import analyze, slot_match
+from agents.ui.wording import normalize
+
+APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
+
+
+@pytest.mark.parametrize("task, core, app", [
+    ("Could you take Wednesday off the 07:19 alarm?", "Remove Wednesday from the 07:19 alarm", None),
+    ("Using the Settings app, set the phone's device name to 'Kitchen phone'.",
+     "Set the phone's device name to 'Kitchen phone'", "Settings"),
+    ("In Google Clock, add a new alarm for 6:20 PM.", "Add a new alarm for 6:20 PM", "Clock"),
+    ("Can you get rid of Jonah Brennan's contact for me?", "Delete Jonah Brennan's contact", None),
+    ("Please text Leila Sorensen \"Start without me, I'm stuck in traffic\".",
+     "Text Leila Sorensen \"Start without me, I'm stuck in traffic\"", None),
+    ("Could you remove +1 (702) 555-0113 from my blocked numbers?", "Unblock +1 (702) 555-0113", None),
+    ("Mark the message 'Can you send me the address?' in my chat with Nora as starred.",
+     "Star the message 'Can you send me the address?' in my chat with Nora", None),
+    ("Open Google Clock.", "", "Clock"),
+])
+def test_wording_keeps_the_task_and_names_the_app(task, core, app):
+    got, named = normalize(task, APPS)
+    assert got.strip(" .") == core and named == app
+
+
+def test_quoted_text_is_never_rewritten():
+    got, _ = normalize("Send 'could you get rid of it please' to Ana in Messages", APPS)
+    assert "'could you get rid of it please'" in got
+
+
+def kinds(task: str) -> list[tuple[str, str]]:
+    return [(s.kind, s.text) for s in analyze(task).slots]
+
+
+def test_slots_of_every_kind():
+    assert kinds("Text Priya Patel 'It's done' at 555-0142") == [
+        ("name", "Priya Patel"), ("text", "It's done"), ("phone", "555-0142")]
+    assert kinds("Add the email address emily.chen@example.com to Emily Chen's contact") == [
+        ("email", "emily.chen@example.com"), ("name", "Emily Chen")]
+    assert kinds("Create a contact for Carlos Mendez who works at Acme Corp") == [
+        ("name", "Carlos Mendez"), ("name", "Acme Corp")]
+    assert kinds("Create a new contact label called Book club.") == [("name", "Book club")]
+    info = analyze("Change the 7:55 a.m. alarm to 4:14 PM")
+    assert [s.value for s in info.slots] == [(7, 55), (16, 14)]
+    assert analyze("Start a 1 hour 30 minute timer").slots[0].value == 5400
+    assert analyze("Schedule it for June 15 at 5:30 PM").slots[0].value == (6, 15)
+    assert analyze("Delete the contact Mark Lee.").slots[0].text == "Mark Lee"
+
+
+def test_polarity_and_words():
+    off = analyze("Turn off Bluetooth.")
+    assert off.polarity is False and off.words == []
+    assert analyze("Enable location services on my Android device.").polarity is True
+    assert analyze("Change the phone ringtone to 'Copycat' on my device").polarity is None
+    assert analyze("Make the font size as large as possible.").maximum is True
+
+
+def test_slot_matching():
+    name = analyze("Send it to Ana").slots[0]
+    assert slot_match(name, "Ana Rodriguez") > 0.5 and slot_match(name, "Anabel Lee") == 0.0
+    phone = analyze("Block +1 650-555-0199").slots[0]
+    assert slot_match(phone, "(650) 555-0199") == 1.0 and slot_match(phone, "(650) 555-0198") == 0.0
+    time = analyze("the 7:00 AM alarm").slots[0]
+    assert slot_match(time, "7:00 AM") == 1.0 and slot_match(time, "7:00 PM") == 0.0
+    minute = analyze("Add one minute to the timer").slots[0]
+    assert slot_match(minute, "+1:00") == 1.0
+    day = analyze("also ring on Saturdays").slots[0]
+    assert slot_match(day, "Saturday") == 1.0 and slot_match(day, "Sunday") == 0.0
