@@ -43,11 +43,13 @@ class DeviceLink:
         from agents.ui.adb import AdbConnection
         from agents.ui.device import Device
 
+        from ..phone_agent import is_virtual
+
         device = Device(AdbConnection(address, self.locs.adb_keys, timeout_s=TIMEOUT_S,
                                       auth_timeout_s=AUTH_TIMEOUT_S, on_auth=on_auth))
         try:
             device.connect()
-            virtual = device.virtual_state() is not None
+            virtual = is_virtual(device)     # the app's knowledge, never the agent's
         except Exception:
             device.close()
             raise
