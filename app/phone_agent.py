@@ -105,8 +105,9 @@ def explore_apps(device, knowledge, apps: list[tuple[str, str]], budget: int,
                  explored: ExploreProgress | None = None, before: Callable[[str], None] | None = None) -> list:
     """Explore each (name, package) in turn into ``knowledge``; their reports. ``progress`` is
     called after every edge, ``explored`` once per app, ``before(package)`` before each (the bench
-    resets its phone there). An app that cannot be explored gets a report with the reason in
-    ``note`` and the others go on; a phone that goes away raises ``DeviceError``."""
+    resets its phone there); the phone is left on its home screen. An app that cannot be explored
+    gets a report with the reason in ``note`` and the others go on; a phone that goes away raises
+    ``DeviceError``."""
     from agents.ui.explore import ExploreError, ExploreReport, Explorer
 
     if budget < 1:
@@ -126,4 +127,16 @@ def explore_apps(device, knowledge, apps: list[tuple[str, str]], budget: int,
         reports.append(report)
         if explored is not None:
             explored(i, name, report)
+    if reports:
+        _home(device)
     return reports
+
+
+def _home(device) -> None:
+    """Leave the phone on its home screen, where a user (and the next task) expects it."""
+    from agents.ui.actions import ActionError
+
+    try:
+        device.key("home")
+    except ActionError:
+        pass
