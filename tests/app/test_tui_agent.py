@@ -124,7 +124,8 @@ async def test_an_episode_drives_the_phone_and_every_panel_follows(tmp_path):
         sessions = screen.query_one(SessionList)
         await wait(pilot, lambda: len(sessions.children) == 1, 10, "the session listed")
         item = sessions.query_one(SessionItem)
-        assert item.outcome == episode.outcome and f"· {episode.outcome.replace('_', ' ')}" in item_text(item)
+        assert item.outcome == episode.outcome
+        assert item_text(item) == f"{episode.outcome.replace('_', ' ')} {TASK}"
         # ...which opens read-only
         await pilot.press("ctrl+n")
         await wait(pilot, lambda: not log_text(screen), 10, "a new, empty log")

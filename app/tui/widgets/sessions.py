@@ -16,8 +16,8 @@ def outcome_style(outcome: str) -> str:
 class SessionItem(ListItem):
     def __init__(self, session, outcome: str = "") -> None:
         label = Text(session.title or "Untitled")
-        if outcome:
-            label.append(f" · {outcome.replace('_', ' ')}", style=outcome_style(outcome))
+        if outcome:       # first: the list is narrow, a long title is cut at its end
+            label = Text.assemble((outcome.replace("_", " "), outcome_style(outcome)), " ", label)
         super().__init__(Label(label))
         self.session = session
         self.outcome = outcome
