@@ -53,7 +53,7 @@ class DeviceLink:
         except Exception:
             device.close()
             raise
-        return Connected(device, virtual, _first_look(device))
+        return Connected(device, virtual, first_look(device))
 
     def start_virtual(self, on_auth: Callable[[], None] | None = None) -> Connected:
         """Thread: start the virtual phone (once; later calls reuse it) and connect to it. Its key
@@ -85,7 +85,7 @@ class DeviceLink:
             _quietly(server.stop)
 
 
-def _first_look(device) -> Any:
+def first_look(device) -> Any:
     """The screen now, for the panel; None if it cannot be read yet (the agent will say why)."""
     try:
         return device.observe()

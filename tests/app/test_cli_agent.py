@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,3 +146,33 @@ def test_phone_state_on_a_phone_that_is_not_virtual(home, tmp_path, capsys):
             assert "not found" in line
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_agent_runs_a_task_before_and_after_exploring(home, phone, capsys):
+    """The real agent on the embedded model: without a graph it says so and still runs; after
+    `hexa agent explore` it does not; each step prints the screen, the candidates and the action,
+    the model's figures when it was asked; the end line's outcome decides the exit status."""
+    vphone, address = phone
+
+    def episode(task: str) -> tuple[int, str, str]:
+        code, out, err = run(capsys, "agent", "--device", address, "--yes", "--max-steps", "8", task)
+        assert "Traceback" not in err
+        end = re.search(r"^episode (\d+): (\w+) after (\d+) step\(s\)", out, re.M)
+        assert end, out
+        assert code == (0 if end[2] == "done" else 1)
+        assert re.search(r"^step 1  com\.google\.android\.apps\.nexuslauncher", out, re.M)
+        for line in out.splitlines():
+            if "[model:" in line:
+                assert re.search(r"\[model: \d+ tok, [\d.]+ accepted/step, \d+ ms/tok, TTFT \d+ ms\]$", line)
+        assert len(re.findall(r"^  -> ", out, re.M)) >= 1
+        return code, out, err
+
+    _, _, err = episode("Turn on airplane mode")
+    assert "no app explored yet: run `hexa agent explore` first" in err and "the virtual phone" in err
+    code, _, err = run(capsys, "agent", "explore", "--device", address, "--app", "Settings", "--budget", "120")
+    assert code == 0, err
+    assert vphone.state()["foreground"]["package"] == "com.google.android.apps.nexuslauncher"
+    _, _, err = episode("Turn on airplane mode")
+    assert "no app explored yet" not in err

@@ -23,17 +23,20 @@ CLOCK = "com.google.android.deskclock"
 
 
 def check_words(tasks) -> set[str]:
-    """Every state path and the whole check of each task: what must never reach the agent."""
+    """Each check's state paths (a comparison's first operand: "settings.bluetooth", "item.hour")
+    and the whole check of each task: what must never reach the agent. (Its values may: "London"
+    or Clock's package are on the phone's screens too.)"""
     out: set[str] = set()
 
     def walk(x) -> None:
-        if isinstance(x, str) and re.fullmatch(r"[a-z_]+(\.[\w.]+)+", x):
-            out.add(x)
-        elif isinstance(x, dict):
+        if isinstance(x, dict):
             for v in x.values():
                 walk(v)
         elif isinstance(x, list):
-            for v in x:
+            path = bool(x) and isinstance(x[0], str) and re.fullmatch(r"[a-z_]+(\.[\w.]+)+", x[0])
+            if path:
+                out.add(x[0])
+            for v in x[1:] if path else x:
                 walk(v)
     for t in tasks:
         walk(t.check)

@@ -96,7 +96,7 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
         bar = screen.query_one(ExploreBar)
         await wait(pilot, lambda: re.search(r"Settings: ([1-9]\d*)/300 actions", bar_text(screen)), 30,
                    "exploring Settings")
-        assert bar.has_class("running") and "0/10 apps done" in bar_text(screen)
+        assert bar.has_class("running") and bar_text(screen).startswith("app 1/10 · Settings: ")
         assert "screens" in bar_text(screen) and "edges" in bar_text(screen)
         assert screen.query_one(ProgressBar).progress > 0
         await pilot.press("enter")                           # the button again: one at a time
@@ -136,6 +136,9 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
         assert "step 1  Home screen" in log and f"■ {episode.outcome} after" in log
         assert "No app explored yet" not in log
         assert phone.state()["visited"]                      # the phone's own state moved
+        # the panel shows the phone as the episode left it (read again after the last action)
+        now = screen.link.device.observe()
+        assert screen.query_one(PhonePanel).phone_screen.signature() == now.signature()
 
         # Esc mid-episode (one at a time meanwhile; the sessions list says how it ended)
         paced(screen.link.device, 0.3)

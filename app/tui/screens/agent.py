@@ -26,7 +26,7 @@ from agents.ui.prompt import app_name
 from engine.events import Done
 
 from ...phone_agent import agent_options
-from ..device_link import Connected, DeviceLink
+from ..device_link import Connected, DeviceLink, first_look
 from ..jobs import Job, one_line
 from ..keys import bind
 from ..widgets.explore_bar import ExploreBar
@@ -40,6 +40,12 @@ from .confirm import AskUser, ConfirmAction, wait_for_answer
 from .session_actions import memory_action
 
 INDEX = re.compile(r"^(?:tap|long_press|type)\((\d+)")
+
+
+@dataclass(frozen=True)
+class PhoneNow:
+    """The phone as an episode left it (None: it could not be read)."""
+    screen: object
 
 
 @dataclass
@@ -205,7 +211,8 @@ class AgentScreen(ExploreActions, ModeScreen):
             def confirm(question: str) -> bool:
                 return wait_for_answer(question, self.post_message,
                                        lambda: job.cancel.is_set() or self.closed.is_set())
-            return UIAgent(engine, memory, device, options, confirm=confirm).run(task, job.cancel)
+            yield from UIAgent(engine, memory, device, options, confirm=confirm).run(task, job.cancel)
+            yield PhoneNow(first_look(device))     # the agent's last read came before its last action
 
         self.session_id, self.step_done, self.shown = None, None, ()
         self.query_one("#task", Input).clear()
@@ -255,6 +262,9 @@ class AgentScreen(ExploreActions, ModeScreen):
             stats = _stats(self.step_done)
             self.step_done = None
             await log.acted(event.action, event.element, stats, event.error)
+        elif isinstance(event, PhoneNow):
+            if event.screen is not None and self.online:
+                panel.show(event.screen, panel.step)
         elif isinstance(event, EpisodeEnd):
             await log.ended(event.outcome, event.steps, event.message, event.success)
             if event.outcome == "disconnected":

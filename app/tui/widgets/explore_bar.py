@@ -28,12 +28,12 @@ class ExploreBar(Horizontal):
     def begin(self, apps: int, budget: int) -> None:
         self.apps, self.budget = max(1, apps), max(1, budget)
         self.query_one(ProgressBar).update(total=self.apps * self.budget, progress=0)
-        self._say(f"exploring: 0/{apps} apps done")
+        self._say(f"app 1/{apps}: starting…")
         self.add_class("running")
 
     def progress(self, index: int, name: str, report) -> None:
         self.query_one(ProgressBar).update(progress=index * self.budget + min(report.actions, self.budget))
-        self._say(f"{index}/{self.apps} apps done · {name}: {report.actions}/{report.budget} actions · "
+        self._say(f"app {index + 1}/{self.apps} · {name}: {report.actions}/{report.budget} actions · "
                   f"{report.screens} screens · {report.edges} edges")
 
     def app_done(self, index: int) -> None:
