@@ -77,34 +77,12 @@ def ask_user(question: str) -> bool:
         return False
 
 
-def connect(settings, locs, on_auth=None):
-    """The device in the settings, connected (``DeviceError`` with a one-line reason)."""
-    from agents.ui.adb import AdbConnection
-    from agents.ui.device import Device
-
-    def say_auth():
-        print(f"hexa: allow hexa's adb key on {settings.device}'s screen", file=sys.stderr)
-
-    conn = AdbConnection(settings.device, locs.adb_keys, on_auth=on_auth or say_auth)
-    device = Device(conn)
-    try:
-        device.connect()
-    except BaseException:
-        device.close()
-        raise
-    return device
-
-
-def describe(device) -> str:
-    return f"{device.address} ({device.model or 'unknown model'}, {device.size[0]}x{device.size[1]})"
-
-
 def cmd_agent(args) -> int:
     from agents.common import AgentError
     from agents.ui.agent import UIAgent
 
     from .loading import load_engine, open_memory
-    from .phone_agent import agent_options, is_virtual, known_apps
+    from .phone_agent import agent_options, connect, describe, is_virtual, known_apps
 
     s = args.loaded.settings
     if args.export is not None:

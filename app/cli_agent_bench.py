@@ -131,12 +131,13 @@ def cmd_agent_bench(args) -> int:
     from agents.harness.control import PhoneControl
     from agents.harness.task_eval import TaskEvalError
 
-    check_args(args)
+    from .agent_bench_report import exploration_table, results_table
+    from .loading import load_engine
+    from .phone_agent import connect, resolve_apps
+
+    check_args(args)              # the flags and the task files first: no phone, no model needed
     rungs = plan_rungs(args)
     shipped = shipped_tasks(args)
-    from .cli_agent import connect
-    from .loading import load_engine
-
     s = args.loaded.settings
     device = connect(s, args.locations)
     folders: list[Path] = []
@@ -148,8 +149,6 @@ def cmd_agent_bench(args) -> int:
         tasks = (shipped + drawn_tasks(args, control, shipped))[:args.limit]
         if not tasks:
             raise AgentError("no tasks to run (see --tasks, --apps, --ids)")
-        from .phone_agent import resolve_apps
-
         apps = resolve_apps(dict.fromkeys(b.task.app for b in tasks), device.apps)
         engine = load_engine(s, args.locations)
         if args.memory:
@@ -159,7 +158,7 @@ def cmd_agent_bench(args) -> int:
             folders.append(base)
         explored = explore(device, control, base, engine, apps, args.explore_budget)
         if explored:
-            print(_exploration(explored))
+            print(exploration_table(explored))
         runs = []
         try:
             for rung in rungs:
@@ -171,8 +170,6 @@ def cmd_agent_bench(args) -> int:
         device.close()
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
-    from .agent_bench_report import results_table
-
     print(results_table(runs))
     if args.json:
         args.json.write_text(json.dumps({
@@ -181,12 +178,6 @@ def cmd_agent_bench(args) -> int:
             "rungs": [{"name": r.name, "options": r.options, "repeat": r.repeat} for r in rungs],
             "tasks": len(tasks), "runs": runs}, indent=1), encoding="utf-8")
     return 0
-
-
-def _exploration(rows: list[dict]) -> str:
-    from .agent_bench_report import exploration_table
-
-    return exploration_table(rows)
 
 
 def _copy(base: Path, name: str, folders: list[Path]) -> Path:

@@ -39,9 +39,8 @@ def cmd_explore(args) -> int:
     from agents.common import AgentError
     from agents.ui.knowledge import Knowledge
 
-    from .cli_agent import connect, describe
     from .loading import open_memory
-    from .phone_agent import explore_apps, forget_app, known_apps, resolve_apps
+    from .phone_agent import connect, describe, explore_apps, forget_app, known_apps, resolve_apps
 
     if args.list:
         with open_memory(args.locations) as memory:

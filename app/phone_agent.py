@@ -5,6 +5,7 @@ the settings, and never learns whether the phone is the virtual one: both are th
 """
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import replace
 from typing import Any, Callable, Iterable
@@ -25,6 +26,27 @@ def agent_options(settings, *, virtual: bool, **overrides) -> AgentOptions:
     return AgentOptions(**{"max_steps": settings.agent_steps, "elements": settings.agent_elements,
                            "method": settings.method, "history_drafting": settings.history_drafting,
                            "settle_s": 0.0 if virtual else REAL_PHONE_SETTLE_S, **overrides})
+
+
+def connect(settings, locs, on_auth=None):
+    """The phone in the settings, connected (``DeviceError`` with a one-line reason)."""
+    from agents.ui.adb import AdbConnection
+    from agents.ui.device import Device
+
+    def say_auth():
+        print(f"hexa: allow hexa's adb key on {settings.device}'s screen", file=sys.stderr)
+
+    device = Device(AdbConnection(settings.device, locs.adb_keys, on_auth=on_auth or say_auth))
+    try:
+        device.connect()
+    except BaseException:
+        device.close()
+        raise
+    return device
+
+
+def describe(device) -> str:
+    return f"{device.address} ({device.model or 'unknown model'}, {device.size[0]}x{device.size[1]})"
 
 
 def is_virtual(device) -> bool:
