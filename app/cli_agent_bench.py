@@ -194,21 +194,21 @@ def explore(device, control, folder: Path, engine, apps: list[tuple[str, str]], 
     from agents.ui.knowledge import Knowledge
     from memory import Memory
 
+    from .cli_agent_explore import LiveLine
     from .phone_agent import explore_apps, progress_text, summary_text
 
     if budget < 1:
         return []
-    shown: dict[str, int] = {}
+    line = LiveLine(budget)
 
-    def progress(i, name, r) -> None:   # a line every tenth of the budget
-        if r.actions // max(1, budget // 10) != shown.get(name):
-            shown[name] = r.actions // max(1, budget // 10)
-            print(progress_text(i, len(apps), name, r), file=sys.stderr, flush=True)
+    def explored(i, name, r) -> None:
+        line.clear()
+        print(summary_text(r), file=sys.stderr, flush=True)
 
     with Memory.open(folder, tokenizer=engine.encode) as memory:
-        reports = explore_apps(device, Knowledge(memory.ui_graphs), apps, budget, progress=progress,
-                               explored=lambda i, name, r: print(summary_text(r), file=sys.stderr, flush=True),
-                               before=lambda package: control.reset())
+        reports = explore_apps(device, Knowledge(memory.ui_graphs), apps, budget,
+                               progress=lambda i, name, r: line.show(progress_text(i, len(apps), name, r), r),
+                               explored=explored, before=lambda package: control.reset())
     control.reset()
     return [{"app": name, "package": r.package, "actions": r.actions, "screens": r.screens, "edges": r.edges,
              "seconds": round(r.seconds, 1), "finished": r.finished, "note": r.note}

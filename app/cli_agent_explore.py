@@ -60,7 +60,7 @@ def cmd_explore(args) -> int:
             raise AgentError(f"{device.address} has none of the apps hexa knows")
         print(f"hexa: exploring {', '.join(n for n, _ in apps)} on {describe(device)}, at most "
               f"{args.budget} actions each", file=sys.stderr)
-        line = LiveLine(args.budget)
+        line, stop = LiveLine(args.budget), threading.Event()
         with open_memory(args.locations) as memory:
             knowledge = Knowledge(memory.ui_graphs)
 
@@ -73,7 +73,6 @@ def cmd_explore(args) -> int:
                                     progress=lambda i, name, r: line.show(progress_text(i, len(apps), name, r), r),
                                     explored=explored)
 
-            stop = threading.Event()
             interrupted = run_stoppable(explore, stop)
     finally:
         device.close()

@@ -34,13 +34,20 @@ class AppExplored:
     stopped: bool = False
 
 
+@dataclass(frozen=True)
+class PhoneGone:
+    """The phone stopped answering mid-exploration (what was learned until then is kept)."""
+    message: str
+
+
 _END = object()
 
 
 def explore_events(device, memory, apps: list[tuple[str, str]], budget: int,
                    cancel: threading.Event) -> Iterator:
-    """ExploreProgress and AppExplored events of exploring ``apps`` into ``memory``'s graphs;
-    raises what the exploration raised (a phone gone away: ``DeviceError``)."""
+    """ExploreProgress and AppExplored events of exploring ``apps`` into ``memory``'s graphs, and
+    PhoneGone last if the phone went away; raises anything else the exploration raised."""
+    from agents.ui.adb import DeviceError
     from agents.ui.knowledge import Knowledge
 
     out: queue.SimpleQueue = queue.SimpleQueue()
@@ -51,6 +58,8 @@ def explore_events(device, memory, apps: list[tuple[str, str]], budget: int,
             explore_apps(device, Knowledge(memory.ui_graphs), apps, budget, cancel,
                          progress=lambda i, name, r: out.put(ExploreProgress(i, n, name, r)),
                          explored=lambda i, name, r: out.put(AppExplored(i, n, name, r, cancel.is_set())))
+        except DeviceError as exc:
+            out.put(PhoneGone(str(exc)))
         except BaseException as exc:          # raised again on the job's thread, as one line
             out.put(exc)
         finally:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 import socket
+import threading
 import time
 
-from textual.widgets import Input, Label, ProgressBar
+from textual.command import CommandPalette
+from textual.widgets import Input, Label, OptionList, ProgressBar
 
 from app.tui.screens.agent import AgentScreen
 from app.tui.widgets.explore_bar import ExploreBar
@@ -117,7 +119,18 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
 
         # again (the palette's entry, a small budget): Settings goes on where it stopped, then the rest
         screen.explore_budget = 3
-        await screen.action_explore()
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Explore the phone")
+
+        def highlighted() -> str:
+            if not isinstance(app.screen, CommandPalette):
+                return ""
+            options = app.screen.query_one(OptionList)
+            index = options.highlighted
+            return "" if index is None else str(options.get_option_at_index(index).prompt)
+        await wait(pilot, lambda: "Explore the phone's apps" in highlighted(), 10, "the palette's entry")
+        await pilot.press("enter")
+        await wait(pilot, lambda: screen.exploring is not None, 10, "the exploration to start")
         await wait(pilot, lambda: idle(screen), 60, "the exploration")
         summaries = re.findall(r"^(\S+): \d+ screens, \d+ edges", log_text(screen), re.M)
         assert summaries == list(screen.link.device.apps.values())
@@ -171,3 +184,29 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
         await pilot.press("enter")                          # refused until connected again
         await pilot.pause(0.1)
         assert screen.request == n and any("Not connected" in m for m in shown(app))
+
+
+def test_explore_events_say_when_the_phone_goes_away(tmp_path, hash_embedder):
+    """Explore's job on the real phone path: progress after every edge, and a phone unplugged
+    mid-exploration is one last event (the app marks it disconnected), the graph kept so far."""
+    from agents.phone.device import VirtualPhone
+    from agents.phone.server import PhoneServer
+    from agents.ui.adb import AdbConnection
+    from agents.ui.device import Device
+    from app.tui.explore_job import ExploreProgress, PhoneGone, explore_events
+    from memory import Memory
+
+    server = PhoneServer(VirtualPhone(), host="127.0.0.1", port=0, auth=False)
+    device = Device(AdbConnection(f"127.0.0.1:{server.start()}", tmp_path / "keys", timeout_s=2.0))
+    device.connect()
+    with Memory.open(tmp_path / "mem", embedder=hash_embedder) as memory:
+        events = []
+        for event in explore_events(device, memory, [("Settings", SETTINGS)], 200, threading.Event()):
+            events.append(event)
+            if isinstance(event, ExploreProgress) and event.report.edges >= 2:
+                server.stop()
+        assert isinstance(events[-1], PhoneGone) and "127.0.0.1:" in events[-1].message
+        progress = [e.report.edges for e in events if isinstance(e, ExploreProgress)]
+        assert progress and progress == sorted(progress)
+        assert memory.ui_graphs.apps()[0]["edges"] >= 2
+    device.close()

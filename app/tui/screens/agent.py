@@ -268,11 +268,15 @@ class AgentScreen(ExploreActions, ModeScreen):
         elif isinstance(event, EpisodeEnd):
             await log.ended(event.outcome, event.steps, event.message, event.success)
             if event.outcome == "disconnected":
-                self.online = False
-                self.status(f"[red]✗ disconnected: {escape(event.message)}[/red] (Connect again)")
-                panel.set_note("disconnected")
+                self.disconnected(event.message)
             self.session_id = event.session_id
             await self.refresh_sessions()
+
+    def disconnected(self, message: str) -> None:
+        """The phone stopped answering: not connected, as the status says, until Connect."""
+        self.online = False
+        self.status(f"[red]✗ disconnected: {escape(message)}[/red] (Connect again)")
+        self.query_one(PhonePanel).set_note("disconnected")
 
     async def job_finished(self, rid: int, error: str | None) -> None:
         await super().job_finished(rid, error)

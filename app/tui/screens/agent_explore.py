@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.widgets import Label
 
 from ...phone_agent import EXPLORE_BUDGET, known_apps, known_line, summary_text
-from ..explore_job import AppExplored, ExploreProgress, explore_events
+from ..explore_job import AppExplored, ExploreProgress, PhoneGone, explore_events
 from ..jobs import Job
 from ..widgets.explore_bar import ExploreBar
 from ..widgets.step_log import StepLog
@@ -60,6 +60,10 @@ class ExploreActions:
             bar.app_done(event.index)
             await self.query_one(StepLog).line(Text(summary_text(event.report, event.stopped)), "step-explore")
             await self.refresh_known()
+        elif isinstance(event, PhoneGone):
+            await self.query_one(StepLog).error(f"the phone went away: {event.message} (what was "
+                                                f"learned is kept)")
+            self.disconnected(event.message)
 
     async def explore_finished(self, error: str | None) -> None:
         self.exploring = None
