@@ -11,8 +11,7 @@ import socket
 import threading
 import time
 
-from textual.command import CommandPalette
-from textual.widgets import Input, Label, OptionList, ProgressBar
+from textual.widgets import Input, Label, ProgressBar
 
 from app.tui.screens.agent import AgentScreen
 from app.tui.widgets.explore_bar import ExploreBar
@@ -20,7 +19,7 @@ from app.tui.widgets.phone_panel import PhonePanel
 from app.tui.widgets.sessions import SessionItem, SessionList
 from app.tui.widgets.step_log import StepLog
 from fakes import FakeEngine
-from tui_helpers import SIZE, hash_memory, idle, make_app, ready, shown, wait
+from tui_helpers import SIZE, hash_memory, idle, make_app, palette_highlight, ready, shown, wait
 
 SETTINGS = "com.android.settings"
 MULTI_STEP = "Set an alarm for 6:45 AM labelled Gym in the Clock app"
@@ -121,14 +120,7 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
         screen.explore_budget = 3
         await pilot.press("ctrl+p")
         await pilot.press(*"Explore the phone")
-
-        def highlighted() -> str:
-            if not isinstance(app.screen, CommandPalette):
-                return ""
-            options = app.screen.query_one(OptionList)
-            index = options.highlighted
-            return "" if index is None else str(options.get_option_at_index(index).prompt)
-        await wait(pilot, lambda: "Explore the phone's apps" in highlighted(), 10, "the palette's entry")
+        await wait(pilot, lambda: "Explore the phone's apps" in palette_highlight(app), 10, "the palette's entry")
         await pilot.press("enter")
         await wait(pilot, lambda: screen.exploring is not None, 10, "the exploration to start")
         await wait(pilot, lambda: idle(screen), 60, "the exploration")
