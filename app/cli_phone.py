@@ -1,4 +1,5 @@
-"""``hexa phone``: the virtual phone — serve it over adb, print or reset its state."""
+"""``hexa phone``: the virtual phone — serve it over adb, print or reset its state (through the
+benchmark harness's ``PhoneControl``: a real phone has no such state, and says so)."""
 from __future__ import annotations
 
 import json
@@ -48,28 +49,28 @@ def cmd_serve(args) -> int:
     return 0
 
 
-def _device(args):
+def _control(args):
+    from agents.harness.control import PhoneControl
     from agents.ui.adb import AdbConnection
-    from agents.ui.device import Device
 
-    return Device(AdbConnection(args.device, args.locations.adb_keys, timeout_s=5.0, auth_timeout_s=10.0))
+    return PhoneControl(AdbConnection(args.device, args.locations.adb_keys, timeout_s=5.0, auth_timeout_s=10.0))
 
 
 def cmd_state(args) -> int:
-    from agents.ui.adb import DeviceError
-
-    device = _device(args)
-    state = device.virtual_state()
-    device.close()
-    if state is None:
-        raise DeviceError(f"{args.device} is not hexa's virtual phone (it has no state to print)")
+    control = _control(args)
+    try:
+        state = control.state()      # a real phone: DeviceError, "... is not hexa's virtual phone"
+    finally:
+        control.conn.close()
     print(json.dumps(state, indent=2, ensure_ascii=False))
     return 0
 
 
 def cmd_reset(args) -> int:
-    device = _device(args)
-    device.reset_virtual()
-    device.close()
+    control = _control(args)
+    try:
+        control.reset()
+    finally:
+        control.conn.close()
     print(f"hexa: {args.device} reset", file=sys.stderr)
     return 0

@@ -31,4 +31,5 @@ KEYS: dict[str, tuple[str, str]] = {
     "message.delete": ("d", "Delete the focused message"),
     "summary.open": ("ctrl+o", "Open a file to summarize"),
     "summary.style": ("ctrl+s", "Cycle summary style"),
+    "agent.explore": ("ctrl+g", "Explore: learn the phone's apps (agent mode)"),
 }

@@ -43,15 +43,17 @@ class DeviceLink:
         from agents.ui.adb import AdbConnection
         from agents.ui.device import Device
 
+        from ..phone_agent import is_virtual
+
         device = Device(AdbConnection(address, self.locs.adb_keys, timeout_s=TIMEOUT_S,
                                       auth_timeout_s=AUTH_TIMEOUT_S, on_auth=on_auth))
         try:
             device.connect()
-            virtual = device.virtual_state() is not None
+            virtual = is_virtual(device)     # the app's knowledge, never the agent's
         except Exception:
             device.close()
             raise
-        return Connected(device, virtual, _first_look(device))
+        return Connected(device, virtual, first_look(device))
 
     def start_virtual(self, on_auth: Callable[[], None] | None = None) -> Connected:
         """Thread: start the virtual phone (once; later calls reuse it) and connect to it. Its key
@@ -83,7 +85,7 @@ class DeviceLink:
             _quietly(server.stop)
 
 
-def _first_look(device) -> Any:
+def first_look(device) -> Any:
     """The screen now, for the panel; None if it cannot be read yet (the agent will say why)."""
     try:
         return device.observe()

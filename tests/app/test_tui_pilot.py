@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from textual.command import CommandPalette
-from textual.widgets import OptionList
 
 from app.tui.widgets.transcript import Transcript
-from tui_helpers import SIZE, idle, make_app, ready, send, wait
+from tui_helpers import SIZE, idle, make_app, palette_highlight, ready, send, wait
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -74,13 +72,7 @@ async def test_switch_modes(real_engine, tmp_path):
         assert app.current_mode == "assistant"
         await pilot.press("ctrl+p")
         await pilot.press(*"Mode: Summarizer")
-        def highlighted() -> str:
-            if not isinstance(app.screen, CommandPalette):
-                return ""
-            options = app.screen.query_one(OptionList)
-            index = options.highlighted
-            return "" if index is None else str(options.get_option_at_index(index).prompt)
-        await wait(pilot, lambda: "Mode: Summarizer" in highlighted(), 10, "the palette's best match")
+        await wait(pilot, lambda: "Mode: Summarizer" in palette_highlight(app), 10, "the palette's best match")
         await pilot.press("enter")
         await wait(pilot, lambda: app.current_mode == "summarizer", 10)
 

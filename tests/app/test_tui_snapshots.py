@@ -76,20 +76,43 @@ def test_help_screen(snap_compare):
 
 
 def test_agent_mode(snap_compare):
-    """An episode on the scripted phone: step log, the phone drawn (Bluetooth just switched off,
-    lit), the panels."""
-    from agent_fakes import FakeDevice
+    """Agent mode with a phone connected and a past episode opened from memory (so the picture is
+    the app's, whatever the agent would do today): the device bar with Explore, the apps explored,
+    the step log with a step's figures, the sessions list with each episode's outcome, the phone."""
+    from agent_fakes import SETTINGS, FakeDevice
     from app.tui.device_link import Connected
     from app.tui.screens.agent import DeviceStatus
+
+    def remember(memory) -> int:
+        graphs = memory.ui_graphs
+        for title in ("Settings", "Connected devices", "Bluetooth"):
+            graphs.put_screen(SETTINGS, {"title": title})
+        graphs.put_app(SETTINGS, None, {"actions": 120, "seconds": 30.0, "complete": False})
+        failed = memory.episodes.start("Delete all messages", "127.0.0.1:5555", "fake")
+        memory.episodes.add_step(failed.session_id, {"app": "Settings", "title": "Connected devices",
+                                                     "element": "Delete all messages"}, "tap(4)")
+        memory.episodes.finish(failed.session_id, "refused")
+        done = memory.episodes.start("Turn off Bluetooth", "127.0.0.1:5555", "fake")
+        stats = {"new_tokens": 1, "mean_accepted": 2.0, "ms_per_token": 12.5}
+        memory.episodes.add_step(done.session_id, {"app": "Settings", "title": "Connected devices",
+                                                   "element": "Bluetooth"}, "tap(1)", (66,), stats)
+        memory.episodes.add_step(done.session_id, {"app": "Settings", "title": "Connected devices"},
+                                 'done("Task complete")')
+        memory.episodes.finish(done.session_id, "done")
+        return done.session_id
 
     async def run_before(pilot):
         await settle(pilot)
         await pilot.press("f10")
         await settle(pilot)
-        pilot.app.screen.post_message(DeviceStatus(connected=Connected(FakeDevice(), True)))
+        screen = pilot.app.screen
+        session = remember(pilot.app.runtime.memory)
+        device = FakeDevice()
+        device.bluetooth = False
+        screen.post_message(DeviceStatus(connected=Connected(device, True, device.observe())))
         await settle(pilot, lambda app: app.screen.online)
-        await pilot.press(*"Turn off Bluetooth", "enter")
-        await settle(pilot, lambda app: app.screen.request == 1 and idle(app.screen))
+        await screen.open_session(session)
+        await pilot.press("ctrl+b")
+        await settle(pilot, lambda app: "Task" in str(app.screen.query_one("#steps").children[0].render()))
 
-    engine = FakeEngine(["tap(1)", 'done("Bluetooth is off")'])
-    assert snap_compare(make_app(engine), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)

@@ -95,11 +95,13 @@ def test_hexa_in_tmux(tmp_path):
 
 
 def test_agent_mode_in_tmux(tmp_path):
-    """Agent mode on the embedded model: F10, the virtual phone from the palette, a typed task,
-    steps appearing in the log and the phone panel, Esc stopping the episode, Ctrl+Q."""
+    """Agent mode on the embedded model: F10, the virtual phone from the palette, Explore (Ctrl+G)
+    with its progress bar and Esc stopping it, a typed task, steps in the log and the phone panel,
+    the episode's end, Ctrl+Q."""
     session = f"hexa-agent-test-{os.getpid()}"
     env = {**{f"HEXA_{k}_DIR": str(tmp_path / k.lower()) for k in ("CONFIG", "DATA", "LOG")},
-           "HEXA_CACHE_DIR": os.environ.get("HEXA_CACHE_DIR", str(tmp_path / "cache"))}
+           "HEXA_CACHE_DIR": os.environ.get("HEXA_CACHE_DIR", str(tmp_path / "cache")),
+           "PYTHONPATH": str(ROOT)}           # this checkout's code, whatever `hexa` was installed from
     exports = " ".join(f"{k}={v}" for k, v in env.items())
     hexa = Path(sys.executable).parent / "hexa"
     done = tmp_path / "exit-code"
@@ -111,7 +113,7 @@ def test_agent_mode_in_tmux(tmp_path):
         tmux("respawn-pane", "-k", "-t", session, cmd)
         wait_for(session, lambda s: "F10 Agent" in s, 60, "the app")
         tmux("send-keys", "-t", session, "F10")
-        wait_for(session, lambda s: "Virtual phone" in s, 20, "the agent mode")
+        wait_for(session, lambda s: "Virtual phone" in s and "Explore" in s, 20, "the agent mode")
         tmux("send-keys", "-t", session, "C-p")
         time.sleep(1)
         tmux("send-keys", "-t", session, "-l", "Start the virtual phone")
@@ -119,15 +121,21 @@ def test_agent_mode_in_tmux(tmp_path):
         tmux("send-keys", "-t", session, "Enter")
         screen = wait_for(session, lambda s: "connected to 127.0.0.1:" in s, 60, "the virtual phone")
         assert "Home screen" in screen, screen           # the phone panel draws its first screen
-        # typed at once, while the model may still be loading: it starts when the model is ready
-        tmux("send-keys", "-t", session, "-l", "Open the Clock app and add an alarm for 7:30")
-        tmux("send-keys", "-t", session, "Enter")
-        # a first action, then Esc while the model writes the next one
-        wait_for(session, lambda s: "step 1" in s and "→ " in s, 120, "the first action")
+        wait_for(session, lambda s: "no app explored yet" in s, 120, "the model, and the apps known")
+        # Explore: the progress bar counts the actions; Esc stops it and its summary says so
+        tmux("send-keys", "-t", session, "C-g")
+        screen = wait_for(session, lambda s: re.search(r"app 1/10 · Settings: [1-9]\d*/300 actions", s), 60,
+                          "the exploration's progress")
         tmux("send-keys", "-t", session, "Escape")
-        screen = wait_for(session, lambda s: "■ " in s, 60, "the episode's end")
+        screen = wait_for(session, lambda s: "— stopped" in s or "stopped (run" in s, 60,
+                          "the exploration's summary")      # (wherever the log wraps it)
+        (tmp_path / "explore.txt").write_text(screen)
+        wait_for(session, lambda s: "explored: Settings (" in s, 20, "the apps known")
+        tmux("send-keys", "-t", session, "-l", "Turn on airplane mode")
+        tmux("send-keys", "-t", session, "Enter")
+        screen = wait_for(session, lambda s: "step 1" in s and "→ " in s and "■ " in s, 120, "the episode")
         (tmp_path / "agent.txt").write_text(screen)
-        assert "■ stopped" in screen, screen
+        assert re.search(r"■ \w+ after \d+ step", screen), screen
         tmux("send-keys", "-t", session, "C-q")
         t0 = time.monotonic()
         while not done.exists() and time.monotonic() - t0 < 15:

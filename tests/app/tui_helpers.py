@@ -88,3 +88,15 @@ async def chat(pilot, text: str) -> None:
 
 def shown(app, title: str | None = None) -> list[str]:
     return [m for t, m, _ in app.shown if title is None or t == title]
+
+
+def palette_highlight(app) -> str:
+    """The command palette's highlighted entry ("" when the palette is not open)."""
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    if not isinstance(app.screen, CommandPalette):
+        return ""
+    options = app.screen.query_one(OptionList)
+    index = options.highlighted
+    return "" if index is None else str(options.get_option_at_index(index).prompt)

@@ -1,10 +1,11 @@
 """Agent mode: the UI agent drives a phone (a real one over adb, or the virtual phone).
 
-A device bar (address, Connect, Virtual phone, connection status), the task box, the step log,
-the live phone panel and the base screen's acceptance and latency panels. An episode is one job:
-the agent's events reach ``prepare_event`` frame by frame like any mode's; the engine's events
-of each step feed the panels through the base screen's path. An episode is stored by the agent
-as an ``agent`` session, so the sessions list shows past episodes (read-only here).
+A device bar (address, Connect, Virtual phone, Explore, connection status), the apps known, the
+task box, the step log, the live phone panel and the base screen's acceptance and latency panels.
+An episode is one job: the agent's events reach ``prepare_event`` frame by frame like any mode's;
+the engine's events of each step feed the panels through the base screen's path. An episode is
+stored by the agent as an ``agent`` session, so the sessions list shows past episodes with their
+outcome (read-only here). Explore (``agent_explore``) is a job too, with its own progress bar.
 """
 from __future__ import annotations
 
@@ -24,19 +25,27 @@ from agents.events import Acted, EpisodeEnd, Observed
 from agents.ui.prompt import app_name
 from engine.events import Done
 
-from ..device_link import Connected, DeviceLink
+from ...phone_agent import agent_options
+from ..device_link import Connected, DeviceLink, first_look
 from ..jobs import Job, one_line
 from ..keys import bind
+from ..widgets.explore_bar import ExploreBar
 from ..widgets.panels import Panels
 from ..widgets.phone_panel import PhonePanel
 from ..widgets.sessions import SessionList
 from ..widgets.step_log import StepLog
+from .agent_explore import ExploreActions
 from .base import ModeBar, ModeScreen
 from .confirm import AskUser, ConfirmAction, wait_for_answer
 from .session_actions import memory_action
 
 INDEX = re.compile(r"^(?:tap|long_press|type)\((\d+)")
-REAL_PHONE_SETTLE_S = 1.0     # a real phone animates after a tap; the virtual one does not
+
+
+@dataclass(frozen=True)
+class PhoneNow:
+    """The phone as an episode left it (None: it could not be read)."""
+    screen: object
 
 
 @dataclass
@@ -47,11 +56,12 @@ class DeviceStatus(Message):
     error: str = ""
 
 
-class AgentScreen(ModeScreen):
+class AgentScreen(ExploreActions, ModeScreen):
     MODE = "agent"
     DEFAULT_TITLE = "Episode"
     NARROW = 150      # the step log and the phone need the room more than past episodes (Ctrl+B)
-    BINDINGS = [replace(bind("chat.cancel", "cancel", priority=True), description="Stop the episode")]
+    BINDINGS = [replace(bind("chat.cancel", "cancel", priority=True), description="Stop"),
+                bind("agent.explore", "explore", priority=True)]
 
     def __init__(self) -> None:
         super().__init__()
@@ -73,7 +83,10 @@ class AgentScreen(ModeScreen):
                     yield Input(self.app.settings.device, placeholder="HOST:PORT", id="address")  # type: ignore[attr-defined]
                     yield Button("Connect", id="connect")
                     yield Button("Virtual phone", id="virtual")
+                    yield Button("Explore", id="explore")
                 yield Label("", id="device-status")
+                yield Label("", id="known-apps")
+                yield ExploreBar(id="explore-bar")
                 with Horizontal(id="agent-body"):
                     yield StepLog(id="steps")
                     yield PhonePanel(id="phone")
@@ -105,13 +118,17 @@ class AgentScreen(ModeScreen):
         self._connect_in_thread(f"connecting to {escape(address)}…",
                                 lambda on_auth: self.link.connect(address, on_auth))
 
+    @on(Button.Pressed, "#explore")
+    async def _explore_pressed(self) -> None:
+        await self.action_explore()
+
     @on(Button.Pressed, "#virtual")
     def action_virtual_phone(self) -> None:
         self._connect_in_thread("starting the virtual phone…", lambda on_auth: self.link.start_virtual(on_auth))
 
     def _connect_in_thread(self, saying: str, connect: Callable) -> None:
         if self.jobs:
-            self.notify("An episode is running: Esc stops it first.", severity="warning")
+            self.notify("An episode or an exploration is running: Esc stops it first.", severity="warning")
             return
         if self.connecting:
             self.notify("Already connecting…", severity="warning")
@@ -171,6 +188,9 @@ class AgentScreen(ModeScreen):
             return False
         if not self.ready(retry=lambda: self.run_task(text)):
             return False
+        if self.exploring is not None:
+            self.notify("Exploring the phone: Esc stops it first (what it learned is kept).", severity="warning")
+            return False
         if self.busy:
             self.notify("An episode is running: Esc stops it.", severity="warning")
             return False
@@ -183,21 +203,25 @@ class AgentScreen(ModeScreen):
             return False
         from agents.ui.agent import UIAgent
 
-        engine, memory, settings = self.runtime.engine, self.memory, self.app.settings  # type: ignore[attr-defined]
-        device, settle = link.device, 0.0 if link.current.virtual else REAL_PHONE_SETTLE_S
+        engine, memory, device = self.runtime.engine, self.memory, link.device
+        # the app's settings and its knowledge of the phone, never read by the agent itself
+        options = agent_options(self.app.settings, virtual=link.current.virtual)  # type: ignore[attr-defined]
 
         def events(job: Job):
             def confirm(question: str) -> bool:
                 return wait_for_answer(question, self.post_message,
                                        lambda: job.cancel.is_set() or self.closed.is_set())
-            agent = UIAgent(engine, memory, settings, device, confirm=confirm, settle_s=settle)
-            return agent.run(task, job.cancel)
+            yield from UIAgent(engine, memory, device, options, confirm=confirm).run(task, job.cancel)
+            yield PhoneNow(first_look(device))     # the agent's last read came before its last action
 
         self.session_id, self.step_done, self.shown = None, None, ()
         self.query_one("#task", Input).clear()
         log = self.query_one(StepLog)
         await log.clear()
         await log.task(task)
+        if self.known == []:
+            await log.line(f"No app explored yet: Explore ({self.app.key_label('agent.explore')}) first "  # type: ignore[attr-defined]
+                           "teaches the agent the phone's apps (it works, worse, without).", "step-note")
         self.episode = self.start(events, None).rid
         return True
 
@@ -215,7 +239,11 @@ class AgentScreen(ModeScreen):
         await super().handle(rid, event)
 
     async def prepare_event(self, rid: int, event) -> None:
-        """The episode's own events, drawn even after Esc (its end says it stopped)."""
+        """The episode's own events, drawn even after Esc (its end says it stopped); the
+        exploration's."""
+        if rid == self.exploring and rid is not None and not self.closed.is_set():
+            await self.explore_event(event)
+            return
         if rid != self.episode or self.closed.is_set() or self.app.quitting:  # type: ignore[attr-defined]
             return                      # (quitting: the widgets may be going already)
         log, panel = self.query_one(StepLog), self.query_one(PhonePanel)
@@ -234,24 +262,46 @@ class AgentScreen(ModeScreen):
             stats = _stats(self.step_done)
             self.step_done = None
             await log.acted(event.action, event.element, stats, event.error)
+        elif isinstance(event, PhoneNow):
+            if event.screen is not None and self.online:
+                panel.show(event.screen, panel.step)
         elif isinstance(event, EpisodeEnd):
             await log.ended(event.outcome, event.steps, event.message, event.success)
             if event.outcome == "disconnected":
-                self.online = False
-                self.status(f"[red]✗ disconnected: {escape(event.message)}[/red] (Connect again)")
-                panel.set_note("disconnected")
+                self.disconnected(event.message)
             self.session_id = event.session_id
             await self.refresh_sessions()
 
+    def disconnected(self, message: str) -> None:
+        """The phone stopped answering: not connected, as the status says, until Connect."""
+        self.online = False
+        self.status(f"[red]✗ disconnected: {escape(message)}[/red] (Connect again)")
+        self.query_one(PhonePanel).set_note("disconnected")
+
     async def job_finished(self, rid: int, error: str | None) -> None:
         await super().job_finished(rid, error)
-        if error and rid == self.episode:
+        if rid == self.exploring:
+            await self.explore_finished(error)
+        elif error and rid == self.episode:
             await self.query_one(StepLog).error(error)
 
     def cancelled(self, rid: int) -> None:
-        self.notify("Stopping the episode…")
+        if rid == self.exploring:
+            self.explore_cancelled()
+        else:
+            self.notify("Stopping the episode…")
 
     # -- past episodes ----------------------------------------------------------------------------
+    async def refresh_sessions(self) -> None:
+        """Past episodes with their outcome; the apps known may have grown too (an episode adds
+        the screens it finds to the app's graph)."""
+        if self.runtime is None:
+            return
+        sessions = await self.mem(self.memory.list_sessions, mode=self.MODE)
+        outcomes = {e.session_id: e.outcome for e in await self.mem(self.memory.episodes.list)}
+        await self.query_one(SessionList).show(sessions, self.session_id, outcomes)
+        await self.refresh_known()
+
     @memory_action
     async def open_session(self, session_id) -> None:
         messages = await self.mem(self.memory.messages, session_id)
@@ -269,6 +319,8 @@ class AgentScreen(ModeScreen):
         return super().palette_commands() + [
             ("Connect to the phone", "Connect to the address in the device bar", self.action_connect),
             ("Start the virtual phone", "An Android phone emulated in this process", self.action_virtual_phone),
+            ("Explore the phone's apps", "Learn the connected phone's apps (what the agent plans with)",
+             self.action_explore),
         ]
 
 

@@ -1,21 +1,34 @@
-"""Sessions sidebar: the sessions of one mode, most recent first."""
+"""Sessions sidebar: the sessions of one mode, most recent first (an agent episode with how it
+ended)."""
 from __future__ import annotations
 
+from rich.text import Text
 from textual.widgets import Label, ListItem, ListView
+
+GOOD = ("done",)
+BAD = ("error", "disconnected")
+
+
+def outcome_style(outcome: str) -> str:
+    return "green" if outcome in GOOD else "red" if outcome in BAD else "yellow"
 
 
 class SessionItem(ListItem):
-    def __init__(self, session) -> None:
-        super().__init__(Label(session.title or "Untitled"))
+    def __init__(self, session, outcome: str = "") -> None:
+        label = Text(session.title or "Untitled")
+        if outcome:       # first: the list is narrow, a long title is cut at its end
+            label = Text.assemble((outcome.replace("_", " "), outcome_style(outcome)), " ", label)
+        super().__init__(Label(label))
         self.session = session
+        self.outcome = outcome
 
 
 class SessionList(ListView):
     BORDER_TITLE = "Sessions"
 
-    async def show(self, sessions, current_id=None) -> None:
+    async def show(self, sessions, current_id=None, outcomes: dict | None = None) -> None:
         await self.clear()
-        items = [SessionItem(s) for s in sessions]
+        items = [SessionItem(s, (outcomes or {}).get(s.id, "")) for s in sessions]
         if items:
             await self.extend(items)
         for i, item in enumerate(items):

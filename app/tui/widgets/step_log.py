@@ -7,10 +7,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from .sessions import outcome_style
 from .transcript import Transcript
-
-GOOD = ("done",)
-BAD = ("error", "disconnected")
 
 
 def figures(stats: dict) -> str:
@@ -23,10 +21,6 @@ def figures(stats: dict) -> str:
     if stats.get("ms_per_token"):
         parts.append(f"{stats['ms_per_token']:.1f} ms/tok")
     return " · ".join(parts)
-
-
-def outcome_style(outcome: str) -> str:
-    return "green" if outcome in GOOD else "red" if outcome in BAD else "yellow"
 
 
 class StepLog(Transcript):

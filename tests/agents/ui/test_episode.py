@@ -1,14 +1,20 @@
 """Whole UI-agent episodes over a real TCP adb connection to the virtual phone: with the embedded
-model (constrained, speculative), with a phone that goes away, and through the confirmation gate."""
+model choosing among the planner's steps (speculative, and the same choices as plain decoding),
+with a phone that goes away, and through the confirmation gate. The agent gets its options from
+its caller (``AgentOptions``), never the settings; the phone is reset by the harness' PhoneControl,
+never by the agent."""
 from __future__ import annotations
 
 import pytest
 
 from agents.events import Acted, EpisodeEnd, Observed
-from agents.ui.actions import parse
+from agents.harness.control import PhoneControl
 from agents.ui.agent import UIAgent
-from app.settings import Settings
+from agents.ui.explore import Explorer
+from agents.ui.knowledge import Knowledge
+from agents.ui.options import AgentOptions
 from engine.events import Done
+from memory.episodes import OUTCOMES
 
 
 def run(agent, task, **kw):
@@ -20,37 +26,47 @@ def test_an_episode_with_the_embedded_model(engine, device, phone_server, tmp_pa
     from memory import Memory
 
     phone = phone_server[0]
+    control = PhoneControl(device.conn)
     with Memory.open(tmp_path / "data", tokenizer=engine.encode, embedder=hash_embedder) as memory:
-        agent = UIAgent(engine, memory, Settings(method="hexa", agent_steps=4), device)
+        Explorer(device, Knowledge(memory.ui_graphs), budget=80).explore(device.apps["Settings"])
+        explored = memory.ui_graphs.apps()
+        graph = memory.ui_graphs.load(device.apps["Settings"])    # as explored (an episode adds to it)
+        control.reset()
+        agent = UIAgent(engine, memory, device, AgentOptions(method="hexa", max_steps=6))
         events, end = run(agent, "Turn off Bluetooth.")
-        assert isinstance(end, EpisodeEnd) and end.outcome in ("done", "step_limit", "loop")
+        assert isinstance(end, EpisodeEnd) and end.outcome in OUTCOMES and end.success is None
         acted = [e for e in events if isinstance(e, Acted)]
-        dones = [e for e in events if isinstance(e, Done)]
-        assert acted and len(dones) == len([e for e in events if isinstance(e, Observed)])
-        for ev, done in zip(acted, dones):
-            assert str(parse(done.text)) == ev.action and not ev.error   # valid, as written
-        assert acted[0].action in ("tap(1)", 'open_app("Settings")') or acted[0].element
-        assert phone.state()["foreground"]["package"] != "" and phone.state()["visited"]
+        assert acted and all(not e.error for e in acted)
+        assert len([e for e in events if isinstance(e, Observed)]) >= len(acted) - 1
+        for done in (e for e in events if isinstance(e, Done)):
+            assert done.text.strip() in ("A", "B", "C", "D")          # the model only chooses a letter
+        assert phone.state()["visited"]
         episode = memory.episodes.get(end.session_id)
         assert [s["action"] for s in episode.steps] == [a.action for a in acted]
-        assert episode.outcome == end.outcome and episode.steps[0]["turn"].startswith("Task: Turn off Bluetooth.")
-        # the same episode with plain decoding chooses the same actions (lossless, constrained)
-        device.reset_virtual()
-        plain = UIAgent(engine, memory, Settings(method="vanilla", agent_steps=len(acted)), device)
-        # memory now holds the first episode: compare on a fresh memory
+        assert episode.outcome == end.outcome and episode.task == "Turn off Bluetooth."
+    # the same episode with plain decoding chooses the same steps (lossless, constrained), from
+    # the same knowledge on a fresh memory
     with Memory.open(tmp_path / "fresh", tokenizer=engine.encode, embedder=hash_embedder) as fresh:
-        plain.memory = fresh
+        for sid, screen in sorted(graph["screens"].items()):
+            assert fresh.ui_graphs.put_screen(device.apps["Settings"], screen) == sid
+        for eid, edge in sorted(graph["edges"].items()):
+            assert fresh.ui_graphs.put_edge(device.apps["Settings"], edge["src"], edge) == eid
+        fresh.ui_graphs.put_app(device.apps["Settings"], graph["home"], graph["info"])
+        assert fresh.ui_graphs.apps() == explored
+        control.reset()
+        plain = UIAgent(engine, fresh, device, AgentOptions(method="vanilla", max_steps=6))
         events2, _ = run(plain, "Turn off Bluetooth.")
-        assert [e.action for e in events2 if isinstance(e, Acted)][:len(acted)] == [a.action for a in acted]
+        assert [e.action for e in events2 if isinstance(e, Acted)] == [a.action for a in acted]
 
 
 class ScriptedEngine:
-    """Writes the given actions one request at a time (the gate and the phone are under test)."""
+    """Answers the model's letter (the gate and the phone are under test, not the choice)."""
     model_name = "scripted"
     context_window = 4096
 
-    def __init__(self, actions):
-        self.actions = list(actions)
+    def __init__(self, letter: str = "A"):
+        self.letter = letter
+        self.asked = 0
 
     def constraint(self, grammar):
         return grammar
@@ -59,9 +75,8 @@ class ScriptedEngine:
         return [1] * 10
 
     def generate(self, ids, *, constraint=None, cancel=None, **_):
-        text = self.actions.pop(0)
-        assert constraint.matches(text), text          # only what the screen allows is scripted
-        yield Done("eos", text, (1, 2), 10, 2, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1, 2.0)
+        self.asked += 1
+        yield Done("eos", self.letter, (1,), 10, 1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1, 2.0)
 
 
 @pytest.fixture
@@ -74,15 +89,16 @@ def memory(tmp_path, hash_embedder):
 
 def test_the_phone_going_away_ends_the_episode_and_keeps_the_steps(device, phone_server, memory):
     phone, server, _ = phone_server
-    agent = UIAgent(ScriptedEngine(['open_app("Settings")', "tap(1)"]), memory, Settings(agent_steps=5), device)
-    events = agent.run("Turn off Bluetooth.")
-    for ev in events:
-        if isinstance(ev, Acted):
+    agent = UIAgent(ScriptedEngine(), memory, device, AgentOptions(max_steps=5))
+    first = None
+    for ev in agent.run("Turn off Bluetooth."):
+        if isinstance(ev, Acted) and first is None:
+            first = ev
             server.stop()                       # the phone is unplugged after the first action
     end = ev
     assert isinstance(end, EpisodeEnd) and end.outcome == "disconnected"
     assert "stopped answering" in end.message or "cannot connect" in end.message
-    assert [s["action"] for s in memory.episodes.get(end.session_id).steps] == ['open_app("Settings")']
+    assert [s["action"] for s in memory.episodes.get(end.session_id).steps] == [first.action]
 
 
 def test_sensitive_actions_wait_for_the_user(device, phone_server, memory):
@@ -90,24 +106,19 @@ def test_sensitive_actions_wait_for_the_user(device, phone_server, memory):
     asked = []
     setup = {"clock": {"alarms": [{"hour": 3, "minute": 0, "ampm": "PM", "label": "meeting", "days": [],
                                     "on": True, "vibrate": True, "sound": "Default"}], "expanded_alarm": 0}}
-    device.reset_virtual(setup)
-    device.perform(parse('open_app("Clock")'), [], device.observe())
-    screen = device.observe()
-    labels = [e.label for e in screen.elements]
-    assert "Delete" in labels, labels
-
-    def script():
-        # the agent ranks elements; find where "Delete" lands in its ranking of this screen
-        shown = agent.ranker.rank("Delete the alarm", screen.elements, 10)
-        return [f"tap({[e.label for e in shown].index('Delete') + 1})"]
-
-    for answer, outcome in ((False, "refused"), (True, "step_limit")):
-        agent = UIAgent(ScriptedEngine([]), memory, Settings(agent_steps=1), device,
+    control = PhoneControl(device.conn)
+    for answer in (False, True):
+        control.reset(setup)
+        device.launch(device.apps["Clock"])
+        assert "Delete" in [e.label for e in device.observe().elements]
+        agent = UIAgent(ScriptedEngine(), memory, device, AgentOptions(policy="planner", max_steps=6),
                         confirm=lambda q, a=answer: asked.append(q) or a)
-        agent.engine.actions = script()
-        before = len(phone.state()["clock"]["alarms"])
-        _, end = run(agent, "Delete the alarm")
-        assert end.outcome == outcome
-        assert "Delete" in asked[-1]
-        after = len(phone.state()["clock"]["alarms"])
-        assert after == (before if not answer else before - 1)
+        events, end = run(agent, "Delete the alarm")
+        assert len(asked) == 1 + answer and "Delete" in asked[-1]
+        alarms = phone.state()["clock"]["alarms"]
+        if answer:
+            assert alarms == [] and end.outcome != "refused"
+            assert any(e.element == "Delete" for e in events if isinstance(e, Acted))
+        else:      # refused before acting: the alarm is still there, nothing was tapped on Delete
+            assert len(alarms) == 1 and end.outcome == "refused" and end.message.startswith("Not allowed: ")
+            assert not any(e.element == "Delete" for e in events if isinstance(e, Acted))
