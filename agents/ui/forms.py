@@ -5,11 +5,15 @@ from __future__ import annotations
 from .entry import digits_step, duration_digits, entry_kind, time_step
 from .fields import field_fit
 from .goals import VALUE_KINDS
-from .graph import element_key
 from .progress import Progress
 from .screen import Element, Screen
 from .slots import Slot, split_name
 from .step import Step
+
+
+def field_id(e: Element) -> str:
+    """A text field's identity through what is typed in it (its label is its text)."""
+    return e.rid or f"{e.cls}@{e.bounds}"
 
 NAME_FIELDS = {"first": ("first", "given"), "last": ("last", "surname", "family")}
 
@@ -32,14 +36,14 @@ class Forms:
             return []
         out = []
         for e in fields + secret:
-            if p.typed.get(element_key(e)):
+            if p.typed.get(field_id(e)):
                 continue
             slot = self.slot_for_field(e, p)
             if slot is not None:
                 text = self.text_for(e, self.task.slots[slot])
                 uses = slot
                 if text != self.task.slots[slot].text and any(     # a first name: the last name is left
-                        f is not e and not p.typed.get(element_key(f)) and
+                        f is not e and not p.typed.get(field_id(f)) and
                         self.text_for(f, self.task.slots[slot]) not in (text, self.task.slots[slot].text)
                         for f in fields):
                     uses = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIElement, UIScreen
 from .relevance import Relevance
+from .safety import SENSITIVE
 from .slots import Slot, TaskInfo
 
 VALUE_KINDS = ("text", "email", "phone", "time", "duration", "date", "number", "day")
@@ -99,7 +100,7 @@ class GoalFinder:
                 like = {i for i, s in enumerate(self.task.slots) if i not in slots and el.varies
                         and any(shaped(lab, s) for lab in el.labels)}
                 if slots or like:
-                    out.append((slots, like, _onward(g, e.dst)))
+                    out.append((slots, like, onward(g, e.dst)))
             self._rows[g.package] = out
         return self._rows[g.package]
 
@@ -160,7 +161,7 @@ class GoalFinder:
         if not data and kind != "field":      # a field shows what was typed in it, not what it is
             slot, which = self.rel.slot_hits(label, [task.slots[i] for i in unused])
         goal = Goal(s.id, el.key, action, kind, label)
-        own = [] if data else [label, el.detail]
+        own = [] if data else [label, el.detail, el.key.replace("_", " ") if not el.key.startswith(el.cls) else ""]
         if tap is not None and tap.effect == "relabel" and not data:
             own += tap.detail.get("labels", [])         # a toggle button's other state
         verb = self.rel.verb_hit(*own)
@@ -172,6 +173,9 @@ class GoalFinder:
         if kind == "switch" and task.polarity is not None:
             goal.want = task.polarity
             goal.score += 0.15
+        if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and \
+                not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive):
+            goal.score -= 1.5        # a call, a send, a payment the task does not ask for: never a goal
         if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
         if kind == "commit" and (s.entry or any(x.kind in ("field", "password") for x in s.elements.values())):
@@ -274,10 +278,10 @@ def shaped(label: str, slot: Slot) -> bool:
     """Whether a data row's label is the kind of thing a slot names — a row of people for a
     name, of numbers for a phone number, of messages for a quoted sentence: the object may be in
     that list though exploration did not see it (it was added since)."""
-    if slot.kind == "name":
-        words = label.split()
-        return 1 <= len(words) <= 4 and all(w[:1].isupper() for w in words if w.isalpha()) \
-            and not re.search(r"\d", label)
+    if slot.kind == "name":      # a person's name (two or three words) in a list of such names
+        words, want = label.split(), slot.text.split()
+        return 2 <= len(want) <= 3 and 1 <= len(words) <= 4 and \
+            all(w[:1].isupper() for w in words if w.isalpha()) and not re.search(r"\d", label)
     if slot.kind == "phone":
         return len(re.sub(r"\D", "", label)) >= 7
     if slot.kind == "text":
@@ -285,7 +289,7 @@ def shaped(label: str, slot: Slot) -> bool:
     return False
 
 
-def _onward(g: AppGraph, start: int) -> set[int]:
+def onward(g: AppGraph, start: int) -> set[int]:
     """Screens reachable from ``start`` without climbing back towards the app's first screen."""
     depth = g.depths()
     seen, todo = {start}, [start]

@@ -3,8 +3,11 @@ what the episode learned (slots used up, goals reached, edges that failed, new s
 edges — an episode adds to the app's graph as exploration does, without its scrolling)."""
 from __future__ import annotations
 
+import re
+
 from .device import LAUNCHERS
 from .exploring import POSITIVE
+from .forms import field_id
 from .goals import Goal
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .knowledge import Knowledge
@@ -56,11 +59,11 @@ def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g:
     if step.action == "swipe" and here is not None:
         p.scrolls[here.id] += 1
     if step.action == "type":
-        p.typed[key] = step.text
+        p.typed[field_id(step.element)] = step.text
     if step.slot is not None and (changed or step.action == "type"):
         p.used.add(step.slot)
-        if step.action == "type":
-            p.pending.add(step.slot)
+        if step.action == "type" and not re.search(r"search", f"{step.element.label} {step.element.rid}", re.I):
+            p.pending.add(step.slot)          # what is typed waits for its OK (a search does not)
     if g is not None and here is not None and step.element is not None and step.action in ("tap", "long_press"):
         _learn_edge(knowledge, p, g, here, step, key, before, after, there if g2 is g else None, verify)
     if step.finishes and step.goal is not None:
@@ -105,9 +108,11 @@ def _learn_edge(knowledge: Knowledge, p: Progress, g: AppGraph, here: UIScreen, 
 def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, here: UIScreen | None,
           there: UIScreen | None, changed: bool) -> None:
     """Whether acting on the goal reached it; a confirmation it opened becomes the goal."""
-    if there is not None and here is not None and there.id != here.id and there.kind in ("dialog", "sheet"):
+    form = there is not None and there.kind == "screen" and any(e.editable for e in after.elements)
+    if there is not None and here is not None and there.id != here.id and (there.kind in ("dialog", "sheet") or form):
+        # a confirmation it opened (or a form to save, as an export's file picker) is the goal now
         confirm = next((e for e in after.elements if e.rid == "button1" or POSITIVE.match(e.label.strip().lower())
-                        or _same_word(e.label, goal.label)), None)
+                        or (not form and _same_word(e.label, goal.label))), None)
         if confirm is not None and goal.kind in ("commit", "button", "switch", "relabel", "content"):
             p.goal = Goal(there.id, element_key(confirm), "tap", "commit", confirm.label, goal.score,
                           covers=goal.covers)

@@ -14,7 +14,7 @@ import re
 
 from .apps import AppChooser
 from .forms import Forms
-from .goals import Goal, GoalFinder, shaped
+from .goals import Goal, GoalFinder, onward, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
@@ -229,6 +229,8 @@ class Planner:
                     and not (el.varies and any(shaped(lab, self.task.slots[i]) for lab in el.labels for i in names
                                                if i not in self.objects.values())):
                 continue
+            if goal.screen not in onward(g, e.dst):
+                continue              # the row's page does not lead on to the goal
             rest = g.paths_from(e.dst, avoid=p.failed_edges).get(goal.screen)
             if rest is None:
                 continue

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 QUOTED = re.compile(r'"(?P<q>[^"]{1,200})"|“(?P<q2>[^”]{1,200})”|‘(?P<q3>[^’]{1,200})’'
                     r"|(?<![\w])'(?P<q4>.{1,200}?)'(?![\w])")
+FILE = re.compile(r"\b[\w-]+\.(?:vcf|csv|txt|pdf|jpe?g|png|docx?|zip|mp3|mp4)\b", re.I)
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 PHONE = re.compile(r"(?<![\w:])(?:\+?\d{1,2}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?!\w)"
                    r"|(?<![\w:])\d{3}-\d{4}(?!\w)")
@@ -103,6 +104,8 @@ def analyze(task: str) -> TaskInfo:
         add("name", m, group="n")
     for m in EMAIL.finditer(text):
         add("email", m)
+    for m in FILE.finditer(text):
+        add("text", m)
     for m in PHONE.finditer(text):
         add("phone", m, re.sub(r"\D", "", m.group(0)))
     for m in TIME.finditer(text):
