@@ -305,7 +305,7 @@ class CompactTransformer:
             qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv)
             q = k.rope_split(qkv, cos, sin, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5)
             q = q.view(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
-            o = k.attention(q, cache.k[i], cache.v[i], end, mask2d, tokens=S, scaled=True)
+            o = k.attention(q, cache.k[i], cache.v[i], end, mask2d, tokens=S, scaled=True, pass_keys=S)
             x = k.linear(o, L.wo, residual=x)
             gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
             x = k.linear(k.silu_mul(gu), L.wdown, residual=x)

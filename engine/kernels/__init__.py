@@ -41,7 +41,7 @@ FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
 def sources(isa: str) -> list[Path]:
-    shared = ["forward.c", "linear.c", "pack.c", "pool.c", "rope.c"]
+    shared = ["forward.c", "keys.c", "linear.c", "pack.c", "pool.c", "rope.c"]
     return [KERNELS / n for n in shared] + sorted((KERNELS / ISA_FOLDER[isa]).glob("*.c"))
 
 
@@ -155,11 +155,12 @@ class NativeKernel:
         return y
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, length: int,
-                  mask: torch.Tensor | None, tokens: int = 0, scaled: bool = False) -> torch.Tensor:
+                  mask: torch.Tensor | None, tokens: int = 0, scaled: bool = False, pass_keys: int = 0) -> torch.Tensor:
         """Softmax attention of q [H, R, 64] over the first ``length`` rows of one layer's cache
         k/v [H, capacity, 64]; ``mask`` is additive [R, length] or None. Returns [H, R, 64]; with
         ``tokens`` = S (the R rows being R/S query heads of S tokens), token-major [S, R/S*H*64].
-        ``scaled``: q already carries the 1/sqrt(64) factor."""
+        ``scaled``: q already carries the 1/sqrt(64) factor. ``pass_keys``: the last keys are the
+        pass's own tokens (a tree): chunked by each row's logical positions (``keys.h``)."""
         H, R, D = q.shape
         if D != ATTENTION_HEAD_DIM or k.stride(2) != 1 or k.stride(1) != D or k.stride() != v.stride():
             raise ValueError("attention: needs 64-dim heads and a row-major cache")
@@ -170,7 +171,7 @@ class NativeKernel:
         if mask is not None:
             mask = mask.contiguous()
         self.fn["hexa_attention"](q.data_ptr(), k.data_ptr(), v.data_ptr(), _ptr(mask), out.data_ptr(), H, R, length,
-                        k.stride(0), tokens, self.threads)
+                        k.stride(0), tokens, pass_keys, self.threads)
         return out
 
     def rmsnorm(self, x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:

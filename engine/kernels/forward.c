@@ -50,7 +50,7 @@ void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const 
         hexa_rmsnorm(x, L->ln_in, h, S, D, m->eps, T);
         linear(L->wqkv, L->wqkv_bits, exact, h, L->bqkv, NULL, qkv, S, QKV, D, T);
         hexa_rope_split(qkv, cos, sin, q, kc, vc, S, Hq, Hkv, m->cache_head_stride, start, qscale, T);
-        hexa_attention(q, kc, vc, mask, o, Hkv, Hq / Hkv * S, start + S, m->cache_head_stride, S, T);
+        hexa_attention(q, kc, vc, mask, o, Hkv, Hq / Hkv * S, start + S, m->cache_head_stride, S, S, T);
         linear(L->wo, L->wo_bits, exact, o, NULL, x, x, S, D, ATT, T);
         hexa_rmsnorm(x, L->ln_post, h, S, D, m->eps, T);
         linear(L->wgu, L->wgu_bits, exact, h, NULL, NULL, gu, S, 2 * F, D, T);

@@ -58,7 +58,7 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count, int32_t N, int32_t K, int32_t bits, float *out);
 
 /* the rest of a layer */
-void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out, int32_t H, int32_t R, int32_t L, int64_t head_stride, int32_t S, int32_t threads);
+void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out, int32_t H, int32_t R, int32_t L, int64_t head_stride, int32_t S, int32_t pass, int32_t threads);
 void hexa_rmsnorm(const float *x, const float *w, float *out, int32_t M, int32_t D, float eps, int32_t threads);
 void hexa_silu_mul(const float *gu, float *out, int32_t M, int32_t F, int32_t threads);
 void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, float *k, float *v, int32_t M, int32_t Hq, int32_t Hkv, int64_t head_stride, int32_t start, float qscale, int32_t threads);

@@ -426,7 +426,7 @@ static void attend_rows(const struct attn *a, int r0, int M, float *out) {
     float *q = floats((int64_t)a->H * M * HD);
     for (int h = 0; h < a->H; h++)
         memcpy(q + (int64_t)h * M * HD, a->q + ((int64_t)h * a->R + r0) * HD, sizeof(float) * M * HD);
-    hexa_attention(q, a->k, a->v, a->mask ? a->mask + (int64_t)r0 * a->L : NULL, out, a->H, M, a->L, a->stride, 0,
+    hexa_attention(q, a->k, a->v, a->mask ? a->mask + (int64_t)r0 * a->L : NULL, out, a->H, M, a->L, a->stride, 0, 0,
                    a->threads);
     drop();
 }
@@ -481,7 +481,7 @@ static void attention_case(const char *name, int H, int R, int L, int S, const f
     double *ref = doubles(HD), *tol = doubles(HD);
     for (a.threads = 1; a.threads <= 3; a.threads += 2) {
         at("hexa_attention", "%s H=%d R=%d L=%d threads=%d", name, H, R, L, a.threads);
-        hexa_attention(a.q, a.k, a.v, mask, full, H, R, L, a.stride, 0, a.threads);
+        hexa_attention(a.q, a.k, a.v, mask, full, H, R, L, a.stride, 0, 0, a.threads);
         for (int h = 0; h < H; h++)
             for (int r = 0; r < R; r++) {
                 const float *row = full + ((int64_t)h * R + r) * HD;
@@ -505,7 +505,7 @@ static void attention_case(const char *name, int H, int R, int L, int S, const f
         }
         if (S) {   /* row r of kv head h: query head h*G + r/S at token r%S */
             at("hexa_attention", "%s H=%d R=%d L=%d threads=%d S=%d", name, H, R, L, a.threads, S);
-            hexa_attention(a.q, a.k, a.v, mask, tok, H, R, L, a.stride, S, a.threads);
+            hexa_attention(a.q, a.k, a.v, mask, tok, H, R, L, a.stride, S, 0, a.threads);
             const int G = R / S;
             for (int h = 0; h < H; h++)
                 for (int r = 0; r < R; r++)
@@ -545,6 +545,54 @@ static void check_attention(void) {
     attention_case("tree", 1, R, L, 13, tree);
     attention_case("causal prefill", 2, 2 * 60, 300 + 60, 60, causal_mask(2, 60, 300));
     attention_case("causal prefill", 1, 2 * 50, 50, 50, causal_mask(2, 50, 0));
+}
+
+/* A draft tree of n nodes after P cached keys against plain steps: node x at depth d, fed in a
+   plain run, sees keys 0..P+d with its ancestors in slots P..P+d-1 and itself in P+d; in the tree
+   they sit in slots P+i (tree order). Its G query rows must give the plain step's bits, whichever
+   side of a multiple of 128 the two runs put its keys (random parents, random topological order). */
+static void tree_against_plain(int P, int n, int G, int threads) {
+    const int L = P + n, H = 2;
+    const int64_t stride = (int64_t)(L + 3) * HD;
+    at("hexa_attention", "tree of %d after %d keys, G=%d threads=%d", n, P, G, threads);
+    int *parent = grab(sizeof(int) * n), *depth = grab(sizeof(int) * n);
+    parent[0] = -1; depth[0] = 0;
+    for (int i = 1; i < n; i++) { parent[i] = below(i); depth[i] = depth[parent[i]] + 1; }
+    float *k = randoms(H * stride, 1.f), *v = randoms(H * stride, 1.f), *q = randoms((int64_t)H * G * n * HD, 0.5f);
+    float *mask = floats((int64_t)G * n * L), *out = floats((int64_t)H * G * n * HD);
+    for (int r = 0; r < G * n; r++) {
+        float *m = mask + (int64_t)r * L;
+        for (int j = 0; j < L; j++) m[j] = j < P ? 0.f : -INFINITY;
+        for (int x = r % n; x >= 0; x = parent[x]) m[P + x] = 0.f;
+    }
+    hexa_attention(q, k, v, mask, out, H, G * n, L, stride, 0, n, threads);
+    float *pk = floats(H * stride), *pv = floats(H * stride), *pq = floats((int64_t)H * G * HD), *po = floats((int64_t)H * G * HD);
+    for (int x = 0; x < n; x++) {
+        memcpy(pk, k, sizeof(float) * H * stride);
+        memcpy(pv, v, sizeof(float) * H * stride);
+        for (int y = x; y >= 0; y = parent[y])   /* the ancestors at their plain run's slots */
+            for (int h = 0; h < H; h++) {
+                memcpy(pk + h * stride + (int64_t)(P + depth[y]) * HD, k + h * stride + (int64_t)(P + y) * HD, sizeof(float) * HD);
+                memcpy(pv + h * stride + (int64_t)(P + depth[y]) * HD, v + h * stride + (int64_t)(P + y) * HD, sizeof(float) * HD);
+            }
+        for (int h = 0; h < H; h++)
+            for (int g = 0; g < G; g++)
+                memcpy(pq + ((int64_t)h * G + g) * HD, q + ((int64_t)h * G * n + g * n + x) * HD, sizeof(float) * HD);
+        hexa_attention(pq, pk, pv, NULL, po, H, G, P + depth[x] + 1, stride, 1, 1, threads);
+        for (int h = 0; h < H; h++)
+            for (int g = 0; g < G; g++)
+                same(x, out + ((int64_t)h * G * n + g * n + x) * HD, po + ((int64_t)h * G + g) * HD, HD, "a plain step");
+    }
+    keep("tree", out, sizeof(float) * H * G * n * HD);
+    release();
+}
+
+static void check_attention_trees(void) {
+    seed(450);
+    static const int cases[][3] = {{250, 40, 3}, {100, 33, 1}, {128, 17, 3}, {1000, 64, 2}, {383, 2, 3}, {5, 30, 3}};
+    for (unsigned c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int threads = 1; threads <= 3; threads += 2)
+            tree_against_plain(cases[c][0], cases[c][1], cases[c][2], threads);
 }
 
 /* ---- hexa_rmsnorm, hexa_silu_mul, hexa_rope_split ----------------------------------------- */
@@ -791,6 +839,7 @@ int main(int argc, char **argv) {
     run("linear", check_linear);
     run("codes", check_codes);
     run("attention", check_attention);
+    run("attention tree", check_attention_trees);
     run("rmsnorm", check_rmsnorm);
     run("silu_mul", check_silu_mul);
     run("rope_split", check_rope_split);
