@@ -78,10 +78,7 @@ class Engine:
 
         linear = linear_choice()
         source = resolve(model)
-        folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         n_threads = _threads.configure(threads)
-        if progress:
-            progress("loading weights")
         from .tokenizer import ChatTokenizer
         from .transformer import CompactTransformer
 
@@ -91,9 +88,20 @@ class Engine:
             from .kernels import native_kernel
 
             kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress)
+        direct = source.kind == "gguf" and kernel is not None   # a GGUF's own codes, no fp32 copy
+        if direct:
+            from .gguf_model import entry
+            folder, gguf = entry(source, Path(cache_dir) / "models", progress)
+        else:
+            folder = ensure_cached(source, Path(cache_dir) / "models", progress)
+        if progress:
+            progress("loading weights")
         try:
-            compact = CompactTransformer.load(folder, linear, kernel)
+            compact = (CompactTransformer.load_gguf(folder, gguf, kernel, linear) if direct
+                       else CompactTransformer.load(folder, linear, kernel))
             tokenizer = ChatTokenizer(folder)
+        except EngineError:
+            raise
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
         if backend == "torch" and linear == "native" and kernel is None and progress:

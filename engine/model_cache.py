@@ -78,6 +78,9 @@ def ensure_cached(source: ModelSource, cache_root: Path, progress: Progress | No
             return entry
         say("model cache is incomplete or corrupt: rebuilding it")
         shutil.rmtree(entry, ignore_errors=True)
+    if source.kind == "gguf":   # refuse an architecture before a long conversion, in one line
+        from .gguf_model import architecture, reader
+        architecture(reader(source.path), source.name)
     cache_root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=entry.name + ".tmp-", dir=cache_root))
     try:

@@ -57,7 +57,9 @@ class ModelConfig:
         base = float(self.rope["rope_theta"])
         inv = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float32) / d))
         kind = self.rope.get("rope_type", self.rope.get("type", "default"))
-        if kind == "llama3":
+        if "factors" in self.rope:   # a GGUF's rope_freqs: llama.cpp's divisors of each frequency
+            inv = inv / torch.tensor(self.rope["factors"], dtype=torch.float32)
+        elif kind == "llama3":
             factor = self.rope["factor"]
             low, high = self.rope["low_freq_factor"], self.rope["high_freq_factor"]
             old = self.rope["original_max_position_embeddings"]

@@ -45,7 +45,8 @@ def save(model, folder: Path, build: str) -> Path:
     state = {"format": FORMAT, "build": build, "weights": weights_hash(folder), "layers": layers,
              "norm": model.norm, "lm_head": _pack_entry(model.lm_head),
              "tied": model.lm_head is model.embed,
-             "embed": None if model.lm_head is model.embed else model.embed}
+             "embed": None if model.lm_head is model.embed else
+             _pack_entry(model.embed) if hasattr(model.embed, "quant") else model.embed}
     path = path_for(folder, build)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name + ".tmp-")
     os.close(fd)

@@ -135,8 +135,11 @@ class CompactTransformer:
                         **{slot: weight(L[slot]) for slot in ("wqkv", "wo", "wgu", "wdown")})
                   for L in state["layers"]]
         head = weight(state["lm_head"])
+        embed = state["embed"]
+        if isinstance(embed, dict):   # an untied embedding kept as codes (a GGUF's own)
+            embed = weight(embed)
         model = cls.__new__(cls)
-        model._setup(config, head if state["tied"] else state["embed"], head, state["norm"], layers, linear)
+        model._setup(config, head if state["tied"] else embed, head, state["norm"], layers, linear)
         model._use_packed(kernel, name)
         return model
 
@@ -195,6 +198,25 @@ class CompactTransformer:
             self.fused = FusedForward(kernel, self.config, self.layers, self.norm)
         self.kernel = f"{name} packed + {self._library}"
         self.kernel_build = kernel.build
+
+    @classmethod
+    def load_gguf(cls, folder: Path, reader, kernel, linear: str = "native") -> "CompactTransformer":
+        """A GGUF model as its own codes (``gguf_model.py``): packed from the file's blocks on the
+        first start, from the packed file beside ``folder``'s config afterwards."""
+        from . import gguf_model, packed_weights
+
+        config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
+        state = packed_weights.load(folder, kernel.build)
+        fresh = state is None
+        if fresh:
+            state = gguf_model.packed_state(reader, config, kernel)
+        model = cls.from_packed(config, state, kernel, kernel.isa, linear)
+        if fresh:
+            try:
+                packed_weights.save(model, folder, kernel.build)
+            except OSError:
+                pass   # a read-only cache: the next start packs again
+        return model
 
     @classmethod
     def load(cls, folder: Path, linear: str = "native", kernel=None) -> "CompactTransformer":
