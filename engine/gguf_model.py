@@ -21,9 +21,13 @@ import torch
 
 from .errors import EngineError
 from .gguf_codes import NATIVE, decode, pack
-from .model_source import SUPPORTED_ARCHITECTURES, ModelSource
+from .model_source import ModelSource
 
 Progress = Callable[[str], None]
+# what the native forward pass runs from a GGUF (the fp32 conversion path runs llama and qwen2)
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3")
+GEMMA3_LOCAL_BASE = 10000.0   # llama.cpp's gemma3: local layers' RoPE base (not in the file)
+GEMMA3_PATTERN = 6            # llama.cpp's gemma3: every 6th layer global, the rest sliding-window
 
 
 def reader(path: Path):
@@ -39,11 +43,12 @@ def field(r, key: str, default=None):
     return default if f is None else f.contents()
 
 
-def architecture(r, label: str) -> str:
+def architecture(r, label: str, supported: tuple[str, ...] = ARCHITECTURES) -> str:
     arch = field(r, "general.architecture")
-    if arch not in SUPPORTED_ARCHITECTURES:
+    if arch not in supported:
         raise EngineError(f"{label}: architecture {arch!r} is not supported "
-                          f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})")
+                          f"{'without the native kernels ' if arch in ARCHITECTURES else ''}"
+                          f"(supported: {', '.join(supported)})")
     return arch
 
 
@@ -63,9 +68,16 @@ def config_dict(r, label: str) -> dict:
     eos = [int(x) for x in (field(r, "tokenizer.ggml.eos_token_id"), field(r, "tokenizer.ggml.eot_token_id"))
            if x is not None]
     vocab = a("vocab_size") or len(field(r, "tokenizer.ggml.tokens", []))
-    return {
+    layers = int(a("block_count"))
+    extra = {}
+    if arch == "gemma3":
+        extra = {"hexa_act": "gelu_tanh", "hexa_embed_scale": hidden ** 0.5,
+                 "sliding_window": int(a("attention.sliding_window", 512)),
+                 "hexa_local_layers": [i for i in range(layers) if (i + 1) % GEMMA3_PATTERN],
+                 "rope_local_base_freq": GEMMA3_LOCAL_BASE}
+    return extra | {
         "model_type": arch, "vocab_size": int(vocab), "hidden_size": hidden,
-        "intermediate_size": int(a("feed_forward_length")), "num_hidden_layers": int(a("block_count")),
+        "intermediate_size": int(a("feed_forward_length")), "num_hidden_layers": layers,
         "num_attention_heads": heads, "num_key_value_heads": int(a("attention.head_count_kv", heads)),
         "head_dim": int(a("attention.key_length", hidden // heads)),
         "rms_norm_eps": float(a("attention.layer_norm_rms_epsilon", 1e-6)),
@@ -175,6 +187,8 @@ def packed_state(r, config, kernel) -> dict:
         bias = [w.vector(b + f"attn_{n}.bias") for n in "qkv"]
         layers.append({
             "ln_in": w.vector(b + "attn_norm.weight"), "ln_post": w.vector(b + "ffn_norm.weight"),
+            "q_norm": w.vector(b + "attn_q_norm.weight"), "k_norm": w.vector(b + "attn_k_norm.weight"),
+            "post_attn": w.vector(b + "post_attention_norm.weight"), "post_ffn": w.vector(b + "post_ffw_norm.weight"),
             "bqkv": torch.cat(bias) if all(x is not None for x in bias) else None,
             "wqkv": entry_of(w.packed(b + "attn_q.weight", b + "attn_k.weight", b + "attn_v.weight")),
             "wo": entry_of(w.packed(b + "attn_output.weight")),

@@ -184,7 +184,8 @@ def free_text(engine):
 
 
 def stress(engine, prompts: list[tuple[str, list[int]]], method: str = "hexa", max_new: int = 64,
-           seed: int = 0, variants: tuple[str, ...] = ("cold", "history", "warm", "constrained")) -> Report:
+           seed: int = 0, variants: tuple[str, ...] = ("cold", "history", "warm", "constrained"),
+           say=None) -> Report:
     """Every prompt under every variant: cold, with history (each plain answer indexed for the
     next prompts), warm (a kept prefix: the plain run keeps the prompt, the method's run reuses
     it), constrained (``free_text``)."""
@@ -196,6 +197,9 @@ def stress(engine, prompts: list[tuple[str, list[int]]], method: str = "hexa", m
             stress_case(engine, ids, method, rng, report, f"{name} [{v}]", max_new,
                         constraint=constraint if v == "constrained" else None, warm=v == "warm",
                         history=v == "history")
+            if say:
+                say(f"{name} [{v}]: {report.steps} passes, {report.rows} rows, "
+                    f"{len(report.token_mismatches) + len(report.logit_mismatches)} mismatches so far")
     return report
 
 
@@ -224,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from platformdirs import user_cache_dir
     engine = Engine.load(a.model, a.cache or Path(user_cache_dir("hexa")) / "stress")
-    report = stress(engine, dev_prompts(engine, a.data, a.n), a.method, a.max_new_tokens, a.seed)
+    report = stress(engine, dev_prompts(engine, a.data, a.n), a.method, a.max_new_tokens, a.seed,
+                    say=lambda line: print(line, file=sys.stderr, flush=True))
     print(f"{report.requests} requests, {report.steps} decoding passes, {report.rows} path rows compared "
           f"bit for bit: {len(report.token_mismatches)} token and {len(report.logit_mismatches)} logit mismatches")
     for line in (report.token_mismatches + report.logit_mismatches)[:20]:

@@ -84,7 +84,8 @@ MAX_TREE = 32         # draft tokens per verification on this dynamic-shape back
 
 
 class Layer:
-    __slots__ = ("ln_in", "wqkv", "bqkv", "wo", "ln_post", "wgu", "wdown")
+    __slots__ = ("ln_in", "wqkv", "bqkv", "wo", "ln_post", "wgu", "wdown", "q_norm", "k_norm", "post_attn",
+                 "post_ffn")
 
     def __init__(self, **w):
         for k in self.__slots__:
@@ -132,6 +133,7 @@ class CompactTransformer:
             return PackedWeight(entry.get("data"), tuple(entry["shape"]), quant, kernel)
 
         layers = [Layer(ln_in=L["ln_in"], bqkv=L["bqkv"], ln_post=L["ln_post"],
+                        **{n: L.get(n) for n in ("q_norm", "k_norm", "post_attn", "post_ffn")},
                         **{slot: weight(L[slot]) for slot in ("wqkv", "wo", "wgu", "wdown")})
                   for L in state["layers"]]
         head = weight(state["lm_head"])
@@ -150,6 +152,11 @@ class CompactTransformer:
         freqs = torch.outer(torch.arange(c.max_positions, dtype=torch.float32), c.inv_freq())
         emb = torch.cat([freqs, freqs], dim=-1)
         self.cos, self.sin = emb.cos(), emb.sin()
+        self.cos_local = self.sin_local = None
+        if c.local_layers:   # gemma3's sliding-window layers rotate with their own base
+            freqs = torch.outer(torch.arange(c.max_positions, dtype=torch.float32), c.inv_freq(c.rope_local_base))
+            emb = torch.cat([freqs, freqs], dim=-1)
+            self.cos_local, self.sin_local = emb.cos(), emb.sin()
         self._q = c.num_heads * c.head_dim
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
@@ -180,7 +187,7 @@ class CompactTransformer:
     def _use_packed(self, kernel, name: str) -> None:
         """Route every product through the native kernel (weights already packed) and, for
         64-dim heads, run steps and trees as one native call (``kernels/fused.py``)."""
-        from .kernels import ATTENTION_HEAD_DIM, PackedWeight
+        from .kernels import HEAD_DIMS, PackedWeight
         from .kernels.fused import FusedForward
 
         library = self.linear
@@ -189,11 +196,12 @@ class CompactTransformer:
             # a raw tensor is a calibration head subset, gathered per request
             return kernel.linear(x, w, b) if isinstance(w, PackedWeight) else library(x, w, b)
         self.linear = linear
-        if self.config.head_dim == ATTENTION_HEAD_DIM:
+        if self.config.head_dim in HEAD_DIMS:
             self.native = kernel
             for L in self.layers:   # the fused pass reads these through raw pointers
-                L.ln_in, L.ln_post = L.ln_in.float().contiguous(), L.ln_post.float().contiguous()
-                L.bqkv = L.bqkv.float().contiguous() if L.bqkv is not None else None
+                for n in ("ln_in", "ln_post", "bqkv", "q_norm", "k_norm", "post_attn", "post_ffn"):
+                    v = getattr(L, n)
+                    setattr(L, n, v.float().contiguous() if v is not None else None)
             self.norm = self.norm.float().contiguous()
             self.fused = FusedForward(kernel, self.config, self.layers, self.norm)
         self.kernel = f"{name} packed + {self._library}"
@@ -298,18 +306,36 @@ class CompactTransformer:
             mask = mask.view(1, 1, self._group * S, end)
         cos, sin = self.cos[positions], self.sin[positions]
         x = self.embed[tokens]
-        if self.native is not None and self.fused is not None and S <= self.fused.rows:
-            mask2d = None if mask is None else mask.reshape(self._group * S, end).contiguous()
-            return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
-                              exact=self.exact or self._prefilling)
+        if c.embed_scale != 1.0:
+            x = x * c.embed_scale
         if self.native is not None:
-            x = self._native_layers(x, cos, sin, cache, mask)
+            mask2d = None if mask is None else mask.reshape(self._group * S, end).contiguous()
+            local = None
+            if c.local_layers:
+                local = (self.cos_local[positions], self.sin_local[positions],
+                         self._window(mask2d, positions, start, end))
+            if self.fused is not None and S <= self.fused.rows:
+                return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
+                                  exact=self.exact or self._prefilling, local=local)
+            x = self._native_layers(x, cos, sin, cache, mask2d, local)
             return self.native.rmsnorm(x, self.norm, c.rms_eps)
         x = self._torch_layers(x, cos.unsqueeze(0), sin.unsqueeze(0), cache, mask)
         return self._rms(x, self.norm)
 
+    def _window(self, mask2d: torch.Tensor | None, positions: torch.Tensor, start: int, end: int
+                ) -> torch.Tensor | None:
+        """The local layers' additive mask: ``mask2d`` (or all visible) with every key at least
+        ``sliding_window`` positions behind its row's token hidden; None when none is."""
+        W, S = self.config.sliding_window, len(positions)
+        keys = torch.cat([torch.arange(start), positions])          # a key's position: a tree's by depth
+        hide = (positions[:, None] - keys[None, :]) >= W
+        if not bool(hide.any()):
+            return mask2d
+        add = torch.zeros(S, end).masked_fill_(hide, float("-inf")).repeat(self._group, 1)
+        return (add if mask2d is None else mask2d + add).contiguous()
+
     def _native_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
-                       mask: torch.Tensor | None) -> torch.Tensor:
+                       mask2d: torch.Tensor | None, local=None) -> torch.Tensor:
         """The layers with the native kernel doing everything, prefill chunks included: ~6 calls
         per layer instead of ~25 torch ops (``kernels/fused.py`` makes them one call for passes
         of up to 64 tokens). Every row of every kernel is computed alone, so a token's KV and
@@ -321,17 +347,26 @@ class CompactTransformer:
         c, k = self.config, self.native
         S = x.shape[0]
         start, end = cache.length, cache.length + S
-        mask2d = mask.view(self._group * S, end) if mask is not None else None
         x = x.contiguous()
+        locals_ = set(c.local_layers)
         for i, L in enumerate(self.layers):
+            cs, sn, mk = local if i in locals_ else (cos, sin, mask2d)
             qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv)
-            q = k.rope_split(qkv, cos, sin, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5)
+            q = k.rope_split(qkv, cs, sn, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5,
+                             L.q_norm, L.k_norm, c.rms_eps)
             q = q.view(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
-            o = k.attention(q, cache.k[i], cache.v[i], end, mask2d, tokens=S, scaled=True, pass_keys=S)
-            x = k.linear(o, L.wo, residual=x)
+            o = k.attention(q, cache.k[i], cache.v[i], end, mk, tokens=S, scaled=True, pass_keys=S)
+            x = self._add(k, o, L.wo, L.post_attn, x)
             gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
-            x = k.linear(k.silu_mul(gu), L.wdown, residual=x)
+            act = k.gelu_mul(gu) if c.act == "gelu_tanh" else k.silu_mul(gu)
+            x = self._add(k, act, L.wdown, L.post_ffn, x)
         return x
+
+    def _add(self, k, h: torch.Tensor, w, norm: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor:
+        """x + h @ w.T, or x + RMSNorm(h @ w.T) with gemma3's post norms (forward.c's project_add)."""
+        if norm is None:
+            return k.linear(h, w, residual=x)
+        return x.add_(k.rmsnorm(k.linear(h, w), norm, self.config.rms_eps))
 
     def _torch_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
                       mask: torch.Tensor | None) -> torch.Tensor:

@@ -22,7 +22,7 @@
 #include "vexp.h"
 
 
-static const float zeros[64] __attribute__((aligned(16)));
+static const float zeros[HEXA_MAX_HEAD_DIM] __attribute__((aligned(16)));
 
 #define RT 3      /* query rows per tile (a GQA group of one token); softmax_numerators unrolls 3 */
 _Static_assert(RT == 3, "softmax_numerators and the P.V loop are written for 3 rows");
@@ -34,24 +34,24 @@ static inline float32x4_t max_x86(float32x4_t a, float32x4_t b) { return vbslq_f
    operation sequence: 8 lane partials (lane l holds dims l, l+8, ..., l+56: a mul, then FMAs in
    dimension order), reduced by the tree of two _mm256_hadd_ps and the add of the two halves,
    which are vpaddq_f32 on each half here. */
-static void scores(const float *q, const float *k, float *s, int sw, int rt, int n) {
+static void scores(const float *q, const float *k, int D, float *s, int sw, int rt, int n) {
     for (int j = 0; j < n; j += 4) {
         const float *kj[4];
         for (int t = 0; t < 4; t++)        /* past the chunk's end: a zero key, discarded */
-            kj[t] = j + t < n ? k + (int64_t)(j + t) * 64 : zeros;
+            kj[t] = j + t < n ? k + (int64_t)(j + t) * D : zeros;
         float32x4_t a[RT][4][2];           /* [row][key][lanes 0-3, 4-7] */
         for (int i = 0; i < RT; i++) {
-            const float *qi = q + (i < rt ? i : 0) * 64;   /* rows past rt: computed, discarded */
+            const float *qi = q + (i < rt ? i : 0) * D;   /* rows past rt: computed, discarded */
             for (int t = 0; t < 4; t++) {
                 a[i][t][0] = vmulq_f32(vld1q_f32(qi), vld1q_f32(kj[t]));
                 a[i][t][1] = vmulq_f32(vld1q_f32(qi + 4), vld1q_f32(kj[t] + 4));
             }
         }
-        for (int d = 1; d < 8; d++)
+        for (int d = 1; d < D / 8; d++)
             for (int t = 0; t < 4; t++) {
                 const float32x4_t k0 = vld1q_f32(kj[t] + 8 * d), k1 = vld1q_f32(kj[t] + 8 * d + 4);
                 for (int i = 0; i < RT; i++) {
-                    const float *qi = q + (i < rt ? i : 0) * 64 + 8 * d;
+                    const float *qi = q + (i < rt ? i : 0) * D + 8 * d;
                     a[i][t][0] = vfmaq_f32(a[i][t][0], vld1q_f32(qi), k0);
                     a[i][t][1] = vfmaq_f32(a[i][t][1], vld1q_f32(qi + 4), k1);
                 }
@@ -115,7 +115,7 @@ static int visible_keys(const float *const *rows, int rt, int n) {
 struct attention_job {
     const float *q, *k, *v, *mask;
     float *out, *part_m, *part_l, *part_o;   /* per (head, chunk, row): max, sum, weighted V */
-    int H, R, L, C, S, B;                     /* B: blocks of BLOCK rows per (head, chunk) */
+    int H, R, L, C, S, B, D;                  /* B: blocks of BLOCK rows per (head, chunk); D: head dim */
     int64_t head_stride;
     struct key_plan plan;                     /* which keys each chunk holds */
 };
@@ -126,7 +126,7 @@ struct attention_job {
    row's numbers depend only on its own row and the chunk, never on the tile or item it is in. */
 static void attend_chunk(void *ctx, int item) {
     const struct attention_job *a = ctx;
-    const int D = 64, R = a->R, L = a->L, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
+    const int D = a->D, R = a->R, L = a->L, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
     const float *mask = a->mask;
     const int j0 = a->plan.lo[c], n = a->plan.hi[c] - j0, sw = ((a->plan.widest + 7) & ~7) + 8;
     const float *kh = a->k + h * a->head_stride, *vh = a->v + h * a->head_stride;
@@ -143,7 +143,7 @@ static void attend_chunk(void *ctx, int item) {
             for (int i = 0; i < rt; i++) { a->part_m[slot0 + i] = -INFINITY; a->part_l[slot0 + i] = 0.f; }
             continue;
         }
-        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, &s[0][0], sw, rt, nv);
+        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, D, &s[0][0], sw, rt, nv);
         for (int i = rt; i < RT; i++)      /* rows past rt: weights 0, computed and discarded */
             for (int j = 0; j < nv; j++) s[i][j] = 0.f;
         float mx[RT], l[RT];
@@ -170,7 +170,7 @@ static void attend_chunk(void *ctx, int item) {
             }
         }
         softmax_numerators(sw, s, rt, nv, mx, l);
-        for (int half = 0; half < 2; half++) {      /* 32 of the 64 dims at a time */
+        for (int half = 0; half < D / 32; half++) {      /* 32 of the head's dims at a time */
             /* every output dim is one FMA chain over the keys in order, as on x86; all RT rows
                unrolled: 24 accumulators, a V vector and 3 weights in the 32 registers */
             float32x4_t o[RT][8];
@@ -204,22 +204,16 @@ static void attend_chunk(void *ctx, int item) {
 /* item = (head, row): combine the row's chunks in key order */
 static void combine_chunks(void *ctx, int item) {
     const struct attention_job *a = ctx;
-    const int D = 64, C = a->C, R = a->R, h = item / R, r = item % R;
+    const int D = a->D, C = a->C, R = a->R, h = item / R, r = item % R;
     float M = -INFINITY;
     for (int c = 0; c < C; c++) {
         const float m = a->part_m[((int64_t)h * C + c) * R + r];
         M = m > M ? m : M;
     }
-    float32x4_t o[16];
-    for (int d = 0; d < 16; d++) o[d] = vdupq_n_f32(0.f);
     float l = 0.f;
     for (int c = 0; c < C; c++) {
         const int64_t slot = ((int64_t)h * C + c) * R + r;
-        if (a->part_m[slot] == -INFINITY) continue;
-        const float w = expf(a->part_m[slot] - M);
-        l += a->part_l[slot] * w;
-        const float32x4_t wv = vdupq_n_f32(w);
-        for (int d = 0; d < 16; d++) o[d] = vfmaq_f32(o[d], wv, vld1q_f32(a->part_o + slot * D + 4 * d));
+        if (a->part_m[slot] != -INFINITY) l += a->part_l[slot] * expf(a->part_m[slot] - M);
     }
     const float32x4_t inv = vdupq_n_f32(1.f / l);
     float *dst = a->out + ((int64_t)h * R + r) * D;
@@ -227,21 +221,31 @@ static void combine_chunks(void *ctx, int item) {
         const int G = R / a->S, Hq = a->H * G;
         dst = a->out + ((int64_t)(r % a->S) * Hq + h * G + r / a->S) * D;
     }
-    for (int d = 0; d < 16; d++) vst1q_f32(dst + 4 * d, vmulq_f32(o[d], inv));
+    for (int db = 0; db < D; db += 64) {   /* 64 dims at a time: each an FMA chain over the chunks in order */
+        float32x4_t o[16];
+        for (int d = 0; d < 16; d++) o[d] = vdupq_n_f32(0.f);
+        for (int c = 0; c < C; c++) {
+            const int64_t slot = ((int64_t)h * C + c) * R + r;
+            if (a->part_m[slot] == -INFINITY) continue;
+            const float32x4_t wv = vdupq_n_f32(expf(a->part_m[slot] - M));
+            for (int d = 0; d < 16; d++) o[d] = vfmaq_f32(o[d], wv, vld1q_f32(a->part_o + slot * D + db + 4 * d));
+        }
+        for (int d = 0; d < 16; d++) vst1q_f32(dst + db + 4 * d, vmulq_f32(o[d], inv));
+    }
 }
 
-/* q [H, R, 64] (R query rows per kv head, already scaled), k/v: head h row j at
-   k + h*head_stride + j*64, mask [R, L] additive or NULL. out: [H, R, 64] if S is 0; else the
-   R rows are G = R/S query heads of S tokens each, and out is token-major [S, H*G, 64] (the
+/* q [H, R, D] (R query rows per kv head, already scaled; D 64, 128 or 256), k/v: head h row j
+   at k + h*head_stride + j*D, mask [R, L] additive or NULL. out: [H, R, D] if S is 0; else the
+   R rows are G = R/S query heads of S tokens each, and out is token-major [S, H*G, D] (the
    layout the output projection reads). pass: the last `pass` keys are this pass's own tokens,
    whose visible ones count at consecutive positions for each row (keys.h); 0: keys by slot. */
 void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out,
-                    int H, int R, int L, int64_t head_stride, int S, int pass, int threads) {
-    const int D = 64, C = (L + CHUNK - 1) / CHUNK, B = (R + BLOCK - 1) / BLOCK;
+                    int H, int R, int L, int D, int64_t head_stride, int S, int pass, int threads) {
+    const int C = (L + CHUNK - 1) / CHUNK, B = (R + BLOCK - 1) / BLOCK;
     struct attention_job a = {q, k, v, mask, out,
                               malloc(sizeof(float) * H * C * R), malloc(sizeof(float) * H * C * R),
                               malloc(sizeof(float) * (int64_t)H * C * R * D),
-                              H, R, L, C, S, B, head_stride};
+                              H, R, L, C, S, B, D, head_stride};
     key_plan_init(&a.plan, mask, R, L, pass);
     hexa_run(attend_chunk, &a, H * C * B, threads);
     hexa_run(combine_chunks, &a, H * R, threads);
