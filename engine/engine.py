@@ -78,6 +78,11 @@ class Engine:
 
         linear = linear_choice()
         source = resolve(model)
+        gguf = None
+        if source.kind == "gguf":   # an architecture hexa cannot run is refused here, in one line
+            from .gguf_model import architecture, reader
+            gguf = reader(source.path)
+            architecture(gguf, source.name)
         n_threads = _threads.configure(threads)
         from .tokenizer import ChatTokenizer
         from .transformer import CompactTransformer
@@ -91,7 +96,7 @@ class Engine:
         direct = source.kind == "gguf" and kernel is not None   # a GGUF's own codes, no fp32 copy
         if direct:
             from .gguf_model import entry
-            folder, gguf = entry(source, Path(cache_dir) / "models", progress)
+            folder, gguf = entry(source, Path(cache_dir) / "models", progress, gguf)
         else:
             folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         if progress:

@@ -3,7 +3,8 @@
 The kernels read two layouts (``kernels/layout.h``), per panel of 16 output rows and block of 32
 inputs: *bits 4* holds fp32 d[16], m[16] and 4-bit codes q (w = d*q + m), *bits 8* holds fp32
 d[16] and int8 codes (w = d*q). Every GGUF type below maps into one of them exactly: the weight
-the kernels rebuild (d*q, + m) is, bit for bit, the weight ggml's dequantization gives
+the kernels rebuild (d*q, + m) is the weight ggml's dequantization gives, bit for bit but for the
+sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no product changes)
 (``tests/engine/test_gguf_codes.py`` compares them with the ``gguf`` package's dequantize):
 
 | GGUF   | ggml's weight                   | layout | d, m here                                   |

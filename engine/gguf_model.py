@@ -46,9 +46,9 @@ def field(r, key: str, default=None):
 def architecture(r, label: str, supported: tuple[str, ...] = ARCHITECTURES) -> str:
     arch = field(r, "general.architecture")
     if arch not in supported:
-        raise EngineError(f"{label}: architecture {arch!r} is not supported "
-                          f"{'without the native kernels ' if arch in ARCHITECTURES else ''}"
-                          f"(supported: {', '.join(supported)})")
+        only = "; qwen3 and gemma3 run on the torch backend's native kernels only" if arch in ARCHITECTURES else ""
+        raise EngineError(f"{label}: architecture {arch!r} is not supported here "
+                          f"(supported: {', '.join(supported)}{only})")
     return arch
 
 
@@ -88,12 +88,17 @@ def config_dict(r, label: str) -> dict:
     }
 
 
-def entry(source: ModelSource, cache_root: Path, progress: Progress | None = None) -> tuple[Path, object]:
-    """(the cache folder with config.json and the tokenizer, the open reader); made on first use."""
-    r = reader(source.path)
-    architecture(r, source.name)                  # before anything slow
+def entry_dir(source: ModelSource, cache_root: Path) -> Path:
+    """The cache folder of a GGUF loaded as its codes (config, tokenizer, packed file)."""
     safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in source.name)
-    folder = Path(cache_root) / f"{safe}-{source.fingerprint()}-gguf"
+    return Path(cache_root) / f"{safe}-{source.fingerprint()}-gguf"
+
+
+def entry(source: ModelSource, cache_root: Path, progress: Progress | None = None, r=None) -> tuple[Path, object]:
+    """(the cache folder with config.json and the tokenizer, the open reader); made on first use."""
+    r = r if r is not None else reader(source.path)
+    architecture(r, source.name)                  # before anything slow
+    folder = entry_dir(source, cache_root)
     if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
         return folder, r
     config = config_dict(r, source.name) | {"hexa_name": source.name}
