@@ -21,6 +21,7 @@ import torch
 
 from .errors import EngineError
 from .gguf_codes import NATIVE, decode, pack
+from .kernels import PANEL
 from .model_source import ModelSource
 
 Progress = Callable[[str], None]
@@ -164,11 +165,17 @@ class Weights:
         bits = {NATIVE.get(kind) for kind, *_ in parts}
         N, K = sum(p[2] for p in parts), parts[0][3]
         if len(bits) == 1 and None not in bits and K % 32 == 0:
-            decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
             b = bits.pop()
-            d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
-            m = np.concatenate([x[1] for x in decoded]) if b == 4 else None
-            codes = torch.from_numpy(pack(b, d, m, q))
+            if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak
+                kind, data, _, _ = parts[0]
+                step = max(PANEL, (1 << 22) // K // PANEL * PANEL)     # ~4M weights a slice
+                slices = [pack(b, *decode(kind, data[r:r + step], min(step, N - r), K)) for r in range(0, N, step)]
+                codes = torch.from_numpy(np.concatenate(slices)) if len(slices) > 1 else torch.from_numpy(slices[0])
+            else:
+                decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
+                d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
+                m = np.concatenate([x[1] for x in decoded]) if b == 4 else None
+                codes = torch.from_numpy(pack(b, d, m, q))
             self.native += N * K
             return PackedWeight(None, (N, K), (codes, b), self.kernel)
         w = np.concatenate([np.asarray(quants.dequantize(data, self.t[n].tensor_type), np.float32).reshape(rows, k)
