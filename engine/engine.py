@@ -78,11 +78,9 @@ class Engine:
 
         linear = linear_choice()
         source = resolve(model)
-        gguf = None
         if source.kind == "gguf":   # an architecture hexa cannot run is refused here, in one line
-            from .gguf_model import architecture, reader
-            gguf = reader(source.path)
-            architecture(gguf, source.name)
+            from .gguf_model import architecture
+            architecture(source.path, source.name)
         n_threads = _threads.configure(threads)
         from .tokenizer import ChatTokenizer
         from .transformer import CompactTransformer
@@ -96,13 +94,13 @@ class Engine:
         direct = source.kind == "gguf" and kernel is not None   # a GGUF's own codes, no fp32 copy
         if direct:
             from .gguf_model import entry
-            folder, gguf = entry(source, Path(cache_dir) / "models", progress, gguf)
+            folder = entry(source, Path(cache_dir) / "models", progress)
         else:
             folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         if progress:
             progress("loading weights")
         try:
-            compact = (CompactTransformer.load_gguf(folder, gguf, kernel, linear) if direct
+            compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear) if direct
                        else CompactTransformer.load(folder, linear, kernel))
             tokenizer = ChatTokenizer(folder)
         except EngineError:

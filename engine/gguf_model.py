@@ -39,13 +39,53 @@ def reader(path: Path):
         raise EngineError(f"{path.name}: not a readable GGUF file ({exc.__class__.__name__})") from None
 
 
+def header_value(path: Path, key: str):
+    """One metadata value read straight from a GGUF's header, stopping there (``general.architecture``
+    comes first): GGUFReader builds an object for every vocabulary entry (Gemma's 262k tokens held
+    ~0.8 GB and took seconds), which a start that reads its packed codes never needs."""
+    import struct
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    formats = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+    try:
+        with open(path, "rb") as f:
+            def read(fmt):
+                return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
+
+            def text():
+                return f.read(read("<Q")).decode("utf-8", "replace")
+
+            def value(kind):
+                if kind == 8:
+                    return text()
+                if kind == 9:
+                    inner, n = read("<I"), read("<Q")
+                    if inner in sizes:
+                        f.seek(sizes[inner] * n, 1)
+                    else:
+                        for _ in range(n):
+                            value(inner)
+                    return None
+                return read(formats[kind])
+            if f.read(4) != b"GGUF":
+                raise ValueError("not a GGUF file")
+            read("<I"), read("<Q")
+            for _ in range(read("<Q")):
+                name, kind = text(), read("<I")
+                found = value(kind)
+                if name == key:
+                    return found
+    except (OSError, ValueError, KeyError, struct.error) as exc:
+        raise EngineError(f"{Path(path).name}: not a readable GGUF file ({exc.__class__.__name__})") from None
+    return None
+
+
 def field(r, key: str, default=None):
     f = r.fields.get(key)
     return default if f is None else f.contents()
 
 
-def architecture(r, label: str, supported: tuple[str, ...] = ARCHITECTURES) -> str:
-    arch = field(r, "general.architecture")
+def architecture(path: Path, label: str, supported: tuple[str, ...] = ARCHITECTURES) -> str:
+    arch = header_value(path, "general.architecture")
     if arch not in supported:
         only = "; qwen3 and gemma3 run on the torch backend's native kernels only" if arch in ARCHITECTURES else ""
         raise EngineError(f"{label}: architecture {arch!r} is not supported here "
@@ -55,7 +95,7 @@ def architecture(r, label: str, supported: tuple[str, ...] = ARCHITECTURES) -> s
 
 def config_dict(r, label: str) -> dict:
     """The transformers-style config ``ModelConfig.from_dict`` reads, from the GGUF's metadata."""
-    arch = architecture(r, label)
+    arch = field(r, "general.architecture")
     a = lambda key, default=None: field(r, f"{arch}.{key}", default)   # noqa: E731
     tensors = {t.name: t for t in r.tensors}
     heads = int(a("attention.head_count"))
@@ -95,14 +135,13 @@ def entry_dir(source: ModelSource, cache_root: Path) -> Path:
     return Path(cache_root) / f"{safe}-{source.fingerprint()}-gguf"
 
 
-def entry(source: ModelSource, cache_root: Path, progress: Progress | None = None, r=None) -> tuple[Path, object]:
-    """(the cache folder with config.json and the tokenizer, the open reader); made on first use."""
-    r = r if r is not None else reader(source.path)
-    architecture(r, source.name)                  # before anything slow
+def entry(source: ModelSource, cache_root: Path, progress: Progress | None = None) -> Path:
+    """The cache folder with config.json and the tokenizer; made on first use."""
+    architecture(source.path, source.name)                  # before anything slow
     folder = entry_dir(source, cache_root)
     if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
-        return folder, r
-    config = config_dict(r, source.name) | {"hexa_name": source.name}
+        return folder
+    config = config_dict(reader(source.path), source.name) | {"hexa_name": source.name}
     if progress:
         progress(f"reading {source.name}'s tokenizer (first run only)")
     Path(cache_root).mkdir(parents=True, exist_ok=True)
@@ -120,7 +159,7 @@ def entry(source: ModelSource, cache_root: Path, progress: Progress | None = Non
         os.replace(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return folder, r
+    return folder
 
 
 def _unpermute(rows: int, heads: int) -> np.ndarray:

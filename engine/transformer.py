@@ -88,14 +88,9 @@ class CompactTransformer:
                linear: str) -> None:
         self.config = c = config
         self.embed, self.lm_head, self.norm, self.layers = embed, lm_head, norm, layers
-        freqs = torch.outer(torch.arange(c.max_positions, dtype=torch.float32), c.inv_freq())
-        emb = torch.cat([freqs, freqs], dim=-1)
-        self.cos, self.sin = emb.cos(), emb.sin()
-        self.cos_local = self.sin_local = None
-        if c.local_layers:   # gemma3's sliding-window layers rotate with their own base
-            freqs = torch.outer(torch.arange(c.max_positions, dtype=torch.float32), c.inv_freq(c.rope_local_base))
-            emb = torch.cat([freqs, freqs], dim=-1)
-            self.cos_local, self.sin_local = emb.cos(), emb.sin()
+        self._inv = {"global": c.inv_freq(), "local": c.inv_freq(c.rope_local_base) if c.local_layers else None}
+        self._rope_rows = 0
+        self._grow_rope(min(c.max_positions, 4096))   # grown on demand: Gemma's 32k x 256 tables were 134 MB
         self._q = c.num_heads * c.head_dim
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
@@ -151,8 +146,20 @@ class CompactTransformer:
         self.kernel = f"{name} packed + {self._library}"
         self.kernel_build = kernel.build
 
+    def _grow_rope(self, rows: int) -> None:
+        """cos/sin tables (and the local layers' own) for positions [0, rows)."""
+        def table(inv):
+            freqs = torch.outer(torch.arange(rows, dtype=torch.float32), inv)
+            emb = torch.cat([freqs, freqs], dim=-1)
+            return emb.cos(), emb.sin()
+        self.cos, self.sin = table(self._inv["global"])
+        self.cos_local = self.sin_local = None
+        if self._inv["local"] is not None:   # gemma3's sliding-window layers rotate with their own base
+            self.cos_local, self.sin_local = table(self._inv["local"])
+        self._rope_rows = rows
+
     @classmethod
-    def load_gguf(cls, folder: Path, reader, kernel, linear: str = "native") -> "CompactTransformer":
+    def load_gguf(cls, folder: Path, gguf: Path, kernel, linear: str = "native") -> "CompactTransformer":
         """A GGUF model as its own codes (``gguf_model.py``): packed from the file's blocks on the
         first start, from the packed file beside ``folder``'s config afterwards."""
         from . import gguf_model, packed_weights
@@ -161,7 +168,7 @@ class CompactTransformer:
         state = packed_weights.load(folder, kernel.build)
         fresh = state is None
         if fresh:
-            state = gguf_model.packed_state(reader, config, kernel)
+            state = gguf_model.packed_state(gguf_model.reader(gguf), config, kernel)
         model = cls.from_packed(config, state, kernel, kernel.isa, linear)
         if fresh:
             try:
@@ -195,6 +202,8 @@ class CompactTransformer:
 
     def new_cache(self, capacity: int) -> KVCache:
         c = self.config
+        if capacity > self._rope_rows:
+            self._grow_rope(max(capacity, min(2 * self._rope_rows, c.max_positions)))
         return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity)
 
     def begin_prefill(self, total_tokens: int) -> None:
@@ -248,6 +257,8 @@ class CompactTransformer:
             if self._group > 1:
                 mask = mask.repeat(self._group, 1)
             mask = mask.view(1, 1, self._group * S, end)
+        if end > self._rope_rows:
+            self._grow_rope(min(max(2 * self._rope_rows, end), max(c.max_positions, end)))
         cos, sin = self.cos[positions], self.sin[positions]
         x = self.embed[tokens]
         if c.embed_scale != 1.0:
