@@ -64,7 +64,8 @@ def _check_qnn() -> tuple[bool, str]:
 
 
 # CPU features (Linux /proc/cpuinfo names) that would speed the kernels up but no kernel uses yet
-UNUSED_FEATURES = {"avx2": ("avx512", "avx_vnni", "amx_int8"), "neon": ("i8mm", "sve", "bf16")}
+UNUSED_FEATURES = {"avx2": ("avx512", "avx_vnni", "amx_int8"), "avx-vnni": ("avx512", "amx_int8"),
+                   "neon": ("i8mm", "sve", "bf16")}
 
 
 def _check_kernel(settings, locs) -> tuple[bool, str]:

@@ -36,8 +36,11 @@ FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fuse
 # Each instruction set has its own folder of kernels (the same functions, declared once in
 # hexa.h, giving the same bits: tests/native/driver.c compares them under qemu); the plain C
 # files beside them (the forward pass, the pool, packing, RoPE) are shared by all.
-ISA_FOLDER = {"avx2": "x86", "neon": "arm64"}
-ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "neon": ["-march=armv8-a"]}
+ISA_FOLDER = {"avx2": "x86", "avx-vnni": "x86", "neon": "arm64"}
+# avx-vnni: the x86 kernels with the decoding dot products on vpdpbusd/vpdpwssd (the same integer
+# sums, so the same bits as avx2; x86/quant_dot.c), for CPUs with AVX-VNNI
+ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "avx-vnni": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni", "-DHEXA_VNNI"],
+             "neon": ["-march=armv8-a"]}
 FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
@@ -234,7 +237,10 @@ def host_isa() -> tuple[str | None, str | None]:
         if not flags:
             return None, "cannot read the CPU's features (/proc/cpuinfo)"
         missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
-        return (None, f"CPU lacks {', '.join(missing)}") if missing else ("avx2", None)
+        if missing:
+            return None, f"CPU lacks {', '.join(missing)}"
+        vnni = "avx_vnni" in flags and os.environ.get("HEXA_ISA", "").strip().lower() != "avx2"
+        return ("avx-vnni" if vnni else "avx2"), None
     if machine in ("aarch64", "arm64", "armv8l"):
         if platform.system() == "Windows":
             # pool.c's workers sleep on Linux futexes; a Windows pool is not written yet

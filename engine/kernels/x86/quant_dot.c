@@ -128,6 +128,20 @@ static inline __m256 quad_order(const float *d, int h) {
 
 typedef void (*dot_tile)(const struct dot_job *, int, int, const __m256i *);
 
+/* The integer sums, with or without VNNI (the build for CPUs with AVX-VNNI defines HEXA_VNNI).
+   A 32-bit lane is one column's 4 inputs either way: maddubs' int16 pair sums added per group
+   then paired by a madd with ones, or vpdpbusd's quad sums accumulated in int32 directly; Q8_0's
+   int16 pairs by madd and an add, or by vpdpwssd. Exact integers both ways, so the same bits. */
+#ifdef HEXA_VNNI
+#define QUAD_ADD(s, w, x) _mm256_dpbusd_avx_epi32(s, w, x)
+#define QUAD_SUM(s, ones) ((void)(ones), (s))
+#define PAIR_ADD(s, w, x) _mm256_dpwssd_avx_epi32(s, w, x)
+#else
+#define QUAD_ADD(s, w, x) _mm256_add_epi16(s, _mm256_maddubs_epi16(w, x))
+#define QUAD_SUM(s, ones) _mm256_madd_epi16(s, ones)
+#define PAIR_ADD(s, w, x) _mm256_add_epi32(s, _mm256_madd_epi16(w, x))
+#endif
+
 /* rows [m0, m0+MR) x panel p; PRE: the codes come quads_q4'd from pre (the panel's, decoded once
    for all its row tiles), else decoded here */
 #define DOT_Q4(MR, PRE)                                                                           \
@@ -141,7 +155,7 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         if (!PRE)                                                                                 \
             for (int off = 0; off < Q4_BYTES; off += 64)   /* PREFETCH blocks ahead */            \
                 _mm_prefetch((const char *)bp + PREFETCH * Q4_BYTES + off, _MM_HINT_T0);          \
-        __m256i s[MR][2];                                                                         \
+        __m256i s[MR][2];   /* int16 pair sums, or with VNNI the int32 quad sums themselves */    \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i][0] = s[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 8") for (int g = 0; g < QB / 4; g++) {                                \
             __m256i w[2];                                                                         \
@@ -155,8 +169,8 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
                 int32_t quad;                                                                     \
                 memcpy(&quad, codes + (int64_t)i * a->K + blk * QB + 4 * g, sizeof quad);         \
                 const __m256i xv = _mm256_set1_epi32(quad);                                       \
-                s[i][0] = _mm256_add_epi16(s[i][0], _mm256_maddubs_epi16(w[0], xv));              \
-                s[i][1] = _mm256_add_epi16(s[i][1], _mm256_maddubs_epi16(w[1], xv));              \
+                s[i][0] = QUAD_ADD(s[i][0], w[0], xv);                                            \
+                s[i][1] = QUAD_ADD(s[i][1], w[1], xv);                                            \
                 IN_ORDER(s[i][0], s[i][1]);                                                       \
             }                                                                                     \
         }                                                                                         \
@@ -167,8 +181,8 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                    \
             const int64_t at = (int64_t)(m0 + i) * nb + blk;                                      \
             const __m256 dx = _mm256_set1_ps(a->dx[at]), sx = _mm256_set1_ps(a->sx[at]);          \
-            acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[i][0], ones)), _mm256_mul_ps(d0, dx), acc[i][0]); \
-            acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[i][1], ones)), _mm256_mul_ps(d1, dx), acc[i][1]); \
+            acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(QUAD_SUM(s[i][0], ones)), _mm256_mul_ps(d0, dx), acc[i][0]); \
+            acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(QUAD_SUM(s[i][1], ones)), _mm256_mul_ps(d1, dx), acc[i][1]); \
             acc[i][0] = _mm256_fmadd_ps(mn0, sx, acc[i][0]);                                      \
             acc[i][1] = _mm256_fmadd_ps(mn1, sx, acc[i][1]);                                      \
         }                                                                                         \
@@ -223,8 +237,8 @@ static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
             }                                                                                     \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 const __m256i xv = _mm256_set1_epi32(pairs[(int64_t)i * half + blk * QB / 2 + kk]); \
-                isum[i][0] = _mm256_add_epi32(isum[i][0], _mm256_madd_epi16(w[0], xv));           \
-                isum[i][1] = _mm256_add_epi32(isum[i][1], _mm256_madd_epi16(w[1], xv));           \
+                isum[i][0] = PAIR_ADD(isum[i][0], w[0], xv);                                      \
+                isum[i][1] = PAIR_ADD(isum[i][1], w[1], xv);                                      \
                 IN_ORDER(isum[i][0], isum[i][1]);                                                 \
             }                                                                                     \
         }                                                                                         \
