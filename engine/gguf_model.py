@@ -213,7 +213,7 @@ class Weights:
             else:
                 decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
                 d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
-                m = np.concatenate([x[1] for x in decoded]) if b == 4 else None
+                m = np.concatenate([x[1] for x in decoded]) if b != 8 else None
                 codes = torch.from_numpy(pack(b, d, m, q))
             self.native += N * K
             return PackedWeight(None, (N, K), (codes, b), self.kernel)

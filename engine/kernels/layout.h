@@ -16,6 +16,13 @@
 #define Q4_BYTES (Q4_HEAD + QB / 2 * PW)  /* + 16 bytes per input pair */
 #define Q8_HEAD (PW * 4)                  /* d[16] */
 #define Q8_BYTES (Q8_HEAD + QB * PW)      /* + 16 bytes per input */
+/* 8-bit codes with a second fp32 array, Q8_0's code bytes after Q4_1's head: bits 5 (Q5_1, Q5_K:
+   d[16], m[16], codes 0..31: w = d*q + m) and bits 6 (Q6_K: d[16] of inputs 0-15, d[16] of inputs
+   16-31, codes -32..31: w = d*q; a Q6_K scale covers 16 inputs) */
+#define QM_HEAD Q4_HEAD
+#define QM_BYTES (QM_HEAD + QB * PW)
+#define BLOCK_BYTES(bits) ((bits) == 4 ? Q4_BYTES : (bits) == 8 ? Q8_BYTES : QM_BYTES)
+#define CODE_HEAD(bits) ((bits) == 8 ? Q8_HEAD : QM_HEAD)   /* where 8-bit codes start (bits 5, 6, 8) */
 
 /* The ISA's fp32 tiles over rows [0, M) x panels [p0, p0+np), pk pointing at panel p0
    (x86/packed_gemm.c, arm64/packed_gemm.c; internal to the library) */

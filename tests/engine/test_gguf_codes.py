@@ -16,11 +16,13 @@ def blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
     """A tensor's raw blocks: quantized by the gguf package where it can, else random K-quant bytes
     with finite, positive fp16 scales."""
     rng = np.random.default_rng(seed)
-    if kind != "Q4_K":
+    if kind not in ("Q4_K", "Q5_K", "Q6_K"):
         return quants.quantize(rng.standard_normal((rows, K)).astype(np.float32) * 0.05, getattr(T, kind))
-    raw = rng.integers(0, 256, (rows, K // 256, 144), dtype=np.uint8)
-    scales = rng.uniform(1e-4, 2e-3, (rows, K // 256, 2)).astype(np.float16)
-    raw[..., 0:4] = scales.view(np.uint8).reshape(rows, K // 256, 4)
+    size = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
+    raw = rng.integers(0, 256, (rows, K // 256, size), dtype=np.uint8)
+    at = slice(208, 210) if kind == "Q6_K" else slice(0, 4)             # the fp16 scales
+    scales = rng.uniform(1e-4, 2e-3, (rows, K // 256, (at.stop - at.start) // 2)).astype(np.float16)
+    raw[..., at] = scales.view(np.uint8).reshape(rows, K // 256, -1)
     return raw.reshape(rows, -1)
 
 
@@ -34,7 +36,7 @@ def test_rebuilt_weights_are_ggmls_dequantized_weights(kind):
     # equal values; bits too, but for the sign of a zero (ggml's Q4_0 (q - 8) * d is -0 for d < 0)
     assert np.array_equal(mine, ref)
     assert ((mine.view(np.uint32) == ref.view(np.uint32)) | (ref == 0)).all()
-    lo, hi = (0, 15) if NATIVE[kind] == 4 else (-128, 127)
+    lo, hi = {4: (0, 15), 5: (0, 31), 6: (-32, 31), 8: (-128, 127)}[NATIVE[kind]]
     assert int(q.min()) >= lo and int(q.max()) <= hi
 
 
