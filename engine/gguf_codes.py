@@ -103,8 +103,19 @@ def _k_scales(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sc, mn
 
 
-def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray) -> np.ndarray:
-    """The layout's bytes (``pack.c``'s hexa_pack_quant fills the same) from per-row d, m, codes."""
+def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):
+    """(d of inputs 0-15, d of inputs 16-31, m, int8 codes) of a tensor in layout ``bits``: layout 7
+    holds every other exactly, so a fused projection of parts of several types (Q4_K_M's Q4_K
+    q and k with a Q6_K v) stays codes."""
+    zero = np.zeros_like(d)
+    if bits == 6:
+        return d, m, zero, q.astype(np.int8)
+    return d, d, (m if bits in (4, 5) else zero), q.astype(np.int8)
+
+
+def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
+    """The layout's bytes (``pack.c``'s hexa_pack_quant fills the same) from per-row d, m, codes;
+    layout 7 takes (d, d of inputs 16-31 as m, m as m2)."""
     N, K = q.shape
     nb, P = K // QB, -(-N // PANEL)
     pad = P * PANEL - N
@@ -115,8 +126,10 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray) -> np.nd
         return a.reshape(P, PANEL, *a.shape[1:])
 
     head = [panels(d.astype(np.float32)).transpose(0, 2, 1)]          # [P, nb, 16]
-    if bits != 8:   # m (bits 4, 5), or the second half's scale (bits 6)
+    if bits != 8:   # m (bits 4, 5), or the second half's scale (bits 6, 7)
         head.append(panels(m.astype(np.float32)).transpose(0, 2, 1))
+    if bits == 7:
+        head.append(panels(m2.astype(np.float32)).transpose(0, 2, 1))
     if bits == 4:
         c = panels(q.astype(np.uint8).reshape(N, nb, QB))             # [P, 16, nb, 32]
         codes = (c[..., 0::2] | (c[..., 1::2] << 4)).transpose(0, 2, 3, 1)   # [P, nb, 16 pairs, 16]
@@ -126,12 +139,13 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray) -> np.nd
     return np.ascontiguousarray(np.concatenate(parts, axis=-1)).reshape(-1)
 
 
-def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray) -> np.ndarray:
+def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
     """The weights the kernels rebuild from (d, m, q): d*q, then + m (fp32, in that order); bits 6:
     each half block's own d times q."""
     N, K = q.shape
-    if bits == 6:
+    if bits in (6, 7):
         scale = np.stack([d, m], axis=2).reshape(N, -1)                # a scale per 16 inputs
-        return np.repeat(scale, QB // 2, axis=1) * q.astype(np.float32)
+        w = np.repeat(scale, QB // 2, axis=1) * q.astype(np.float32)
+        return w + np.repeat(m2, QB, axis=1) if bits == 7 else w
     w = np.repeat(d, QB, axis=1) * q.astype(np.float32)
     return w + np.repeat(m, QB, axis=1) if bits in (4, 5) else w

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .errors import EngineError
-from .gguf_codes import NATIVE, decode, pack
+from .gguf_codes import NATIVE, as_layout7, decode, pack
 from .kernels import PANEL
 from .model_source import ModelSource
 
@@ -203,8 +203,8 @@ class Weights:
         parts = [self.rows(n) for n in names]
         bits = {NATIVE.get(kind) for kind, *_ in parts}
         N, K = sum(p[2] for p in parts), parts[0][3]
-        if len(bits) == 1 and None not in bits and K % 32 == 0:
-            b = bits.pop()
+        if None not in bits and K % 32 == 0:
+            b = bits.pop() if len(bits) == 1 else 7   # parts of several layouts: layout 7 holds them all
             if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak
                 kind, data, _, _ = parts[0]
                 step = max(PANEL, (1 << 22) // K // PANEL * PANEL)     # ~4M weights a slice
@@ -212,9 +212,14 @@ class Weights:
                 codes = torch.from_numpy(np.concatenate(slices)) if len(slices) > 1 else torch.from_numpy(slices[0])
             else:
                 decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
-                d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
-                m = np.concatenate([x[1] for x in decoded]) if b != 8 else None
-                codes = torch.from_numpy(pack(b, d, m, q))
+                if b == 7:
+                    decoded = [as_layout7(NATIVE[kind], *x) for (kind, *_), x in zip(parts, decoded)]
+                    d, m, m2, q = (np.concatenate([x[i] for x in decoded]) for i in range(4))
+                    codes = torch.from_numpy(pack(7, d, m, q, m2))
+                else:
+                    d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
+                    m = np.concatenate([x[1] for x in decoded]) if b != 8 else None
+                    codes = torch.from_numpy(pack(b, d, m, q))
             self.native += N * K
             return PackedWeight(None, (N, K), (codes, b), self.kernel)
         w = np.concatenate([np.asarray(quants.dequantize(data, self.t[n].tensor_type), np.float32).reshape(rows, k)

@@ -153,10 +153,10 @@ void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int
                 float w;
                 if (bits == 8) {
                     w = d * (float)(int8_t)bp[Q8_HEAD + i * PW + c];
-                } else if (bits == 6) {
-                    w = ((const float *)bp)[(i >= QB / 2) * PW + c] * (float)(int8_t)bp[QM_HEAD + i * PW + c];
-                } else if (bits == 5) {
-                    w = d * (float)(int8_t)bp[QM_HEAD + i * PW + c] + ((const float *)bp)[PW + c];
+                } else if (bits != 4) {   /* 5, 6, 7: d (of the input's half for 6, 7) * q (+ m for 5, 7) */
+                    const float dh = ((const float *)bp)[(SPLIT_SCALE(bits) && i >= QB / 2) * PW + c];
+                    w = dh * (float)(int8_t)bp[CODE_HEAD(bits) + i * PW + c];
+                    if (MIN_AT(bits) >= 0) w = w + ((const float *)bp)[MIN_AT(bits) + c];
                 } else {
                     const int q = (bp[Q4_HEAD + (i / 2) * PW + c] >> (4 * (i & 1))) & 15;
                     w = d * (float)q + ((const float *)bp)[PW + c];

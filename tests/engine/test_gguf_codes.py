@@ -62,3 +62,21 @@ def test_packed_codes_are_the_layout_the_kernels_read(kernel, kind):
     fp32 = kernel.pack(w)
     if fp32.quant is not None and fp32.bits == NATIVE[kind]:   # hexa_pack_quant recovered the same codes
         assert torch.equal(kernel.linear(x, packed), kernel.linear(x, fp32))
+
+
+def test_parts_of_several_types_keep_their_weights_in_layout_7(kernel):
+    """Q4_K_M's fused q/k/v: Q4_K and Q6_K parts together in layout 7, every weight exact."""
+    from engine.gguf_codes import as_layout7
+    from engine.kernels import PackedWeight
+
+    K, parts = 256, [("Q4_K", 20), ("Q6_K", 9), ("Q8_0", 16), ("Q5_1", 3)]
+    decoded = [decode(kind, blocks(kind, rows, K, seed=i), rows, K) for i, (kind, rows) in enumerate(parts)]
+    want = np.concatenate([rebuild(NATIVE[kind], *x) for (kind, _), x in zip(parts, decoded)])
+    d, m, m2, q = (np.concatenate([x[i] for x in (as_layout7(NATIVE[k], *y) for (k, _), y in zip(parts, decoded))])
+                   for i in range(4))
+    assert np.array_equal(rebuild(7, d, m, q, m2), want)
+    rows = len(want)
+    packed = PackedWeight(None, (rows, K), (torch.from_numpy(pack(7, d, m, q, m2)), 7), kernel)
+    assert torch.equal(packed[torch.arange(rows)], torch.from_numpy(want))
+    x = torch.randn(5, K)
+    assert torch.allclose(kernel.linear(x, packed), x @ torch.from_numpy(want).T, atol=1e-4)

@@ -398,25 +398,29 @@ static void check_linear_dot(const struct qweight *q) {
     keep("y", alone, sizeof(float) * ROWS * N);
 }
 
-/* bits 5 (Q5_1, Q5_K: d, m, codes 0..31) and 6 (Q6_K: a d per 16 inputs, codes -32..31), written
+/* bits 5 (Q5_1, Q5_K: d, m, codes 0..31), 6 (Q6_K: a d per 16 inputs, codes -32..31) and 7 (both:
+   a d per 16 inputs and m, codes -127..127), written
    straight into their layout (layout.h: QM_HEAD, then a byte per input and column), as
    engine/gguf_codes.py packs them from a GGUF's blocks */
 static struct qweight make_quant_m(int bits, int N, int K, int e) {
     const int nb = K / HEXA_QUANT_BLOCK, P = (N + HEXA_PANEL - 1) / HEXA_PANEL, PWc = HEXA_PANEL;
-    const int block = hexa_quant_block_bytes(bits), head = 2 * PWc * 4;
+    const int block = hexa_quant_block_bytes(bits), head = (bits == 7 ? 3 : 2) * PWc * 4;
     struct qweight q = {N, K, bits, floats((int64_t)N * K), floats((int64_t)N * nb), grab(code_bytes(bits, N, K))};
     memset(q.codes, 0, (size_t)code_bytes(bits, N, K));
     for (int n = 0; n < N; n++)
         for (int blk = 0; blk < nb; blk++) {
             uint8_t *bp = q.codes + ((int64_t)(n / PWc) * nb + blk) * block;
             float *dd = (float *)bp, d[2] = {half_value(e), half_value(e - 1)};
-            const float m = bits == 5 ? -half_value(e - 3) : 0.f;
+            const float m = bits != 6 ? -half_value(e - 3) : 0.f;
+            if (bits == 5) d[1] = d[0];
             dd[n % PWc] = d[0];
-            dd[PWc + n % PWc] = bits == 6 ? d[1] : m;
+            dd[PWc + n % PWc] = bits == 5 ? m : d[1];
+            if (bits == 7) dd[2 * PWc + n % PWc] = m;
             for (int i = 0; i < 32; i++) {
-                const int c = bits == 5 ? below(32) : below(64) - 32;
+                const int c = bits == 5 ? below(32) : bits == 6 ? below(64) - 32 : below(255) - 127;
                 bp[head + i * PWc + n % PWc] = (uint8_t)(int8_t)c;
-                q.w[(int64_t)n * K + blk * 32 + i] = bits == 5 ? d[0] * (float)c + m : d[i >= 16] * (float)c;
+                const float dq = d[i >= 16] * (float)c;
+                q.w[(int64_t)n * K + blk * 32 + i] = bits == 6 ? dq : dq + m;
             }
             q.m[(int64_t)n * nb + blk] = m;
         }
@@ -426,7 +430,7 @@ static struct qweight make_quant_m(int bits, int N, int K, int e) {
 
 static void check_codes(void) {
     static const int shapes[][2] = {{37, 96}, {197, 64}};   /* N tails; 13 panels (two full groups) */
-    for (int bits = 5; bits <= 6; bits++)
+    for (int bits = 5; bits <= 7; bits++)
         for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
             seed(bits * 10 + s);
             struct qweight q = make_quant_m(bits, shapes[s][0], shapes[s][1], 4);

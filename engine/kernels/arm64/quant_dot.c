@@ -138,7 +138,7 @@ static inline void quads_QM(const uint8_t *bp, int g, int8x16_t *w) { quads_head
         if (HAS_MIN) {                                                                            \
             const float32x4_t sx = vdupq_n_f32(a->sx[at]);                                        \
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                                   \
-                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32((const float *)bp + PW + 4 * c), sx);  \
+                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32((const float *)bp + MOFF_##FMT + 4 * c), sx); \
         }                                                                                         \
     }
 
@@ -215,17 +215,28 @@ static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) { 
 #define SPLIT_Q8 0
 #define SPLIT_Q5 0
 #define SPLIT_Q6 1
+#define SPLIT_Q7 1
+#define MOFF_Q4 PW      /* where m starts in the head */
+#define MOFF_Q8 0
+#define MOFF_Q5 PW
+#define MOFF_Q6 0
+#define MOFF_Q7 (2 * PW)
 #define Q5_BYTES QM_BYTES
 #define Q6_BYTES QM_BYTES
 #define RUN_Q5 2
 #define RUN_Q6 2
+#define RUN_Q7 2
 #define pairs_Q5 pairs_QM
 #define pairs_Q6 pairs_QM
 #define quads_Q5 quads_QM
 #define quads_Q6 quads_QM
+static inline void pairs_Q7(const uint8_t *bp, int kk, int8x16_t *w) { pairs_head(bp, Q7_HEAD, kk, w); }
+static inline void quads_Q7(const uint8_t *bp, int g, int8x16_t *w) { quads_head(bp, Q7_HEAD, g, w); }
 PAIR_TILE(Q4, 1, 1) PAIR_TILE(Q4, 2, 1) PAIR_TILE(Q4, 3, 1) PAIR_TILE(Q4, 4, 1)
 PAIR_TILE(Q5, 1, 1) PAIR_TILE(Q5, 2, 1) PAIR_TILE(Q5, 3, 1) PAIR_TILE(Q5, 4, 1)
 PAIR_TILE(Q6, 1, 0) PAIR_TILE(Q6, 2, 0) PAIR_TILE(Q6, 3, 0) PAIR_TILE(Q6, 4, 0)
+PAIR_TILE(Q7, 1, 1) PAIR_TILE(Q7, 2, 1) PAIR_TILE(Q7, 3, 1) PAIR_TILE(Q7, 4, 1)
+QUAD_TILE(Q7, 1, 1) QUAD_TILE(Q7, 2, 1) QUAD_TILE(Q7, 3, 1) QUAD_TILE(Q7, 4, 1)
 QUAD_TILE(Q5, 1, 1) QUAD_TILE(Q5, 2, 1) QUAD_TILE(Q5, 3, 1) QUAD_TILE(Q5, 4, 1)
 QUAD_TILE(Q6, 1, 0) QUAD_TILE(Q6, 2, 0) QUAD_TILE(Q6, 3, 0) QUAD_TILE(Q6, 4, 0)
 PAIR_TILE(Q8, 1, 0) PAIR_TILE(Q8, 2, 0) PAIR_TILE(Q8, 3, 0) PAIR_TILE(Q8, 4, 0)
@@ -233,11 +244,13 @@ QUAD_TILE(Q4, 1, 1) QUAD_TILE(Q4, 2, 1) QUAD_TILE(Q4, 3, 1) QUAD_TILE(Q4, 4, 1)
 QUAD_TILE(Q8, 1, 0) QUAD_TILE(Q8, 2, 0) QUAD_TILE(Q8, 3, 0) QUAD_TILE(Q8, 4, 0)
 
 typedef void (*dot_tile)(const struct dot_job *, int, int);
-static const dot_tile TILES[2][4][MR_MAX + 1] = {   /* [dot product][Q4, Q8, bits 5, bits 6] */
+static const dot_tile TILES[2][5][MR_MAX + 1] = {   /* [dot product][Q4, Q8, bits 5, 6, 7] */
     {{0, pair_Q4_1, pair_Q4_2, pair_Q4_3, pair_Q4_4}, {0, pair_Q8_1, pair_Q8_2, pair_Q8_3, pair_Q8_4},
-     {0, pair_Q5_1, pair_Q5_2, pair_Q5_3, pair_Q5_4}, {0, pair_Q6_1, pair_Q6_2, pair_Q6_3, pair_Q6_4}},
+     {0, pair_Q5_1, pair_Q5_2, pair_Q5_3, pair_Q5_4}, {0, pair_Q6_1, pair_Q6_2, pair_Q6_3, pair_Q6_4},
+     {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}},
     {{0, quad_Q4_1, quad_Q4_2, quad_Q4_3, quad_Q4_4}, {0, quad_Q8_1, quad_Q8_2, quad_Q8_3, quad_Q8_4},
-     {0, quad_Q5_1, quad_Q5_2, quad_Q5_3, quad_Q5_4}, {0, quad_Q6_1, quad_Q6_2, quad_Q6_3, quad_Q6_4}},
+     {0, quad_Q5_1, quad_Q5_2, quad_Q5_3, quad_Q5_4}, {0, quad_Q6_1, quad_Q6_2, quad_Q6_3, quad_Q6_4},
+     {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}},
 };
 
 /* 1 when the CPU has SDOT (HWCAP_ASIMDDP on Linux and Android); set once, when the library loads */
@@ -257,7 +270,7 @@ __attribute__((constructor)) static void pick_path(void) {
    panel stay in cache across the row groups; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const dot_tile *tiles = TILES[dotprod][a->bits == 8 ? 1 : a->bits == 5 ? 2 : a->bits == 6 ? 3 : 0];
+    const dot_tile *tiles = TILES[dotprod][a->bits == 8 ? 1 : a->bits >= 5 && a->bits <= 7 ? a->bits - 3 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
         for (int m = 0; m < a->M; m += MR_MAX)

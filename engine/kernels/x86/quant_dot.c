@@ -247,7 +247,7 @@ static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         __m256i isum[MR][2];                                                                      \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 16") for (int kk = 0; kk < QB / 2; kk++) {                            \
-            if (bits == 6 && kk == QB / 4) {   /* Q6_K: inputs 0-15 carry a scale of their own */ \
+            if (SPLIT_SCALE(bits) && kk == QB / 4) {   /* inputs 0-15 carry a scale of their own */ \
                 FLOAT_SUMS(MR, d);                                                                \
                 d += PW;                                                                          \
             }                                                                                     \
@@ -266,11 +266,12 @@ static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
             }                                                                                     \
         }                                                                                         \
         FLOAT_SUMS(MR, d);                                                                        \
-        if (bits == 5)   /* + m * dx * sum(xq), as Q4_1 */                                        \
+        if (MIN_AT(bits) >= 0)   /* + m * dx * sum(xq), as Q4_1 */                                \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 const __m256 sx = _mm256_set1_ps(a->sx[(int64_t)(m0 + i) * nb + blk]);            \
-                acc[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)bp + PW), sx, acc[i][0]); \
-                acc[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)bp + PW + 8), sx, acc[i][1]); \
+                const float *mn = (const float *)bp + MIN_AT(bits);                               \
+                acc[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps(mn), sx, acc[i][0]);                  \
+                acc[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps(mn + 8), sx, acc[i][1]);              \
             }                                                                                     \
     }                                                                                             \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
