@@ -902,14 +902,11 @@ static void check_forward(void) {
    items in 3M job pairs on the 2-core x86 machine, none with the fix). */
 struct pool_job { int magic, items; int done[8]; };
 static _Atomic long pool_bad;
-static void pool_a(void *ctx, int i) {
-    struct pool_job *j = ctx;
-    if (j->magic != 0xA || i >= j->items) pool_bad++; else __atomic_fetch_add(&j->done[i], 1, __ATOMIC_RELAXED);
+static void pool_item(struct pool_job *j, int magic, int i) {
+    if (j->magic != magic || i >= j->items) pool_bad++; else __atomic_fetch_add(&j->done[i], 1, __ATOMIC_RELAXED);
 }
-static void pool_b(void *ctx, int i) {
-    struct pool_job *j = ctx;
-    if (j->magic != 0xB || i >= j->items) pool_bad++; else __atomic_fetch_add(&j->done[i], 1, __ATOMIC_RELAXED);
-}
+static void pool_a(void *ctx, int i) { pool_item(ctx, 0xA, i); }
+static void pool_b(void *ctx, int i) { pool_item(ctx, 0xB, i); }
 
 static void check_pool(void) {
     at("hexa_run", "alternating jobs of 1-2 and 5 items, 2 threads");

@@ -53,19 +53,23 @@ static inline float32x4_t silu4(float32x4_t g, float32x4_t u) {
 
 /* out = silu(g) * u for a row [g | u] of width 2F; each lane is its own, so 4 lanes at a time
    give x86's 8-lane bits */
-static void silu_row(void *ctx, int m) {
-    const struct silu_job *a = ctx;
-    const float *g = a->gu + (int64_t)m * 2 * a->F, *u = g + a->F;
-    float *out = a->out + (int64_t)m * a->F;
-    int j = 0;
-    for (; j + 4 <= a->F; j += 4) vst1q_f32(out + j, silu4(vld1q_f32(g + j), vld1q_f32(u + j)));
-    if (j < a->F) {   /* the tail through the same lanes, zero-padded */
-        float gt[4] = {0}, ut[4] = {0}, ot[4];
-        for (int t = 0; j + t < a->F; t++) { gt[t] = g[j + t]; ut[t] = u[j + t]; }
-        vst1q_f32(ot, silu4(vld1q_f32(gt), vld1q_f32(ut)));
-        for (int t = 0; j + t < a->F; t++) out[j + t] = ot[t];
-    }
+/* out = act(g) * u for a row [g | u] of width 2F, 4 lanes at a time; the tail through the same
+   lanes, zero-padded */
+#define ACT_ROW(NAME, ACT)                                                                        \
+static void NAME(void *ctx, int m) {                                                             \
+    const struct silu_job *a = ctx;                                                               \
+    const float *g = a->gu + (int64_t)m * 2 * a->F, *u = g + a->F;                                \
+    float *out = a->out + (int64_t)m * a->F;                                                      \
+    int j = 0;                                                                                    \
+    for (; j + 4 <= a->F; j += 4) vst1q_f32(out + j, ACT(vld1q_f32(g + j), vld1q_f32(u + j)));          \
+    if (j < a->F) {                                                                              \
+        float gt[4] = {0}, ut[4] = {0}, ot[4];                                               \
+        for (int t = 0; j + t < a->F; t++) { gt[t] = g[j + t]; ut[t] = u[j + t]; }                 \
+        vst1q_f32(ot, ACT(vld1q_f32(gt), vld1q_f32(ut)));                                                 \
+        for (int t = 0; j + t < a->F; t++) out[j + t] = ot[t];                                    \
+    }                                                                                            \
 }
+ACT_ROW(silu_row, silu4)
 
 void hexa_silu_mul(const float *gu, float *out, int M, int F, int threads) {
     struct silu_job a = {gu, out, F};
@@ -81,19 +85,7 @@ static inline float32x4_t gelu4(float32x4_t g, float32x4_t u) {
     return vmulq_f32(vmulq_f32(vmulq_f32(vdupq_n_f32(0.5f), g), vaddq_f32(one, th)), u);
 }
 
-static void gelu_row(void *ctx, int m) {
-    const struct silu_job *a = ctx;
-    const float *g = a->gu + (int64_t)m * 2 * a->F, *u = g + a->F;
-    float *out = a->out + (int64_t)m * a->F;
-    int j = 0;
-    for (; j + 4 <= a->F; j += 4) vst1q_f32(out + j, gelu4(vld1q_f32(g + j), vld1q_f32(u + j)));
-    if (j < a->F) {
-        float gt[4] = {0}, ut[4] = {0}, ot[4];
-        for (int t = 0; j + t < a->F; t++) { gt[t] = g[j + t]; ut[t] = u[j + t]; }
-        vst1q_f32(ot, gelu4(vld1q_f32(gt), vld1q_f32(ut)));
-        for (int t = 0; j + t < a->F; t++) out[j + t] = ot[t];
-    }
-}
+ACT_ROW(gelu_row, gelu4)
 
 void hexa_gelu_mul(const float *gu, float *out, int M, int F, int threads) {
     struct silu_job a = {gu, out, F};
