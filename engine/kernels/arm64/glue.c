@@ -51,9 +51,8 @@ static inline float32x4_t silu4(float32x4_t g, float32x4_t u) {
     return vmulq_f32(vdivq_f32(g, den), u);
 }
 
-/* out = silu(g) * u for a row [g | u] of width 2F; each lane is its own, so 4 lanes at a time
-   give x86's 8-lane bits */
-/* out = act(g) * u for a row [g | u] of width 2F, 4 lanes at a time; the tail through the same
+/* out = act(g) * u for a row [g | u] of width 2F, 4 lanes at a time (each lane is its own: x86's
+   8-lane bits); the tail through the same
    lanes, zero-padded */
 #define ACT_ROW(NAME, ACT)                                                                        \
 static void NAME(void *ctx, int m) {                                                             \
