@@ -90,8 +90,8 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     isa = kernel.isa
     if isa == "neon":   # arm64/quant_dot.c picks its dot-product path by the same flag at load
         isa += " with dot product (sdot)" if "asimddp" in flags else " (no dot product instructions)"
-    return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit, Q5_0/Q8_0 as "
-                  f"8-bit codes; Q5_1/Q5_K/Q6_K/F16 as fp32 panels) "
+    return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
+                  f"Q5_0/Q5_1/Q5_K/Q6_K/Q8_0 as 8-bit codes; F16 and other types as fp32 panels) "
                   f"({decode_choice()} decoding arithmetic, exact fp32 prefill), on {kernel.threads} pool threads; "
                   f"{_packed_weights(settings, locs, kernel)}{note}")
 
