@@ -85,17 +85,22 @@ class Engine:
         from .tokenizer import ChatTokenizer
         from .transformer import CompactTransformer
 
+        # a GGUF on the native kernels is read as its own codes (no fp32 copy); its config and
+        # tokenizer come first, so a broken file fails before the kernels are built
+        direct = source.kind == "gguf" and backend == "torch" and linear == "native"
+        if direct:
+            from .gguf_model import entry
+            folder = entry(source, Path(cache_dir) / "models", progress)
+        else:
+            folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         kernel = None
         # the qnn backend runs the layers on the HTP and builds its graphs from the raw weights
         if backend == "torch" and linear == "native":
             from .kernels import native_kernel
 
             kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress)
-        direct = source.kind == "gguf" and kernel is not None   # a GGUF's own codes, no fp32 copy
-        if direct:
-            from .gguf_model import entry
-            folder = entry(source, Path(cache_dir) / "models", progress)
-        else:
+        if direct and kernel is None:   # torch's kernels run the fp32 conversion
+            direct = False
             folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         if progress:
             progress("loading weights")
