@@ -16,10 +16,13 @@ def _version(dist: str) -> str:
 
 def _model_entry(settings, locs):
     """(source, cache folder) of the configured model; raises EngineError when it is not found."""
+    from engine.gguf_model import entry_dir as gguf_entry
     from engine.model_cache import entry_dir
     from engine.model_source import resolve
 
     source = resolve(settings.model)
+    if source.kind == "gguf":   # loaded as its own codes (engine/gguf_model.py)
+        return source, gguf_entry(source, locs.model_cache)
     return source, entry_dir(source, locs.model_cache)
 
 
@@ -31,7 +34,11 @@ def _check_model(settings, locs) -> tuple[bool, str]:
         source, entry = _model_entry(settings, locs)
     except EngineError as exc:
         return False, str(exc)
-    cached = "cached" if is_valid(entry) else "not converted yet (first load converts it)"
+    if source.kind == "gguf":
+        cached = (f"{source.path.stat().st_size / 1e6:.0f} MB file, read as its own codes"
+                  + ("" if (entry / "config.json").is_file() else " (its tokenizer is read on the first load)"))
+    else:
+        cached = "cached" if is_valid(entry) else "not converted yet (first load converts it)"
     return True, f"{source.name} [{source.kind}] {source.path or source.hub_id} — {cached}"
 
 
@@ -57,7 +64,8 @@ def _check_qnn() -> tuple[bool, str]:
 
 
 # CPU features (Linux /proc/cpuinfo names) that would speed the kernels up but no kernel uses yet
-UNUSED_FEATURES = {"avx2": ("avx512", "avx_vnni", "amx_int8"), "neon": ("i8mm", "sve", "bf16")}
+UNUSED_FEATURES = {"avx2": ("avx512", "avx_vnni", "amx_int8"), "avx-vnni": ("avx512", "amx_int8"),
+                   "neon": ("i8mm", "sve", "bf16")}
 
 
 def _check_kernel(settings, locs) -> tuple[bool, str]:
@@ -82,7 +90,8 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     isa = kernel.isa
     if isa == "neon":   # arm64/quant_dot.c picks its dot-product path by the same flag at load
         isa += " with dot product (sdot)" if "asimddp" in flags else " (no dot product instructions)"
-    return True, (f"{isa}: one call per decoding step over Q4_1/Q8_0 codes "
+    return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
+                  f"Q5_0/Q5_1/Q5_K/Q6_K/Q8_0 as 8-bit codes; F16 and other types as fp32 panels) "
                   f"({decode_choice()} decoding arithmetic, exact fp32 prefill), on {kernel.threads} pool threads; "
                   f"{_packed_weights(settings, locs, kernel)}{note}")
 

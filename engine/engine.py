@@ -78,22 +78,38 @@ class Engine:
 
         linear = linear_choice()
         source = resolve(model)
-        folder = ensure_cached(source, Path(cache_dir) / "models", progress)
+        if source.kind == "gguf":   # an architecture hexa cannot run is refused here, in one line
+            from .gguf_model import architecture
+            architecture(source.path, source.name)
         n_threads = _threads.configure(threads)
-        if progress:
-            progress("loading weights")
         from .tokenizer import ChatTokenizer
         from .transformer import CompactTransformer
 
+        # a GGUF on the native kernels is read as its own codes (no fp32 copy); its config and
+        # tokenizer come first, so a broken file fails before the kernels are built
+        direct = source.kind == "gguf" and backend == "torch" and linear == "native"
+        if direct:
+            from .gguf_model import entry
+            folder = entry(source, Path(cache_dir) / "models", progress)
+        else:
+            folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         kernel = None
         # the qnn backend runs the layers on the HTP and builds its graphs from the raw weights
         if backend == "torch" and linear == "native":
             from .kernels import native_kernel
 
             kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress)
+        if direct and kernel is None:   # torch's kernels run the fp32 conversion
+            direct = False
+            folder = ensure_cached(source, Path(cache_dir) / "models", progress)
+        if progress:
+            progress("loading weights")
         try:
-            compact = CompactTransformer.load(folder, linear, kernel)
+            compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear) if direct
+                       else CompactTransformer.load(folder, linear, kernel))
             tokenizer = ChatTokenizer(folder)
+        except EngineError:
+            raise
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
         if backend == "torch" and linear == "native" and kernel is None and progress:

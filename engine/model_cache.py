@@ -78,6 +78,10 @@ def ensure_cached(source: ModelSource, cache_root: Path, progress: Progress | No
             return entry
         say("model cache is incomplete or corrupt: rebuilding it")
         shutil.rmtree(entry, ignore_errors=True)
+    if source.kind == "gguf":   # refuse an architecture before a long conversion, in one line
+        from .gguf_model import architecture
+        from .model_source import SUPPORTED_ARCHITECTURES
+        architecture(source.path, source.name, SUPPORTED_ARCHITECTURES)
     cache_root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=entry.name + ".tmp-", dir=cache_root))
     try:

@@ -24,6 +24,11 @@ class ModelConfig:
     rope: dict = field(default_factory=dict)
     eos_ids: tuple[int, ...] = ()
     name: str = ""
+    act: str = "silu"                 # the MLP's gate activation: silu, or gelu_tanh (gemma3)
+    embed_scale: float = 1.0          # the embedded tokens' factor (gemma3: sqrt(hidden))
+    sliding_window: int = 0           # local layers see the last this many positions (gemma3)
+    local_layers: tuple[int, ...] = ()
+    rope_local_base: float = 10000.0  # local layers' RoPE base (gemma3)
 
     @classmethod
     def from_dict(cls, c: dict) -> "ModelConfig":
@@ -49,15 +54,25 @@ class ModelConfig:
             rope=rope,
             eos_ids=eos_ids,
             name=c.get("hexa_name", ""),
+            act=c.get("hexa_act", "silu"),
+            embed_scale=float(c.get("hexa_embed_scale", 1.0)),
+            sliding_window=int(c.get("sliding_window") or 0) if c.get("hexa_local_layers") else 0,
+            local_layers=tuple(c.get("hexa_local_layers", ())),
+            rope_local_base=float(c.get("rope_local_base_freq", 10000.0)),
         )
 
-    def inv_freq(self) -> torch.Tensor:
-        """Rotary frequencies, including Llama 3's long-context rescaling (as transformers computes them)."""
+    def inv_freq(self, base: float | None = None) -> torch.Tensor:
+        """Rotary frequencies, including Llama 3's long-context rescaling (as transformers computes
+        them); ``base``: another RoPE base (gemma3's local layers), without any rescaling."""
         d = self.head_dim
+        if base is not None:
+            return 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float32) / d))
         base = float(self.rope["rope_theta"])
         inv = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float32) / d))
         kind = self.rope.get("rope_type", self.rope.get("type", "default"))
-        if kind == "llama3":
+        if "factors" in self.rope:   # a GGUF's rope_freqs: llama.cpp's divisors of each frequency
+            inv = inv / torch.tensor(self.rope["factors"], dtype=torch.float32)
+        elif kind == "llama3":
             factor = self.rope["factor"]
             low, high = self.rope["low_freq_factor"], self.rope["high_freq_factor"]
             old = self.rope["original_max_position_embeddings"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-FORMAT = 1
+FORMAT = 2
 SLOTS = ("wqkv", "wo", "wgu", "wdown")
 
 
@@ -40,12 +40,14 @@ def _pack_entry(w) -> dict:
 
 def save(model, folder: Path, build: str) -> Path:
     """Write ``model``'s packed weights (a CompactTransformer after ``use_native_kernel``)."""
-    layers = [{"ln_in": L.ln_in, "ln_post": L.ln_post, "bqkv": L.bqkv,
+    layers = [{"ln_in": L.ln_in, "ln_post": L.ln_post, "bqkv": L.bqkv, "q_norm": L.q_norm, "k_norm": L.k_norm,
+               "post_attn": L.post_attn, "post_ffn": L.post_ffn,
                **{s: _pack_entry(getattr(L, s)) for s in SLOTS}} for L in model.layers]
     state = {"format": FORMAT, "build": build, "weights": weights_hash(folder), "layers": layers,
              "norm": model.norm, "lm_head": _pack_entry(model.lm_head),
              "tied": model.lm_head is model.embed,
-             "embed": None if model.lm_head is model.embed else model.embed}
+             "embed": None if model.lm_head is model.embed else
+             _pack_entry(model.embed) if hasattr(model.embed, "quant") else model.embed}
     path = path_for(folder, build)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name + ".tmp-")
     os.close(fd)

@@ -7,84 +7,24 @@ step costs fewer kernel launches.
 """
 from __future__ import annotations
 
-import functools
 import json
-import os
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
-from .errors import EngineError
+from .arithmetic import (DECODE_CHOICES, LINEAR_CHOICES, decode_choice, library_linear,  # noqa: F401
+                         linear_choice)
 from .kv_cache import KVCache
 from .model_config import ModelConfig
-
-LINEAR_CHOICES = ("native", "onednn", "mkl")
-
-
-def linear_choice() -> str:
-    """``HEXA_LINEAR``, the one place it is read: which kernel computes the projections on the
-    torch backend. ``native`` (default): hexa's own kernels (``engine/kernels``) when they build
-    and pass their self-check, else oneDNN; ``onednn``: oneDNN's linear; ``mkl``: ``F.linear``."""
-    value = os.environ.get("HEXA_LINEAR", "").strip().lower() or "native"
-    if value not in LINEAR_CHOICES:
-        raise EngineError(f"HEXA_LINEAR={value} is not one of {', '.join(LINEAR_CHOICES)}")
-    return value
-
-
-@functools.cache
-def _onednn_linear():
-    """oneDNN's fp32 linear (the op inductor's CPU freezing path emits), if this torch build has it.
-
-    Measured on a 2-core AVX2 EPYC over all 120 projection matrices of SmolLM2-135M: MKL's
-    ``F.linear`` costs 36 ms for 1 row but 70-82 ms for 2-3 rows (its small-M path), while oneDNN
-    costs 28 / 40 / 41 / 46 / 63 ms for 1 / 2 / 4 / 8 / 16 rows: a cheaper plain step and a far
-    flatter verification cost curve. Same fp32 arithmetic; batch invariance is checked by the
-    engine tests (tree logits == sequential logits, 0 greedy mismatches).
-    """
-    try:
-        op = torch.ops.mkldnn._linear_pointwise
-        if not torch.backends.mkldnn.is_available():
-            return None
-        x, w = torch.randn(3, 8), torch.randn(5, 8)
-        if not torch.allclose(op(x, w, None, "none", [], ""), F.linear(x, w), atol=1e-5):
-            return None
-    except (AttributeError, RuntimeError):
-        return None
-
-    def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-        return op(x, w, b, "none", [], "")
-    return linear
-
-
-DECODE_CHOICES = ("int8", "exact")
-
-
-def decode_choice() -> str:
-    """``HEXA_DECODE``, the one place it is read: the arithmetic of decoding steps and draft trees
-    on weights held as Q4_1/Q8_0 codes. ``int8`` (default): integer dot products on 8-bit
-    activations, as llama.cpp decodes the same GGUF; ``exact``: the fp32 weights' arithmetic, as
-    prefill always is (the reference transformers computes). Lossless either way: plain and
-    speculative decoding share it, and a row never depends on the batch."""
-    value = os.environ.get("HEXA_DECODE", "").strip().lower() or "int8"
-    if value not in DECODE_CHOICES:
-        raise EngineError(f"HEXA_DECODE={value} is not one of {', '.join(DECODE_CHOICES)}")
-    return value
-
-
-def library_linear(choice: str = "native") -> tuple[Callable, str]:
-    """(linear, name) of the library kernel for a ``linear_choice()``: oneDNN unless ``mkl`` was
-    chosen or this torch build lacks it. The native kernels fall back to it for unpacked weights."""
-    onednn = None if choice == "mkl" else _onednn_linear()
-    return (onednn, "onednn") if onednn is not None else (F.linear, "mkl")
 
 
 MAX_TREE = 32         # draft tokens per verification on this dynamic-shape backend
 
 
 class Layer:
-    __slots__ = ("ln_in", "wqkv", "bqkv", "wo", "ln_post", "wgu", "wdown")
+    __slots__ = ("ln_in", "wqkv", "bqkv", "wo", "ln_post", "wgu", "wdown", "q_norm", "k_norm", "post_attn",
+                 "post_ffn")
 
     def __init__(self, **w):
         for k in self.__slots__:
@@ -132,11 +72,15 @@ class CompactTransformer:
             return PackedWeight(entry.get("data"), tuple(entry["shape"]), quant, kernel)
 
         layers = [Layer(ln_in=L["ln_in"], bqkv=L["bqkv"], ln_post=L["ln_post"],
+                        **{n: L.get(n) for n in ("q_norm", "k_norm", "post_attn", "post_ffn")},
                         **{slot: weight(L[slot]) for slot in ("wqkv", "wo", "wgu", "wdown")})
                   for L in state["layers"]]
         head = weight(state["lm_head"])
+        embed = state["embed"]
+        if isinstance(embed, dict):   # an untied embedding kept as codes (a GGUF's own)
+            embed = weight(embed)
         model = cls.__new__(cls)
-        model._setup(config, head if state["tied"] else state["embed"], head, state["norm"], layers, linear)
+        model._setup(config, head if state["tied"] else embed, head, state["norm"], layers, linear)
         model._use_packed(kernel, name)
         return model
 
@@ -144,9 +88,9 @@ class CompactTransformer:
                linear: str) -> None:
         self.config = c = config
         self.embed, self.lm_head, self.norm, self.layers = embed, lm_head, norm, layers
-        freqs = torch.outer(torch.arange(c.max_positions, dtype=torch.float32), c.inv_freq())
-        emb = torch.cat([freqs, freqs], dim=-1)
-        self.cos, self.sin = emb.cos(), emb.sin()
+        self._inv = {"global": c.inv_freq(), "local": c.inv_freq(c.rope_local_base) if c.local_layers else None}
+        self._rope_rows = 0
+        self._grow_rope(min(c.max_positions, 4096))   # grown on demand: Gemma's 32k x 256 tables were 134 MB
         self._q = c.num_heads * c.head_dim
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
@@ -177,7 +121,7 @@ class CompactTransformer:
     def _use_packed(self, kernel, name: str) -> None:
         """Route every product through the native kernel (weights already packed) and, for
         64-dim heads, run steps and trees as one native call (``kernels/fused.py``)."""
-        from .kernels import ATTENTION_HEAD_DIM, PackedWeight
+        from .kernels import HEAD_DIMS, PackedWeight
         from .kernels.fused import FusedForward
 
         library = self.linear
@@ -186,15 +130,52 @@ class CompactTransformer:
             # a raw tensor is a calibration head subset, gathered per request
             return kernel.linear(x, w, b) if isinstance(w, PackedWeight) else library(x, w, b)
         self.linear = linear
-        if self.config.head_dim == ATTENTION_HEAD_DIM:
+        c = self.config
+        if c.head_dim not in HEAD_DIMS and (c.model_type in ("qwen3", "gemma3") or c.local_layers):
+            from .errors import EngineError
+            raise EngineError(f"{c.name or c.model_type}: heads of {c.head_dim} dims; the native pass a "
+                              f"{c.model_type} model needs takes {', '.join(map(str, HEAD_DIMS))}")
+        if self.config.head_dim in HEAD_DIMS:
             self.native = kernel
             for L in self.layers:   # the fused pass reads these through raw pointers
-                L.ln_in, L.ln_post = L.ln_in.float().contiguous(), L.ln_post.float().contiguous()
-                L.bqkv = L.bqkv.float().contiguous() if L.bqkv is not None else None
+                for n in ("ln_in", "ln_post", "bqkv", "q_norm", "k_norm", "post_attn", "post_ffn"):
+                    v = getattr(L, n)
+                    setattr(L, n, v.float().contiguous() if v is not None else None)
             self.norm = self.norm.float().contiguous()
             self.fused = FusedForward(kernel, self.config, self.layers, self.norm)
         self.kernel = f"{name} packed + {self._library}"
         self.kernel_build = kernel.build
+
+    def _grow_rope(self, rows: int) -> None:
+        """cos/sin tables (and the local layers' own) for positions [0, rows)."""
+        def table(inv):
+            freqs = torch.outer(torch.arange(rows, dtype=torch.float32), inv)
+            emb = torch.cat([freqs, freqs], dim=-1)
+            return emb.cos(), emb.sin()
+        self.cos, self.sin = table(self._inv["global"])
+        self.cos_local = self.sin_local = None
+        if self._inv["local"] is not None:   # gemma3's sliding-window layers rotate with their own base
+            self.cos_local, self.sin_local = table(self._inv["local"])
+        self._rope_rows = rows
+
+    @classmethod
+    def load_gguf(cls, folder: Path, gguf: Path, kernel, linear: str = "native") -> "CompactTransformer":
+        """A GGUF model as its own codes (``gguf_model.py``): packed from the file's blocks on the
+        first start, from the packed file beside ``folder``'s config afterwards."""
+        from . import gguf_model, packed_weights
+
+        config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
+        state = packed_weights.load(folder, kernel.build)
+        fresh = state is None
+        if fresh:
+            state = gguf_model.packed_state(gguf_model.reader(gguf), config, kernel)
+        model = cls.from_packed(config, state, kernel, kernel.isa, linear)
+        if fresh:
+            try:
+                packed_weights.save(model, folder, kernel.build)
+            except OSError:
+                pass   # a read-only cache: the next start packs again
+        return model
 
     @classmethod
     def load(cls, folder: Path, linear: str = "native", kernel=None) -> "CompactTransformer":
@@ -221,6 +202,8 @@ class CompactTransformer:
 
     def new_cache(self, capacity: int) -> KVCache:
         c = self.config
+        if capacity > self._rope_rows:
+            self._grow_rope(max(capacity, min(2 * self._rope_rows, c.max_positions)))
         return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity)
 
     def begin_prefill(self, total_tokens: int) -> None:
@@ -274,20 +257,40 @@ class CompactTransformer:
             if self._group > 1:
                 mask = mask.repeat(self._group, 1)
             mask = mask.view(1, 1, self._group * S, end)
+        if end > self._rope_rows:
+            self._grow_rope(min(max(2 * self._rope_rows, end), max(c.max_positions, end)))
         cos, sin = self.cos[positions], self.sin[positions]
         x = self.embed[tokens]
-        if self.native is not None and self.fused is not None and S <= self.fused.rows:
-            mask2d = None if mask is None else mask.reshape(self._group * S, end).contiguous()
-            return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
-                              exact=self.exact or self._prefilling)
+        if c.embed_scale != 1.0:
+            x = x * c.embed_scale
         if self.native is not None:
-            x = self._native_layers(x, cos, sin, cache, mask)
+            mask2d = None if mask is None else mask.reshape(self._group * S, end).contiguous()
+            local = None
+            if c.local_layers:
+                local = (self.cos_local[positions], self.sin_local[positions],
+                         self._window(mask2d, positions, start, end))
+            if self.fused is not None and S <= self.fused.rows:
+                return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
+                                  exact=self.exact or self._prefilling, local=local)
+            x = self._native_layers(x, cos, sin, cache, mask2d, local)
             return self.native.rmsnorm(x, self.norm, c.rms_eps)
         x = self._torch_layers(x, cos.unsqueeze(0), sin.unsqueeze(0), cache, mask)
         return self._rms(x, self.norm)
 
+    def _window(self, mask2d: torch.Tensor | None, positions: torch.Tensor, start: int, end: int
+                ) -> torch.Tensor | None:
+        """The local layers' additive mask: ``mask2d`` (or all visible) with every key at least
+        ``sliding_window`` positions behind its row's token hidden; None when none is."""
+        W, S = self.config.sliding_window, len(positions)
+        keys = torch.cat([torch.arange(start), positions])          # a key's position: a tree's by depth
+        hide = (positions[:, None] - keys[None, :]) >= W
+        if not bool(hide.any()):
+            return mask2d
+        add = torch.zeros(S, end).masked_fill_(hide, float("-inf")).repeat(self._group, 1)
+        return (add if mask2d is None else mask2d + add).contiguous()
+
     def _native_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
-                       mask: torch.Tensor | None) -> torch.Tensor:
+                       mask2d: torch.Tensor | None, local=None) -> torch.Tensor:
         """The layers with the native kernel doing everything, prefill chunks included: ~6 calls
         per layer instead of ~25 torch ops (``kernels/fused.py`` makes them one call for passes
         of up to 64 tokens). Every row of every kernel is computed alone, so a token's KV and
@@ -299,17 +302,26 @@ class CompactTransformer:
         c, k = self.config, self.native
         S = x.shape[0]
         start, end = cache.length, cache.length + S
-        mask2d = mask.view(self._group * S, end) if mask is not None else None
         x = x.contiguous()
+        locals_ = set(c.local_layers)
         for i, L in enumerate(self.layers):
+            cs, sn, mk = local if i in locals_ else (cos, sin, mask2d)
             qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv)
-            q = k.rope_split(qkv, cos, sin, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5)
+            q = k.rope_split(qkv, cs, sn, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5,
+                             L.q_norm, L.k_norm, c.rms_eps)
             q = q.view(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
-            o = k.attention(q, cache.k[i], cache.v[i], end, mask2d, tokens=S, scaled=True)
-            x = k.linear(o, L.wo, residual=x)
+            o = k.attention(q, cache.k[i], cache.v[i], end, mk, tokens=S, scaled=True, pass_keys=S)
+            x = self._add(k, o, L.wo, L.post_attn, x)
             gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
-            x = k.linear(k.silu_mul(gu), L.wdown, residual=x)
+            act = k.gelu_mul(gu) if c.act == "gelu_tanh" else k.silu_mul(gu)
+            x = self._add(k, act, L.wdown, L.post_ffn, x)
         return x
+
+    def _add(self, k, h: torch.Tensor, w, norm: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor:
+        """x + h @ w.T, or x + RMSNorm(h @ w.T) with gemma3's post norms (forward.c's project_add)."""
+        if norm is None:
+            return k.linear(h, w, residual=x)
+        return x.add_(k.rmsnorm(k.linear(h, w), norm, self.config.rms_eps))
 
     def _torch_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
                       mask: torch.Tensor | None) -> torch.Tensor:

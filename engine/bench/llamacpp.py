@@ -12,6 +12,7 @@ import atexit
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,13 +58,36 @@ class Worker:
         except OSError:
             line = ""
         if not line:
-            self.log.seek(0)
-            tail = [s for s in self.log.read().splitlines() if s.strip()][-1:] or ["no message"]
-            raise EngineError(f"the llama.cpp process ended ({tail[0][:200]})")
+            raise EngineError(f"the llama.cpp process ended ({self.death()})")
         reply = json.loads(line)
         if "error" in reply:
             raise EngineError(f"llama.cpp: {reply['error']}")
         return reply
+
+    def death(self) -> str:
+        """Why the process ended: the signal that killed it (a crash in llama.cpp's native code,
+        such as the AMX int8 path of a GGML_NATIVE=ON build, dies by SIGSEGV and prints nothing),
+        its exit code, and its last line of output, if any."""
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.log.seek(0)
+        tail = [s for s in self.log.read().splitlines() if s.strip()][-1:]
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            why = f"killed by {name}"
+            if -code in (signal.SIGSEGV, signal.SIGILL, signal.SIGBUS):
+                why += (": llama.cpp crashed in its native code; on CPUs with AMX, build llama-cpp-python "
+                        "with GGML_NATIVE=OFF (see README, Benchmarks)")
+        elif code is not None:
+            why = f"exit code {code}"
+        else:
+            why = "it stopped answering"
+        return f"{why}; last output: {tail[0][:200]}" if tail else f"{why}; no output"
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -10,7 +10,9 @@ Requests, one JSON object a line on stdin; one reply a line on the protocol stre
 ``{"cmd": "load", "gguf", "n_ctx", "threads", "n_batch", "seed"}`` -> ``{"n_ctx", "system_info"}``;
 ``{"cmd": "run", "ids", "max_new", "eos", "cold"}`` -> ``{"tokens", "seconds", "ttft_s",
 "prefill_s", "steps", "reused", "prompt_evaluated"}``; ``{"cmd": "argmax", "ids"}`` -> ``{"token"}``
-(the argmax of the logits after a cold prompt, a check of the sampling). Errors: ``{"error"}``.
+(the argmax of the logits after a cold prompt, a check of the sampling); ``{"cmd": "logits", "ids",
+"path"}`` -> ``{"rows"}``: the logits after each of ``ids`` (fed one token a step, as decoding
+does) saved as a float32 .npy [len(ids), vocab] at ``path``. Errors: ``{"error"}``.
 """
 from __future__ import annotations
 
@@ -85,6 +87,24 @@ class Worker:
         return {"token": max(range(n), key=logits.__getitem__)}
 
 
+    def logits(self, ids: list[int], path: str) -> dict:
+        import ctypes
+
+        import llama_cpp
+        import numpy as np
+
+        llm = self.llm
+        llm.reset()
+        n = llm.n_vocab()
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(len(ids), n))
+        for i, token in enumerate(ids):
+            llm.eval([token])
+            out[i] = np.ctypeslib.as_array(ctypes.cast(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
+                                                       ctypes.POINTER(ctypes.c_float)), shape=(n,))
+        out.flush()
+        return {"rows": len(ids)}
+
+
 def main() -> int:
     proto = os.fdopen(os.dup(1), "w")   # replies only: whatever the library prints goes to stderr
     os.dup2(2, 1)
@@ -95,7 +115,7 @@ def main() -> int:
         if cmd == "quit":
             break
         try:
-            if cmd not in ("load", "run", "argmax"):
+            if cmd not in ("load", "run", "argmax", "logits"):
                 raise ValueError(f"unknown command {cmd!r}")
             reply = getattr(worker, cmd)(**req)
         except Exception as exc:   # reported to the client, which raises it as one line

@@ -29,19 +29,23 @@ KERNELS = Path(__file__).parent
 PANEL = HEADER.constants["HEXA_PANEL"]                    # output columns per packed panel
 QUANT_BLOCK = HEADER.constants["HEXA_QUANT_BLOCK"]        # inputs per Q4_1 / Q8_0 block
 QUANT_ROWS = HEADER.constants["HEXA_QUANT_ROWS"]          # quantized calls up to here rebuild weights per tile
-ATTENTION_HEAD_DIM = HEADER.constants["HEXA_HEAD_DIM"]    # attention.c is written for 64-dim heads
+MAX_HEAD_DIM = HEADER.constants["HEXA_MAX_HEAD_DIM"]
+HEAD_DIMS = (64, 128, 256)                                 # what attention.c and rope.c take
 FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fused forward pass runs
 
 # Each instruction set has its own folder of kernels (the same functions, declared once in
 # hexa.h, giving the same bits: tests/native/driver.c compares them under qemu); the plain C
 # files beside them (the forward pass, the pool, packing, RoPE) are shared by all.
-ISA_FOLDER = {"avx2": "x86", "neon": "arm64"}
-ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "neon": ["-march=armv8-a"]}
+ISA_FOLDER = {"avx2": "x86", "avx-vnni": "x86", "neon": "arm64"}
+# avx-vnni: the x86 kernels with the decoding dot products on vpdpbusd/vpdpwssd (the same integer
+# sums, so the same bits as avx2; x86/quant_dot.c), for CPUs with AVX-VNNI
+ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "avx-vnni": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni", "-DHEXA_VNNI"],
+             "neon": ["-march=armv8-a"]}
 FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
 def sources(isa: str) -> list[Path]:
-    shared = ["forward.c", "linear.c", "pack.c", "pool.c", "rope.c"]
+    shared = ["forward.c", "keys.c", "linear.c", "pack.c", "pool.c", "rope.c"]
     return [KERNELS / n for n in shared] + sorted((KERNELS / ISA_FOLDER[isa]).glob("*.c"))
 
 
@@ -155,14 +159,15 @@ class NativeKernel:
         return y
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, length: int,
-                  mask: torch.Tensor | None, tokens: int = 0, scaled: bool = False) -> torch.Tensor:
-        """Softmax attention of q [H, R, 64] over the first ``length`` rows of one layer's cache
-        k/v [H, capacity, 64]; ``mask`` is additive [R, length] or None. Returns [H, R, 64]; with
-        ``tokens`` = S (the R rows being R/S query heads of S tokens), token-major [S, R/S*H*64].
-        ``scaled``: q already carries the 1/sqrt(64) factor."""
+                  mask: torch.Tensor | None, tokens: int = 0, scaled: bool = False, pass_keys: int = 0) -> torch.Tensor:
+        """Softmax attention of q [H, R, D] (D in HEAD_DIMS) over the first ``length`` rows of one
+        layer's cache k/v [H, capacity, D]; ``mask`` is additive [R, length] or None. Returns [H, R, D];
+        with ``tokens`` = S (the R rows being R/S query heads of S tokens), token-major [S, R/S*H*D].
+        ``scaled``: q already carries the 1/sqrt(D) factor. ``pass_keys``: the last keys are the
+        pass's own tokens (a tree): chunked by each row's logical positions (``keys.h``)."""
         H, R, D = q.shape
-        if D != ATTENTION_HEAD_DIM or k.stride(2) != 1 or k.stride(1) != D or k.stride() != v.stride():
-            raise ValueError("attention: needs 64-dim heads and a row-major cache")
+        if D not in HEAD_DIMS or k.stride(2) != 1 or k.stride(1) != D or k.stride() != v.stride():
+            raise ValueError(f"attention: needs heads of {HEAD_DIMS} dims and a row-major cache")
         if tokens and R % tokens:
             raise ValueError("attention: rows are not a whole number of query heads")
         q = (q if scaled else q * D ** -0.5).contiguous()
@@ -170,7 +175,7 @@ class NativeKernel:
         if mask is not None:
             mask = mask.contiguous()
         self.fn["hexa_attention"](q.data_ptr(), k.data_ptr(), v.data_ptr(), _ptr(mask), out.data_ptr(), H, R, length,
-                        k.stride(0), tokens, self.threads)
+                                  D, k.stride(0), tokens, pass_keys, self.threads)
         return out
 
     def rmsnorm(self, x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
@@ -186,21 +191,30 @@ class NativeKernel:
         self.fn["hexa_silu_mul"](gu.contiguous().data_ptr(), out.data_ptr(), M, F2 // 2, self.threads)
         return out
 
+    def gelu_mul(self, gu: torch.Tensor) -> torch.Tensor:
+        """gelu_tanh(g) * u for rows [g | u]."""
+        M, F2 = gu.shape
+        out = torch.empty(M, F2 // 2, dtype=torch.float32)
+        self.fn["hexa_gelu_mul"](gu.contiguous().data_ptr(), out.data_ptr(), M, F2 // 2, self.threads)
+        return out
+
     def rope_split(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, heads: int,
-                   k_cache: torch.Tensor, v_cache: torch.Tensor, start: int, q_scale: float) -> torch.Tensor:
-        """Rotate q and k of ``qkv`` [S, (heads + 2*kv_heads)*64] (cos/sin [S, 64]); write k and v
-        to one layer's cache [kv_heads, capacity, 64] at rows start..start+S-1; return q
-        [heads, S, 64] times ``q_scale``."""
+                   k_cache: torch.Tensor, v_cache: torch.Tensor, start: int, q_scale: float,
+                   q_norm: torch.Tensor | None = None, k_norm: torch.Tensor | None = None,
+                   eps: float = 1e-6) -> torch.Tensor:
+        """Rotate q and k of ``qkv`` [S, (heads + 2*kv_heads)*D] (cos/sin [S, D]), after a per-head
+        RMSNorm by ``q_norm``/``k_norm`` where given; write k and v to one layer's cache
+        [kv_heads, capacity, D] at rows start..start+S-1; return q [heads, S, D] times ``q_scale``."""
         S = qkv.shape[0]
-        kv_heads = k_cache.shape[0]
-        if qkv.shape[1] != (heads + 2 * kv_heads) * 64 or k_cache.stride() != v_cache.stride() \
-                or k_cache.stride(1) != 64 or start + S > k_cache.shape[1]:
+        kv_heads, D = k_cache.shape[0], k_cache.shape[2]
+        if D not in HEAD_DIMS or qkv.shape[1] != (heads + 2 * kv_heads) * D or k_cache.stride() != v_cache.stride() \
+                or k_cache.stride(1) != D or start + S > k_cache.shape[1]:
             raise ValueError("rope_split: shapes do not match the cache")
-        q = torch.empty(heads, S, 64, dtype=torch.float32)
+        q = torch.empty(heads, S, D, dtype=torch.float32)
         cos, sin = cos.contiguous(), sin.contiguous()
         self.fn["hexa_rope_split"](qkv.contiguous().data_ptr(), cos.data_ptr(), sin.data_ptr(), q.data_ptr(),
-                         k_cache.data_ptr(), v_cache.data_ptr(), S, heads, kv_heads, k_cache.stride(0), start,
-                         q_scale, self.threads)
+                                   k_cache.data_ptr(), v_cache.data_ptr(), S, heads, kv_heads, D, k_cache.stride(0),
+                                   start, q_scale, _ptr(q_norm), _ptr(k_norm), eps, self.threads)
         return q
 
 
@@ -223,7 +237,10 @@ def host_isa() -> tuple[str | None, str | None]:
         if not flags:
             return None, "cannot read the CPU's features (/proc/cpuinfo)"
         missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
-        return (None, f"CPU lacks {', '.join(missing)}") if missing else ("avx2", None)
+        if missing:
+            return None, f"CPU lacks {', '.join(missing)}"
+        vnni = "avx_vnni" in flags and os.environ.get("HEXA_ISA", "").strip().lower() != "avx2"
+        return ("avx-vnni" if vnni else "avx2"), None
     if machine in ("aarch64", "arm64", "armv8l"):
         if platform.system() == "Windows":
             # pool.c's workers sleep on Linux futexes; a Windows pool is not written yet

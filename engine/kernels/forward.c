@@ -27,35 +27,53 @@ static void linear(const void *w, int bits, int exact, const float *x, const flo
 
 /* floats of scratch one pass of S tokens needs */
 int64_t hexa_forward_scratch(const struct hexa_model *m, int S) {
-    const int64_t D = m->hidden, qkv = (int64_t)(m->heads + 2 * m->kv_heads) * HEXA_HEAD_DIM;
-    const int64_t att = (int64_t)m->heads * HEXA_HEAD_DIM;
+    const int64_t D = m->hidden, qkv = (int64_t)(m->heads + 2 * m->kv_heads) * m->head_dim;
+    const int64_t att = (int64_t)m->heads * m->head_dim;
     return S * (D + qkv + 2 * att + 3 * (int64_t)m->ffn);
 }
 
-/* x [S, hidden]: the embedded tokens, updated in place as the residual stream; cos/sin [S, 64]
-   the RoPE rows of their positions; mask [G*S, start+S] additive (G = heads / kv_heads query rows
-   per token, repeated) or NULL for a single token; new K/V go to cache rows start..start+S-1;
-   out [S, hidden] = the final RMSNorm of the last layer's output. */
+/* y = x @ w^T, then x += RMSNorm(y) (gemma3's post norms) or, without a norm, x += y in the
+   linear itself; y [S, D] is scratch. Element by element: each row alone, as everywhere. */
+static void project_add(const void *w, int bits, int exact, const float *in, const float *norm, float *x, float *y,
+                        int S, int D, int K, float eps, int threads) {
+    if (!norm) {
+        linear(w, bits, exact, in, NULL, x, x, S, D, K, threads);
+        return;
+    }
+    linear(w, bits, exact, in, NULL, NULL, y, S, D, K, threads);
+    hexa_rmsnorm(y, norm, y, S, D, eps, threads);
+    for (int64_t i = 0; i < (int64_t)S * D; i++) x[i] += y[i];
+}
+
+/* x [S, hidden]: the embedded tokens, updated in place as the residual stream; cos/sin [S, head
+   dim] the RoPE rows of their positions; mask [G*S, start+S] additive (G = heads / kv_heads query
+   rows per token, repeated) or NULL for a single token; local layers read cos_local, sin_local
+   and mask_local instead; new K/V go to cache rows start..start+S-1; out [S, hidden] = the final
+   RMSNorm of the last layer's output. */
 void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask,
+                  const float *cos_local, const float *sin_local, const float *mask_local,
                   int S, int start, float *k_cache, float *v_cache, float *scratch, float *out,
                   int exact) {
-    const int D = m->hidden, Hq = m->heads, Hkv = m->kv_heads, F = m->ffn, T = m->threads;
-    const int QKV = (Hq + 2 * Hkv) * HEXA_HEAD_DIM, ATT = Hq * HEXA_HEAD_DIM;
-    const float qscale = 0.125f;   /* 1/sqrt(64), exact: folded into q as the Python path does */
+    const int D = m->hidden, Hq = m->heads, Hkv = m->kv_heads, F = m->ffn, T = m->threads, HD = m->head_dim;
+    const int QKV = (Hq + 2 * Hkv) * HD, ATT = Hq * HD;
     float *h = scratch, *qkv = h + (int64_t)S * D, *q = qkv + (int64_t)S * QKV, *o = q + (int64_t)S * ATT;
     float *gu = o + (int64_t)S * ATT, *act = gu + (int64_t)S * 2 * F;
     for (int i = 0; i < m->layers; i++) {
         const struct hexa_layer *L = m->layer + i;
         float *kc = k_cache + i * m->cache_layer_stride, *vc = v_cache + i * m->cache_layer_stride;
+        const float *c = L->local ? cos_local : cos, *s = L->local ? sin_local : sin;
+        const float *mk = L->local ? mask_local : mask;
         hexa_rmsnorm(x, L->ln_in, h, S, D, m->eps, T);
         linear(L->wqkv, L->wqkv_bits, exact, h, L->bqkv, NULL, qkv, S, QKV, D, T);
-        hexa_rope_split(qkv, cos, sin, q, kc, vc, S, Hq, Hkv, m->cache_head_stride, start, qscale, T);
-        hexa_attention(q, kc, vc, mask, o, Hkv, Hq / Hkv * S, start + S, m->cache_head_stride, S, T);
-        linear(L->wo, L->wo_bits, exact, o, NULL, x, x, S, D, ATT, T);
+        hexa_rope_split(qkv, c, s, q, kc, vc, S, Hq, Hkv, HD, m->cache_head_stride, start, m->qscale,
+                        L->q_norm, L->k_norm, m->eps, T);
+        hexa_attention(q, kc, vc, mk, o, Hkv, Hq / Hkv * S, start + S, HD, m->cache_head_stride, S, S, T);
+        project_add(L->wo, L->wo_bits, exact, o, L->post_attn, x, h, S, D, ATT, m->eps, T);
         hexa_rmsnorm(x, L->ln_post, h, S, D, m->eps, T);
         linear(L->wgu, L->wgu_bits, exact, h, NULL, NULL, gu, S, 2 * F, D, T);
-        hexa_silu_mul(gu, act, S, F, T);
-        linear(L->wdown, L->wdown_bits, exact, act, NULL, x, x, S, D, F, T);
+        if (m->act) hexa_gelu_mul(gu, act, S, F, T);
+        else hexa_silu_mul(gu, act, S, F, T);
+        project_add(L->wdown, L->wdown_bits, exact, act, L->post_ffn, x, h, S, D, F, m->eps, T);
     }
     hexa_rmsnorm(x, m->norm, out, S, D, m->eps, T);
 }

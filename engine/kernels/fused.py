@@ -29,35 +29,44 @@ class FusedForward:
     def __init__(self, kernel, config, layers, norm: torch.Tensor):
         self.fn = kernel.fn
         table = (_Layer * len(layers))()
-        for entry, L in zip(table, layers):
+        local = set(config.local_layers)
+        for i, (entry, L) in enumerate(zip(table, layers)):
             entry.ln_in, entry.ln_post = L.ln_in.data_ptr(), L.ln_post.data_ptr()
-            entry.bqkv = L.bqkv.data_ptr() if L.bqkv is not None else None
+            for n in ("bqkv", "q_norm", "k_norm", "post_attn", "post_ffn"):
+                v = getattr(L, n)
+                setattr(entry, n, v.data_ptr() if v is not None else None)
+            entry.local = int(i in local)
             for slot in _SLOTS:
                 ptr, bits = _weight(getattr(L, slot))
                 setattr(entry, slot, ptr)
                 setattr(entry, slot + "_bits", bits)
         self._table = table
         self.model = _Model(layers=len(layers), hidden=config.hidden_size, heads=config.num_heads,
-                            kv_heads=config.num_kv_heads, ffn=layers[0].wdown.shape[1], eps=config.rms_eps,
+                            kv_heads=config.num_kv_heads, head_dim=config.head_dim, ffn=layers[0].wdown.shape[1],
+                            act=int(config.act == "gelu_tanh"), eps=config.rms_eps, qscale=config.head_dim ** -0.5,
                             layer=ctypes.cast(table, ctypes.POINTER(_Layer)), norm=norm.data_ptr(),
                             threads=kernel.threads)
         self._ref = ctypes.byref(self.model)
         self.scratch = torch.empty(self.fn["hexa_forward_scratch"](self._ref, ROWS), dtype=torch.float32)
 
     def __call__(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None,
-                 k_cache: torch.Tensor, v_cache: torch.Tensor, start: int, exact: bool = True) -> torch.Tensor:
-        """x [S, hidden] (consumed: it becomes the residual stream), cos/sin [S, 64], mask
-        additive [group*S, start+S] or None; k/v_cache [layers, kv_heads, capacity, 64]
-        contiguous. ``exact``: fp32 arithmetic throughout; else the decoding arithmetic (codes
-        times 8-bit activations). Returns the final normed hidden states [S, hidden]."""
+                 k_cache: torch.Tensor, v_cache: torch.Tensor, start: int, exact: bool = True,
+                 local: tuple | None = None) -> torch.Tensor:
+        """x [S, hidden] (consumed: it becomes the residual stream), cos/sin [S, head_dim], mask
+        additive [group*S, start+S] or None; k/v_cache [layers, kv_heads, capacity, head_dim]
+        contiguous; ``local``: (cos, sin, mask) of the sliding-window layers. ``exact``: fp32
+        arithmetic throughout; else the decoding arithmetic (codes times 8-bit activations).
+        Returns the final normed hidden states [S, hidden]."""
         S = x.shape[0]
         if S > ROWS or not (x.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous()):
             raise ValueError(f"fused forward: at most {ROWS} contiguous rows and a contiguous cache")
         self.model.cache_layer_stride, self.model.cache_head_stride = k_cache.stride(0), k_cache.stride(1)
         out = torch.empty_like(x)
         cos, sin = cos.contiguous(), sin.contiguous()
+        lc, ls, lm = (t.contiguous() if t is not None else None for t in (local or (cos, sin, mask)))
         self.fn["hexa_forward"](self._ref, x.data_ptr(), cos.data_ptr(), sin.data_ptr(),
-                                None if mask is None else mask.data_ptr(), S, start,
+                                None if mask is None else mask.data_ptr(), lc.data_ptr(), ls.data_ptr(),
+                                None if lm is None else lm.data_ptr(), S, start,
                                 k_cache.data_ptr(), v_cache.data_ptr(), self.scratch.data_ptr(), out.data_ptr(),
                                 int(exact))
         return out

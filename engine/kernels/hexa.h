@@ -10,14 +10,17 @@
 
 #include <stdint.h>
 
-#define HEXA_HEAD_DIM 64      /* attention.c and glue.c are written for 64-dim heads */
+#define HEXA_MAX_HEAD_DIM 256 /* attention.c and rope.c take heads of 64, 128 or 256 dims */
 #define HEXA_PANEL 16         /* output columns per packed panel */
 #define HEXA_QUANT_BLOCK 32   /* inputs per Q4_1 / Q8_0 block */
 #define HEXA_QUANT_ROWS 12    /* quantized calls of at most this many rows rebuild weights per tile */
 #define HEXA_FORWARD_ROWS 64  /* most tokens one hexa_forward call runs (every step and draft tree) */
 
 /* One decoder layer's weights. Projections are packed fp32 (bits 0, hexa_pack's layout) or codes
-   (bits 4: Q4_1, 8: Q8_0, hexa_pack_quant's layout); bqkv may be NULL. */
+   (bits 4: Q4_1, 8: Q8_0, hexa_pack_quant's layout); bqkv may be NULL. q_norm/k_norm (per-head
+   RMSNorm of q and k before RoPE: qwen3, gemma3), post_attn/post_ffn (RMSNorm of the attention's
+   and the MLP's output before the residual add: gemma3) are NULL where the model has none.
+   local: a sliding-window layer (gemma3), which reads the pass's local mask and RoPE rows. */
 struct hexa_layer {
     const float *ln_in;
     const void *wqkv;
@@ -26,20 +29,28 @@ struct hexa_layer {
     const float *ln_post;
     const void *wgu;
     const void *wdown;
+    const float *q_norm;
+    const float *k_norm;
+    const float *post_attn;
+    const float *post_ffn;
     int32_t wqkv_bits;
     int32_t wo_bits;
     int32_t wgu_bits;
     int32_t wdown_bits;
+    int32_t local;
 };
 
-/* A llama/qwen2 decoder as hexa_forward runs it. */
+/* A llama/qwen2/qwen3/gemma3 decoder as hexa_forward runs it. act 0: SiLU(gate)*up, 1: GELU(tanh)(gate)*up */
 struct hexa_model {
     int32_t layers;
     int32_t hidden;
     int32_t heads;
     int32_t kv_heads;
+    int32_t head_dim;
     int32_t ffn;
+    int32_t act;
     float eps;
+    float qscale;
     const struct hexa_layer *layer;
     const float *norm;
     int64_t cache_layer_stride;   /* floats between two layers of the K (and V) cache */
@@ -58,14 +69,17 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count, int32_t N, int32_t K, int32_t bits, float *out);
 
 /* the rest of a layer */
-void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out, int32_t H, int32_t R, int32_t L, int64_t head_stride, int32_t S, int32_t threads);
+void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out, int32_t H, int32_t R, int32_t L, int32_t D, int64_t head_stride, int32_t S, int32_t pass, int32_t threads);
 void hexa_rmsnorm(const float *x, const float *w, float *out, int32_t M, int32_t D, float eps, int32_t threads);
 void hexa_silu_mul(const float *gu, float *out, int32_t M, int32_t F, int32_t threads);
-void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, float *k, float *v, int32_t M, int32_t Hq, int32_t Hkv, int64_t head_stride, int32_t start, float qscale, int32_t threads);
+void hexa_gelu_mul(const float *gu, float *out, int32_t M, int32_t F, int32_t threads);
+void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, float *k, float *v, int32_t M, int32_t Hq, int32_t Hkv, int32_t D, int64_t head_stride, int32_t start, float qscale, const float *q_norm, const float *k_norm, float eps, int32_t threads);
 
 /* a whole forward pass of S <= HEXA_FORWARD_ROWS tokens (forward.c); exact 0: codes times 8-bit
-   activations (hexa_linear_dot, decoding), 1: the fp32 arithmetic (prefill, reference) */
+   activations (hexa_linear_dot, decoding), 1: the fp32 arithmetic (prefill, reference). rope:
+   cos, sin [S, head_dim] and, for local layers, cos_local, sin_local; mask (mask_local for local
+   layers) additive [G*S, start+S] or NULL */
 int64_t hexa_forward_scratch(const struct hexa_model *m, int32_t S);
-void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask, int32_t S, int32_t start, float *k_cache, float *v_cache, float *scratch, float *out, int32_t exact);
+void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask, const float *cos_local, const float *sin_local, const float *mask_local, int32_t S, int32_t start, float *k_cache, float *v_cache, float *scratch, float *out, int32_t exact);
 
 #endif

@@ -129,18 +129,18 @@ int hexa_pack_quant(const float *w, uint8_t *packed, int N, int K, int bits, int
     return !a.failed;
 }
 
-/* Bytes per panel and block of 32 inputs in the layout for ``bits`` (4: Q4_1, 8: Q8_0), so
-   callers size the buffers hexa_pack_quant fills from here. */
+/* Bytes per panel and block of 32 inputs in the layout for ``bits`` (4: Q4_1, 8: Q8_0, 5 and 6:
+   8-bit codes with a minimum or a second scale, layout.h), so callers size the buffers from here. */
 int hexa_quant_block_bytes(int bits) {
-    return bits == 8 ? Q8_BYTES : Q4_BYTES;
+    return BLOCK_BYTES(bits);
 }
 
 /* Rows ``rows[0..count)`` of w [N, K] as fp32 into out [count, K]: the embedding lookup and the
    calibration head read rows of the tied output projection, whose codes are its only copy. The
-   kernels' rebuild, one weight at a time: d * q, then + m for Q4_1. */
+   kernels' rebuild, one weight at a time: d * q, then + m for Q4_1 and bits 5. */
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int N, int K, int bits,
                       float *out) {
-    const int nb = K / QB, bytes = bits == 8 ? Q8_BYTES : Q4_BYTES;
+    const int nb = K / QB, bytes = BLOCK_BYTES(bits);
     for (int r = 0; r < count; r++) {
         const int64_t n = rows[r];
         float *dst = out + (int64_t)r * K;
@@ -153,6 +153,10 @@ void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int
                 float w;
                 if (bits == 8) {
                     w = d * (float)(int8_t)bp[Q8_HEAD + i * PW + c];
+                } else if (bits != 4) {   /* 5, 6, 7: d (of the input's half for 6, 7) * q (+ m for 5, 7) */
+                    const float dh = ((const float *)bp)[(SPLIT_SCALE(bits) && i >= QB / 2) * PW + c];
+                    w = dh * (float)(int8_t)bp[CODE_HEAD(bits) + i * PW + c];
+                    if (MIN_AT(bits) >= 0) w = w + ((const float *)bp)[MIN_AT(bits) + c];
                 } else {
                     const int q = (bp[Q4_HEAD + (i / 2) * PW + c] >> (4 * (i & 1))) & 15;
                     w = d * (float)q + ((const float *)bp)[PW + c];

@@ -55,21 +55,33 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Claim and run items of job `gen` until none is left (none at all if that job is over). */
+/* A claim word whose item is CLOSED: the job of that generation is being published. */
+#define CLOSED 0xffffffffu
+
+/* Claim and run items of job `gen` until none is left (none at all if that job is over).
+   The job's fields are read only after a claim word of this generation is seen open, and an item
+   counts only if the claim word is still that value (the CAS): publishing a job first closes the
+   claim word, then writes the fields, then opens it, so fields read here always belong to the
+   generation whose item the CAS takes. (Reading the fields first, as before, let a worker that was
+   descheduled across a job boundary run the next job's function on the previous job's context
+   and count its item for a job not yet open: a segfault after ~1M jobs under load, found by the
+   stress mode, and possibly a step that read an output before it was written.) */
 static void run_items(uint32_t gen) {
-    hexa_task fn = atomic_load(&job_fn);
-    void *ctx = atomic_load(&job_ctx);
-    const int items = atomic_load(&job_items);
-    uint64_t c = atomic_load(&claim);
     for (;;) {
-        if ((uint32_t)(c >> 32) != gen || (int)(uint32_t)c >= items)
-            return;   /* a newer job, or nothing left: fn/ctx above may be stale, do not use them */
+        uint64_t c = atomic_load(&claim);
+        const uint32_t next = (uint32_t)c;
+        if ((uint32_t)(c >> 32) != gen || next == CLOSED)
+            return;   /* a newer job, or this one not open */
+        hexa_task fn = atomic_load(&job_fn);
+        void *ctx = atomic_load(&job_ctx);
+        const int items = atomic_load(&job_items);
+        if ((int)next >= items)
+            return;   /* nothing left */
         if (!atomic_compare_exchange_weak(&claim, &c, c + 1))
             continue;
-        /* the claim succeeded while the job was unfinished, so fn/ctx were read for this job */
-        fn(ctx, (int)(uint32_t)c);
+        /* the claim word was still c: fn, ctx and items were read for this job, and it is unfinished */
+        fn(ctx, (int)next);
         atomic_fetch_add(&finished, 1);
-        c = atomic_load(&claim);
     }
 }
 
@@ -131,12 +143,13 @@ void hexa_run(hexa_task fn, void *ctx, int items, int threads) {
     }
     pthread_mutex_lock(&run_lock);
     if (workers < threads - 1 && !cannot_start) start_workers(threads - 1);
+    const uint32_t gen = atomic_load(&generation) + 1;
+    atomic_store(&claim, (uint64_t)gen << 32 | CLOSED);   /* no item of the last job is claimed from here */
     atomic_store(&job_fn, fn);
     atomic_store(&job_ctx, ctx);
     atomic_store(&job_items, items);
     atomic_store(&finished, 0);
-    const uint32_t gen = atomic_load(&generation) + 1;
-    atomic_store(&claim, (uint64_t)gen << 32);
+    atomic_store(&claim, (uint64_t)gen << 32);            /* open */
     atomic_store(&generation, gen);
     if (atomic_load(&sleepers) > 0)
         syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);

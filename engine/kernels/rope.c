@@ -3,47 +3,63 @@
  * same bits (no FMA: -ffp-contract=off). One call per layer, parallel over tokens through the
  * pool; every token is computed alone, in a fixed order (batch invariance, as in glue.c).
  */
+#include <math.h>
 #include <stdint.h>
 
 #include "hexa.h"
 #include "pool.h"
 
 struct rope_job {
-    const float *qkv, *cos, *sin;
+    const float *qkv, *cos, *sin, *q_norm, *k_norm;
     float *q, *k, *v;
-    int M, Hq, Hkv, start;
+    int M, Hq, Hkv, D, start;
     int64_t head_stride;
-    float qscale;
+    float qscale, eps;
 };
 
-/* rotate-half RoPE of one 64-dim head: x*cos + [-x2, x1]*sin, times scale (a power of two) */
-static void rope64(const float *x, const float *c, const float *s, float scale, float *out) {
-    for (int d = 0; d < 32; d++) {
-        out[d] = (x[d] * c[d] + -x[d + 32] * s[d]) * scale;
-        out[d + 32] = (x[d + 32] * c[d + 32] + x[d] * s[d + 32]) * scale;
+/* per-head RMSNorm (qwen3's and gemma3's q/k norm) into t: one head's dims in order, plain C on
+   every ISA, so the same bits everywhere */
+static const float *head_norm(const float *x, const float *w, int D, float eps, float *t) {
+    if (!w) return x;
+    float sum = 0.f;
+    for (int d = 0; d < D; d++) sum += x[d] * x[d];
+    const float r = 1.f / sqrtf(sum / (float)D + eps);
+    for (int d = 0; d < D; d++) t[d] = w[d] * (x[d] * r);
+    return t;
+}
+
+/* rotate-half RoPE of one D-dim head: x*cos + [-x2, x1]*sin, times scale */
+static void rope(const float *x, const float *c, const float *s, int D, float scale, float *out) {
+    const int h = D / 2;
+    for (int d = 0; d < h; d++) {
+        out[d] = (x[d] * c[d] + -x[d + h] * s[d]) * scale;
+        out[d + h] = (x[d + h] * c[d + h] + x[d] * s[d + h]) * scale;
     }
 }
 
 /* one token: q heads -> q[h][m], k heads (rotated) and v heads -> the cache at start + m */
 static void rope_row(void *ctx, int m) {
     const struct rope_job *a = ctx;
-    const int D = 64;
+    const int D = a->D;
     const float *row = a->qkv + (int64_t)m * (a->Hq + 2 * a->Hkv) * D;
     const float *c = a->cos + (int64_t)m * D, *s = a->sin + (int64_t)m * D;
+    float t[HEXA_MAX_HEAD_DIM];
     for (int h = 0; h < a->Hq; h++)
-        rope64(row + h * D, c, s, a->qscale, a->q + ((int64_t)h * a->M + m) * D);
+        rope(head_norm(row + h * D, a->q_norm, D, a->eps, t), c, s, D, a->qscale, a->q + ((int64_t)h * a->M + m) * D);
     for (int h = 0; h < a->Hkv; h++) {
         const int64_t slot = h * a->head_stride + (int64_t)(a->start + m) * D;
-        rope64(row + (a->Hq + h) * D, c, s, 1.f, a->k + slot);
+        rope(head_norm(row + (a->Hq + h) * D, a->k_norm, D, a->eps, t), c, s, D, 1.f, a->k + slot);
         const float *v = row + (a->Hq + a->Hkv + h) * D;
         for (int d = 0; d < D; d++) a->v[slot + d] = v[d];
     }
 }
 
-/* qkv [M, (Hq + 2 Hkv) * 64] -> q [Hq, M, 64] (rotated, times qscale); rotated k and v written to
-   cache rows start..start+M-1 (head h row j at k + h*head_stride + j*64). */
+/* qkv [M, (Hq + 2 Hkv) * D] -> q [Hq, M, D] (per-head normed if q_norm, rotated, times qscale);
+   k (normed if k_norm, rotated) and v written to cache rows start..start+M-1 (head h row j at
+   k + h*head_stride + j*D). */
 void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, float *k, float *v,
-                     int M, int Hq, int Hkv, int64_t head_stride, int start, float qscale, int threads) {
-    struct rope_job a = {qkv, cos, sin, q, k, v, M, Hq, Hkv, start, head_stride, qscale};
+                     int M, int Hq, int Hkv, int D, int64_t head_stride, int start, float qscale,
+                     const float *q_norm, const float *k_norm, float eps, int threads) {
+    struct rope_job a = {qkv, cos, sin, q_norm, k_norm, q, k, v, M, Hq, Hkv, D, start, head_stride, qscale, eps};
     hexa_run(rope_row, &a, M, threads);
 }

@@ -210,6 +210,8 @@ class _GraphInputs:
         add[:s, :at][mask[:, :at].numpy()] = 0.0
         add[:s, C:C + s][mask[:, at:at + s].numpy()] = 0.0
         add[np.arange(s, S), C + np.arange(s, S)] = 0.0      # padding rows see only themselves
+        if int(pos.max()) >= m.cpu._rope_rows:   # the tables grow on demand (transformer._grow_rope)
+            m.cpu._grow_rope(int(pos.max()) + 1)
         return {"cos": m.cpu.cos[pos].numpy(), "sin": m.cpu.sin[pos].numpy(),
                 "mask": np.tile(add, (m._group, 1))}
 

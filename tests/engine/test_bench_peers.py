@@ -34,6 +34,28 @@ def test_llamacpp_without_llama_cpp_is_a_one_line_error(monkeypatch):
     assert "\n" not in message and "pip install -e .[peers]" in message and "cmake" in message
 
 
+@pytest.mark.parametrize("body, said", [
+    ("import os, signal, sys; print('loading', file=sys.stderr, flush=True); os.kill(os.getpid(), signal.SIGSEGV)",
+     "killed by SIGSEGV"),
+    ("import sys; print('bad model', file=sys.stderr); sys.exit(3)", "exit code 3; last output: bad model"),
+])
+def test_a_llamacpp_worker_that_dies_says_how(monkeypatch, tmp_path, body, said):
+    import engine.bench.llamacpp as peer
+
+    script = tmp_path / "worker.py"
+    script.write_text(body)
+    monkeypatch.setattr(peer, "WORKER", script)
+    worker = peer.Worker()
+    try:
+        with pytest.raises(EngineError) as err:
+            worker.ask("load")
+    finally:
+        worker.close()
+    message = str(err.value)
+    assert said in message and "\n" not in message
+    assert ("GGML_NATIVE=OFF" in message) == ("SIGSEGV" in said)
+
+
 def test_llamacpp_runs_the_engines_gguf_only():
     from engine.bench.llamacpp import engine_gguf
 

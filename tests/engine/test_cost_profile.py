@@ -253,17 +253,19 @@ def test_a_qnn_engine_plans_sizes_and_estimates_with_the_profile(engine, tmp_pat
     from engine.qnn.graphs import GRAPH_VERSION
     from engine.qnn.runtime import BLOCK_LAYERS
 
+    from engine.model_cache import entry_dir
     layers = engine.model.config.num_layers
     n_blocks = -(-layers // BLOCK_LAYERS)
+    qnn_model = entry_dir(engine.source, engine.cache_dir / "models").name   # qnn's graphs: the fp32 conversion
     flat = profile({1: 0.2, 8: 0.2, 64: 1.0}, {1: 5.0, 8: 5.0, 64: 8.0}, n_blocks, context=192,
-                   model=engine.folder.name, version=GRAPH_VERSION)
+                   model=qnn_model, version=GRAPH_VERSION)
     assert flat.blocks == tuple((a, min(a + BLOCK_LAYERS, layers)) for a in range(0, layers, BLOCK_LAYERS))
     path = tmp_path / "phone.cost.json"
     flat.save(path)
 
     other = tmp_path / "other.cost.json"
     profile({1: 0.2, 8: 0.2, 64: 1.0}, {1: 5.0, 8: 5.0, 64: 8.0}, n_blocks, context=256,
-            model=engine.folder.name, version=GRAPH_VERSION).save(other)
+            model=qnn_model, version=GRAPH_VERSION).save(other)
     with pytest.raises(EngineError, match="made for other graphs: context 256 \\(engine: 192\\)") as err:
         Engine.load(None, cache_dir=engine.cache_dir, backend="qnn", context_window=192, cost_profile=str(other))
     assert "\n" not in str(err.value)

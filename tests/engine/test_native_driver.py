@@ -46,12 +46,19 @@ def qemu(cpu: str) -> list[str]:
 @pytest.fixture(scope="module")
 def x86_driver(tmp_path_factory) -> Path:
     isa, why = host_isa()
-    if isa != "avx2":
+    if isa not in ("avx2", "avx-vnni"):
         pytest.skip(f"the x86 driver needs an x86 CPU with AVX2/FMA/F16C: {why or f'this is {platform.machine()}'}")
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         pytest.skip("no C compiler (cc/gcc) on PATH")
     return build(cc, "avx2", tmp_path_factory.mktemp("x86") / "driver")
+
+
+@pytest.fixture(scope="module")
+def vnni_driver(x86_driver, tmp_path_factory) -> Path:
+    if "avx_vnni" not in cpu_features():
+        pytest.skip("this CPU has no AVX-VNNI: the avx-vnni kernels cannot run here")
+    return build(shutil.which("cc") or shutil.which("gcc"), "avx-vnni", tmp_path_factory.mktemp("vnni") / "driver")
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +106,18 @@ def difference(name: str, arm: bytes, x86: bytes) -> str | None:
     a, b = (struct.unpack(f"<{len(x) // 4}f", x) for x in (arm, x86))
     diff = [i for i in range(len(a)) if arm[4 * i:4 * i + 4] != x86[4 * i:4 * i + 4]]
     return f"{name}: {len(diff)} of {len(a)} floats differ, first [{diff[0]}] {a[diff[0]]!r} against {b[diff[0]]!r}"
+
+
+@pytest.mark.slow
+def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, tmp_path):
+    """vpdpbusd/vpdpwssd form the same integer sums as maddubs/madd: every output bit for bit."""
+    run([str(vnni_driver), "check"])
+    run([str(x86_driver), "dump", str(tmp_path / "avx2.bin")])
+    run([str(vnni_driver), "dump", str(tmp_path / "vnni.bin")])
+    a, b = records(tmp_path / "avx2.bin"), records(tmp_path / "vnni.bin")
+    assert list(a) == list(b)
+    found = [d for name in a if (d := difference(name, b[name], a[name]))]
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.slow
@@ -154,6 +173,13 @@ def test_arm64_linux_gets_the_neon_kernels(machine):
 def test_x86_with_avx2_gets_the_avx2_kernels(machine):
     machine("x86_64", cpuinfo=X86_CPUINFO.format(extra="fma f16c avx2"))
     assert {"avx2", "fma", "f16c"} <= cpu_features()
+    assert host_isa() == ("avx2", None)
+
+
+def test_x86_with_avx_vnni_gets_the_vnni_kernels_unless_told_not_to(machine, monkeypatch):
+    machine("x86_64", cpuinfo=X86_CPUINFO.format(extra="fma f16c avx2 avx_vnni"))
+    assert host_isa() == ("avx-vnni", None)
+    monkeypatch.setenv("HEXA_ISA", "avx2")
     assert host_isa() == ("avx2", None)
 
 

@@ -28,7 +28,8 @@ def _cpu_session(path: Path):
 def test_block_graph_equals_the_torch_layers_in_fp32(engine, tmp_path):
     """Two layers fed 5 real tokens padded to S=8, over 11 cached positions of a C=32 context.
     The graphs are built from raw weights (the torch engine's are packed for its kernel)."""
-    m = CompactTransformer.load(engine.folder)
+    from engine.model_cache import ensure_cached   # the fp32 conversion the qnn graphs are built from
+    m = CompactTransformer.load(ensure_cached(engine.source, engine.cache_dir / "models"))
     c = m.config
     first, last, S, C, past, n = 3, 5, 8, 32, 11, 5
     save_block(build_block(m, first, last, S, C), tmp_path / "b.onnx")

@@ -17,12 +17,12 @@
 #include <stdlib.h>
 
 #include "hexa.h"
+#include "keys.h"
 #include "pool.h"
 #include "vexp.h"
 
-#define CHUNK 128   /* fixes which keys each partial sum holds: must equal x86/attention.c's */
 
-static const float zeros[64] __attribute__((aligned(16)));
+static const float zeros[HEXA_MAX_HEAD_DIM] __attribute__((aligned(16)));
 
 #define RT 3      /* query rows per tile (a GQA group of one token); softmax_numerators unrolls 3 */
 _Static_assert(RT == 3, "softmax_numerators and the P.V loop are written for 3 rows");
@@ -34,24 +34,24 @@ static inline float32x4_t max_x86(float32x4_t a, float32x4_t b) { return vbslq_f
    operation sequence: 8 lane partials (lane l holds dims l, l+8, ..., l+56: a mul, then FMAs in
    dimension order), reduced by the tree of two _mm256_hadd_ps and the add of the two halves,
    which are vpaddq_f32 on each half here. */
-static void scores(const float *q, const float *k, float s[RT][CHUNK + 8], int rt, int n) {
+static void scores(const float *q, const float *k, int D, float *s, int sw, int rt, int n) {
     for (int j = 0; j < n; j += 4) {
         const float *kj[4];
         for (int t = 0; t < 4; t++)        /* past the chunk's end: a zero key, discarded */
-            kj[t] = j + t < n ? k + (int64_t)(j + t) * 64 : zeros;
+            kj[t] = j + t < n ? k + (int64_t)(j + t) * D : zeros;
         float32x4_t a[RT][4][2];           /* [row][key][lanes 0-3, 4-7] */
         for (int i = 0; i < RT; i++) {
-            const float *qi = q + (i < rt ? i : 0) * 64;   /* rows past rt: computed, discarded */
+            const float *qi = q + (i < rt ? i : 0) * D;   /* rows past rt: computed, discarded */
             for (int t = 0; t < 4; t++) {
                 a[i][t][0] = vmulq_f32(vld1q_f32(qi), vld1q_f32(kj[t]));
                 a[i][t][1] = vmulq_f32(vld1q_f32(qi + 4), vld1q_f32(kj[t] + 4));
             }
         }
-        for (int d = 1; d < 8; d++)
+        for (int d = 1; d < D / 8; d++)
             for (int t = 0; t < 4; t++) {
                 const float32x4_t k0 = vld1q_f32(kj[t] + 8 * d), k1 = vld1q_f32(kj[t] + 8 * d + 4);
                 for (int i = 0; i < RT; i++) {
-                    const float *qi = q + (i < rt ? i : 0) * 64 + 8 * d;
+                    const float *qi = q + (i < rt ? i : 0) * D + 8 * d;
                     a[i][t][0] = vfmaq_f32(a[i][t][0], vld1q_f32(qi), k0);
                     a[i][t][1] = vfmaq_f32(a[i][t][1], vld1q_f32(qi + 4), k1);
                 }
@@ -62,17 +62,16 @@ static void scores(const float *q, const float *k, float s[RT][CHUNK + 8], int r
             const float32x4_t h1 = vpaddq_f32(vpaddq_f32(a[i][0][1], a[i][1][1]), vpaddq_f32(a[i][2][1], a[i][3][1]));
             float four[4];
             vst1q_f32(four, vaddq_f32(h0, h1));
-            for (int t = 0; t < 4 && j + t < n; t++) s[i][j + t] = four[t];
+            for (int t = 0; t < 4 && j + t < n; t++) s[i * sw + j + t] = four[t];
         }
     }
 }
 
-#define SW (CHUNK + 8)   /* a score row, padded to whole vectors */
 
 /* For each of rt rows: s[j] <- exp(s[j] - mx) in place, l <- their sum in key order; all zero
    for a row whose every key is masked. Rows rt..RT-1 hold zeros: their sums run alongside, so
    the three add chains are independent. exp is per lane: 4 lanes at a time give exp8's bits. */
-static void softmax_numerators(float s[RT][SW], int rt, int n, const float *mx, float *l) {
+static void softmax_numerators(int sw, float s[][sw], int rt, int n, const float *mx, float *l) {
     for (int i = 0; i < rt; i++) {
         if (mx[i] == -INFINITY) {
             for (int j = 0; j < n; j++) s[i][j] = 0.f;
@@ -92,13 +91,13 @@ static void softmax_numerators(float s[RT][SW], int rt, int n, const float *mx, 
    skips about half its keys, a fully masked chunk all of them). x86's scan step by step (8 keys
    at a time where a lane counts when > -inf, its _CMP_NEQ_OQ; then one key at a time where
    != -inf), so even a mask holding NaNs leaves out the same keys. */
-static int visible_keys(const float *mask, int64_t L, int r0, int rt, int j0, int n) {
-    if (!mask) return n;
+static int visible_keys(const float *const *rows, int rt, int n) {
+    if (!rows[0]) return n;
     const float32x4_t ninf = vdupq_n_f32(-INFINITY);
     const uint32x4_t bit0 = {1, 2, 4, 8}, bit4 = {16, 32, 64, 128};
     int last = 0;
     for (int i = 0; i < rt; i++) {
-        const float *m = mask + (int64_t)(r0 + i) * L + j0;
+        const float *m = rows[i];
         int j = n;
         for (; j - 8 >= last; j -= 8) {   /* 8 at a time: the causal part of a chunk is long */
             const uint32x4_t lo = vandq_u32(vcgtq_f32(vld1q_f32(m + j - 8), ninf), bit0);
@@ -116,8 +115,9 @@ static int visible_keys(const float *mask, int64_t L, int r0, int rt, int j0, in
 struct attention_job {
     const float *q, *k, *v, *mask;
     float *out, *part_m, *part_l, *part_o;   /* per (head, chunk, row): max, sum, weighted V */
-    int H, R, L, C, S, B;                     /* B: blocks of BLOCK rows per (head, chunk) */
+    int H, R, L, C, S, B, D;                  /* B: blocks of BLOCK rows per (head, chunk); D: head dim */
     int64_t head_stride;
+    struct key_plan plan;                     /* which keys each chunk holds */
 };
 
 #define BLOCK 48   /* query rows per work item: a long prompt's chunk splits into many items */
@@ -126,28 +126,31 @@ struct attention_job {
    row's numbers depend only on its own row and the chunk, never on the tile or item it is in. */
 static void attend_chunk(void *ctx, int item) {
     const struct attention_job *a = ctx;
-    const int D = 64, R = a->R, L = a->L, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
+    const int D = a->D, R = a->R, L = a->L, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
     const float *mask = a->mask;
-    const int j0 = c * CHUNK, n = L - j0 < CHUNK ? L - j0 : CHUNK;
+    const int j0 = a->plan.lo[c], n = a->plan.hi[c] - j0, sw = ((a->plan.widest + 7) & ~7) + 8;
     const float *kh = a->k + h * a->head_stride, *vh = a->v + h * a->head_stride;
     const int rend = (b + 1) * BLOCK < R ? (b + 1) * BLOCK : R;
-    float s[RT][SW] __attribute__((aligned(16)));
+    float s[RT][sw], rows_mask[RT * (n > 0 ? n : 1)];
     for (int r0 = b * BLOCK; r0 < rend; r0 += RT) {
         const int rt = rend - r0 < RT ? rend - r0 : RT;
         const int64_t slot0 = ((int64_t)h * a->C + c) * R + r0;
-        const int nv = visible_keys(mask, L, r0, rt, j0, n);
+        /* the mask's rows over the chunk's keys, or the chunk's own view of them (keys.c) */
+        const float *own = key_plan_rows(&a->plan, mask, c, r0, rt, rows_mask), *mrows[RT] = {NULL, NULL, NULL};
+        for (int i = 0; mask && i < rt; i++) mrows[i] = own ? own + (int64_t)i * n : mask + (int64_t)(r0 + i) * L + j0;
+        const int nv = visible_keys(mrows, rt, n);
         if (nv == 0) {   /* every key masked for every row: what the full computation gives */
             for (int i = 0; i < rt; i++) { a->part_m[slot0 + i] = -INFINITY; a->part_l[slot0 + i] = 0.f; }
             continue;
         }
-        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, s, rt, nv);
+        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, D, &s[0][0], sw, rt, nv);
         for (int i = rt; i < RT; i++)      /* rows past rt: weights 0, computed and discarded */
             for (int j = 0; j < nv; j++) s[i][j] = 0.f;
         float mx[RT], l[RT];
         for (int i = 0; i < rt; i++) {   /* scores + mask, and their max as x86 takes it */
             float32x4_t m0 = vdupq_n_f32(-INFINITY), m1 = m0;
             int j = 0;
-            const float *mrow = mask ? mask + (int64_t)(r0 + i) * L + j0 : NULL;
+            const float *mrow = mrows[i];
             for (; j + 8 <= nv; j += 8) {
                 float32x4_t v0 = vld1q_f32(s[i] + j), v1 = vld1q_f32(s[i] + j + 4);
                 if (mrow) { v0 = vaddq_f32(v0, vld1q_f32(mrow + j)); v1 = vaddq_f32(v1, vld1q_f32(mrow + j + 4)); }
@@ -166,8 +169,8 @@ static void attend_chunk(void *ctx, int item) {
                 mx[i] = s[i][j] > mx[i] ? s[i][j] : mx[i];
             }
         }
-        softmax_numerators(s, rt, nv, mx, l);
-        for (int half = 0; half < 2; half++) {      /* 32 of the 64 dims at a time */
+        softmax_numerators(sw, s, rt, nv, mx, l);
+        for (int half = 0; half < D / 32; half++) {      /* 32 of the head's dims at a time */
             /* every output dim is one FMA chain over the keys in order, as on x86; all RT rows
                unrolled: 24 accumulators, a V vector and 3 weights in the 32 registers */
             float32x4_t o[RT][8];
@@ -201,22 +204,16 @@ static void attend_chunk(void *ctx, int item) {
 /* item = (head, row): combine the row's chunks in key order */
 static void combine_chunks(void *ctx, int item) {
     const struct attention_job *a = ctx;
-    const int D = 64, C = a->C, R = a->R, h = item / R, r = item % R;
+    const int D = a->D, C = a->C, R = a->R, h = item / R, r = item % R;
     float M = -INFINITY;
     for (int c = 0; c < C; c++) {
         const float m = a->part_m[((int64_t)h * C + c) * R + r];
         M = m > M ? m : M;
     }
-    float32x4_t o[16];
-    for (int d = 0; d < 16; d++) o[d] = vdupq_n_f32(0.f);
     float l = 0.f;
     for (int c = 0; c < C; c++) {
         const int64_t slot = ((int64_t)h * C + c) * R + r;
-        if (a->part_m[slot] == -INFINITY) continue;
-        const float w = expf(a->part_m[slot] - M);
-        l += a->part_l[slot] * w;
-        const float32x4_t wv = vdupq_n_f32(w);
-        for (int d = 0; d < 16; d++) o[d] = vfmaq_f32(o[d], wv, vld1q_f32(a->part_o + slot * D + 4 * d));
+        if (a->part_m[slot] != -INFINITY) l += a->part_l[slot] * expf(a->part_m[slot] - M);
     }
     const float32x4_t inv = vdupq_n_f32(1.f / l);
     float *dst = a->out + ((int64_t)h * R + r) * D;
@@ -224,21 +221,34 @@ static void combine_chunks(void *ctx, int item) {
         const int G = R / a->S, Hq = a->H * G;
         dst = a->out + ((int64_t)(r % a->S) * Hq + h * G + r / a->S) * D;
     }
-    for (int d = 0; d < 16; d++) vst1q_f32(dst + 4 * d, vmulq_f32(o[d], inv));
+    for (int db = 0; db < D; db += 64) {   /* 64 dims at a time: each an FMA chain over the chunks in order */
+        float32x4_t o[16];
+        for (int d = 0; d < 16; d++) o[d] = vdupq_n_f32(0.f);
+        for (int c = 0; c < C; c++) {
+            const int64_t slot = ((int64_t)h * C + c) * R + r;
+            if (a->part_m[slot] == -INFINITY) continue;
+            const float32x4_t wv = vdupq_n_f32(expf(a->part_m[slot] - M));
+            for (int d = 0; d < 16; d++) o[d] = vfmaq_f32(o[d], wv, vld1q_f32(a->part_o + slot * D + db + 4 * d));
+        }
+        for (int d = 0; d < 16; d++) vst1q_f32(dst + db + 4 * d, vmulq_f32(o[d], inv));
+    }
 }
 
-/* q [H, R, 64] (R query rows per kv head, already scaled), k/v: head h row j at
-   k + h*head_stride + j*64, mask [R, L] additive or NULL. out: [H, R, 64] if S is 0; else the
-   R rows are G = R/S query heads of S tokens each, and out is token-major [S, H*G, 64] (the
-   layout the output projection reads). */
+/* q [H, R, D] (R query rows per kv head, already scaled; D 64, 128 or 256), k/v: head h row j
+   at k + h*head_stride + j*D, mask [R, L] additive or NULL. out: [H, R, D] if S is 0; else the
+   R rows are G = R/S query heads of S tokens each, and out is token-major [S, H*G, D] (the
+   layout the output projection reads). pass: the last `pass` keys are this pass's own tokens,
+   whose visible ones count at consecutive positions for each row (keys.h); 0: keys by slot. */
 void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out,
-                    int H, int R, int L, int64_t head_stride, int S, int threads) {
-    const int D = 64, C = (L + CHUNK - 1) / CHUNK, B = (R + BLOCK - 1) / BLOCK;
+                    int H, int R, int L, int D, int64_t head_stride, int S, int pass, int threads) {
+    const int C = (L + CHUNK - 1) / CHUNK, B = (R + BLOCK - 1) / BLOCK;
     struct attention_job a = {q, k, v, mask, out,
                               malloc(sizeof(float) * H * C * R), malloc(sizeof(float) * H * C * R),
                               malloc(sizeof(float) * (int64_t)H * C * R * D),
-                              H, R, L, C, S, B, head_stride};
+                              H, R, L, C, S, B, D, head_stride};
+    key_plan_init(&a.plan, mask, R, L, pass);
     hexa_run(attend_chunk, &a, H * C * B, threads);
     hexa_run(combine_chunks, &a, H * R, threads);
+    key_plan_free(&a.plan);
     free(a.part_m); free(a.part_l); free(a.part_o);
 }

@@ -51,23 +51,42 @@ static inline float32x4_t silu4(float32x4_t g, float32x4_t u) {
     return vmulq_f32(vdivq_f32(g, den), u);
 }
 
-/* out = silu(g) * u for a row [g | u] of width 2F; each lane is its own, so 4 lanes at a time
-   give x86's 8-lane bits */
-static void silu_row(void *ctx, int m) {
-    const struct silu_job *a = ctx;
-    const float *g = a->gu + (int64_t)m * 2 * a->F, *u = g + a->F;
-    float *out = a->out + (int64_t)m * a->F;
-    int j = 0;
-    for (; j + 4 <= a->F; j += 4) vst1q_f32(out + j, silu4(vld1q_f32(g + j), vld1q_f32(u + j)));
-    if (j < a->F) {   /* the tail through the same lanes, zero-padded */
-        float gt[4] = {0}, ut[4] = {0}, ot[4];
-        for (int t = 0; j + t < a->F; t++) { gt[t] = g[j + t]; ut[t] = u[j + t]; }
-        vst1q_f32(ot, silu4(vld1q_f32(gt), vld1q_f32(ut)));
-        for (int t = 0; j + t < a->F; t++) out[j + t] = ot[t];
-    }
+/* out = act(g) * u for a row [g | u] of width 2F, 4 lanes at a time (each lane is its own: x86's
+   8-lane bits); the tail through the same
+   lanes, zero-padded */
+#define ACT_ROW(NAME, ACT)                                                                        \
+static void NAME(void *ctx, int m) {                                                             \
+    const struct silu_job *a = ctx;                                                               \
+    const float *g = a->gu + (int64_t)m * 2 * a->F, *u = g + a->F;                                \
+    float *out = a->out + (int64_t)m * a->F;                                                      \
+    int j = 0;                                                                                    \
+    for (; j + 4 <= a->F; j += 4) vst1q_f32(out + j, ACT(vld1q_f32(g + j), vld1q_f32(u + j)));          \
+    if (j < a->F) {                                                                              \
+        float gt[4] = {0}, ut[4] = {0}, ot[4];                                               \
+        for (int t = 0; j + t < a->F; t++) { gt[t] = g[j + t]; ut[t] = u[j + t]; }                 \
+        vst1q_f32(ot, ACT(vld1q_f32(gt), vld1q_f32(ut)));                                                 \
+        for (int t = 0; j + t < a->F; t++) out[j + t] = ot[t];                                    \
+    }                                                                                            \
 }
+ACT_ROW(silu_row, silu4)
 
 void hexa_silu_mul(const float *gu, float *out, int M, int F, int threads) {
     struct silu_job a = {gu, out, F};
     hexa_run(silu_row, &a, M, threads);
+}
+
+/* x86/glue.c's gelu8, 4 lanes at a time */
+static inline float32x4_t gelu4(float32x4_t g, float32x4_t u) {
+    const float32x4_t g3 = vmulq_f32(vmulq_f32(g, g), g);
+    const float32x4_t z = vmulq_f32(vaddq_f32(g, vmulq_f32(vdupq_n_f32(0.044715f), g3)), vdupq_n_f32(0.7978845608f));
+    const float32x4_t e = exp4(vaddq_f32(z, z)), one = vdupq_n_f32(1.f);
+    const float32x4_t th = vsubq_f32(one, vdivq_f32(vdupq_n_f32(2.f), vaddq_f32(e, one)));
+    return vmulq_f32(vmulq_f32(vmulq_f32(vdupq_n_f32(0.5f), g), vaddq_f32(one, th)), u);
+}
+
+ACT_ROW(gelu_row, gelu4)
+
+void hexa_gelu_mul(const float *gu, float *out, int M, int F, int threads) {
+    struct silu_job a = {gu, out, F};
+    hexa_run(gelu_row, &a, M, threads);
 }

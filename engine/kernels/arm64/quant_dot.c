@@ -76,16 +76,19 @@ static inline void pairs_Q4(const uint8_t *bp, int kk, int8x16_t *w) {
     w[1] = vreinterpretq_s8_u8(vzip2q_u8(lo, hi));
 }
 
-static inline void pairs_Q8(const uint8_t *bp, int kk, int8x16_t *w) {
-    const int8x16_t a = vld1q_s8((const int8_t *)bp + Q8_HEAD + 32 * kk), b = vld1q_s8((const int8_t *)bp + Q8_HEAD + 32 * kk + 16);
+static inline void pairs_head(const uint8_t *bp, int head, int kk, int8x16_t *w) {
+    const int8x16_t a = vld1q_s8((const int8_t *)bp + head + 32 * kk), b = vld1q_s8((const int8_t *)bp + head + 32 * kk + 16);
     w[0] = vzip1q_s8(a, b);
     w[1] = vzip2q_s8(a, b);
 }
+static inline void pairs_Q8(const uint8_t *bp, int kk, int8x16_t *w) { pairs_head(bp, Q8_HEAD, kk, w); }
+static inline void pairs_QM(const uint8_t *bp, int kk, int8x16_t *w) { pairs_head(bp, QM_HEAD, kk, w); }
 
 /* Input pairs summed in int16 before SADALP widens them: a lane holds one product per pair, at
    most 15 * 127 for Q4_1 (16 pairs, a whole block: 30480 < 32767) and 128 * 127 for Q8_0 (2). */
 #define RUN_Q4 16
 #define RUN_Q8 2
+#define RUN_QM 2
 
 /* ---- dot product CPUs: quads -----------------------------------------------------------------
    16 columns x inputs 4g .. 4g+3, each 32-bit lane one column's 4 codes: w[c] columns 4c .. 4c+3 */
@@ -99,8 +102,8 @@ static inline void quads_Q4(const uint8_t *bp, int g, int8x16_t *w) {
     }
 }
 
-static inline void quads_Q8(const uint8_t *bp, int g, int8x16_t *w) {
-    const int8_t *c = (const int8_t *)bp + Q8_HEAD + 64 * g;
+static inline void quads_head(const uint8_t *bp, int head, int g, int8x16_t *w) {
+    const int8_t *c = (const int8_t *)bp + head + 64 * g;
     const int8x16_t v0 = vld1q_s8(c), v1 = vld1q_s8(c + 16), v2 = vld1q_s8(c + 32), v3 = vld1q_s8(c + 48);
     const int16x8_t z01a = vreinterpretq_s16_s8(vzip1q_s8(v0, v1)), z01b = vreinterpretq_s16_s8(vzip2q_s8(v0, v1));
     const int16x8_t z23a = vreinterpretq_s16_s8(vzip1q_s8(v2, v3)), z23b = vreinterpretq_s16_s8(vzip2q_s8(v2, v3));
@@ -109,6 +112,8 @@ static inline void quads_Q8(const uint8_t *bp, int g, int8x16_t *w) {
     w[2] = vreinterpretq_s8_s16(vzip1q_s16(z01b, z23b));
     w[3] = vreinterpretq_s8_s16(vzip2q_s16(z01b, z23b));
 }
+static inline void quads_Q8(const uint8_t *bp, int g, int8x16_t *w) { quads_head(bp, Q8_HEAD, g, w); }
+static inline void quads_QM(const uint8_t *bp, int g, int8x16_t *w) { quads_head(bp, QM_HEAD, g, w); }
 
 /* Blocks read ahead in software: x86's distance, measured there (a step's calls stream too little
    each for the hardware prefetchers to reach full speed); not yet tuned on ARM hardware. Past a
@@ -120,18 +125,20 @@ static inline void quads_Q8(const uint8_t *bp, int g, int8x16_t *w) {
 #define MR_MAX 4   /* rows per tile: 16 int32 sums + the codes stay in registers (the fp32 sums,
                       touched once per block, may not) */
 
-/* the block's sums isum (16 columns per row) -> the fp32 accumulators, x86's operations */
-#define DOT_FLOAT(FMT, MR, HAS_MIN)                                                               \
-    const float *d = (const float *)bp;                                                           \
+/* the sums isum so far (16 columns per row) times d * dx -> the fp32 accumulators, then (HAS_MIN)
+   + m * sx, x86's operations; isum starts again (Q6_K's two halves) */
+#define DOT_FLOAT(FMT, MR, HAS_MIN, d)                                                            \
     _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                                       \
         const int64_t at = (int64_t)(m0 + i) * nb + blk;                                          \
         const float32x4_t dx = vdupq_n_f32(a->dx[at]);                                            \
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                                       \
-            acc[i][c] = vfmaq_f32(acc[i][c], vcvtq_f32_s32(isum[i][c]), vmulq_f32(vld1q_f32(d + 4 * c), dx)); \
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                     \
+            acc[i][c] = vfmaq_f32(acc[i][c], vcvtq_f32_s32(isum[i][c]), vmulq_f32(vld1q_f32((d) + 4 * c), dx)); \
+            isum[i][c] = vdupq_n_s32(0);                                                          \
+        }                                                                                         \
         if (HAS_MIN) {                                                                            \
             const float32x4_t sx = vdupq_n_f32(a->sx[at]);                                        \
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                                   \
-                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32(d + PW + 4 * c), sx);                  \
+                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32((const float *)bp + MOFF_##FMT + 4 * c), sx); \
         }                                                                                         \
     }
 
@@ -161,6 +168,8 @@ static inline void quads_Q8(const uint8_t *bp, int g, int8x16_t *w) {
 static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {                          \
     DOT_BEGIN(FMT, MR)                                                                            \
         for (int k0 = 0; k0 < QB / 2; k0 += RUN_##FMT) {                                          \
+            if (SPLIT_##FMT && k0 == QB / 4)   /* Q6_K: inputs 0-15 carry a scale of their own */    \
+                DOT_FLOAT(FMT, MR, 0, (const float *)bp)                                          \
             int16x8_t s16[MR][4];                                                                 \
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                  \
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) s16[i][c] = vdupq_n_s16(0);  \
@@ -178,7 +187,7 @@ static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {         
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                  \
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vpadalq_s16(isum[i][c], s16[i][c]); \
         }                                                                                         \
-        DOT_FLOAT(FMT, MR, HAS_MIN)                                                               \
+        DOT_FLOAT(FMT, MR, HAS_MIN, (const float *)bp + (SPLIT_##FMT ? PW : 0))                  \
     DOT_END(MR)                                                                                   \
 }
 
@@ -187,6 +196,8 @@ static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {         
 static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) {                  \
     DOT_BEGIN(FMT, MR)                                                                            \
         _Pragma("GCC unroll 1") for (int g = 0; g < QB / 4; g++) {                                \
+            if (SPLIT_##FMT && g == QB / 8)   /* Q6_K: inputs 0-15 carry a scale of their own */     \
+                DOT_FLOAT(FMT, MR, 0, (const float *)bp)                                          \
             int8x16_t w[4];                                                                       \
             quads_##FMT(bp, g, w);                                                                \
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                                \
@@ -194,19 +205,52 @@ static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) { 
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vdotq_s32(isum[i][c], w[c], xv); \
             }                                                                                     \
         }                                                                                         \
-        DOT_FLOAT(FMT, MR, HAS_MIN)                                                               \
+        DOT_FLOAT(FMT, MR, HAS_MIN, (const float *)bp + (SPLIT_##FMT ? PW : 0))                  \
     DOT_END(MR)                                                                                   \
 }
 
+/* bits 5 and 6 (layout.h): Q8_0's tiles over their code bytes; bits 5 adds m * sx as Q4_1 does,
+   bits 6 moves a half block's sums into fp32 with the first scale (SPLIT) */
+#define SPLIT_Q4 0
+#define SPLIT_Q8 0
+#define SPLIT_Q5 0
+#define SPLIT_Q6 1
+#define SPLIT_Q7 1
+#define MOFF_Q4 PW      /* where m starts in the head */
+#define MOFF_Q8 0
+#define MOFF_Q5 PW
+#define MOFF_Q6 0
+#define MOFF_Q7 (2 * PW)
+#define Q5_BYTES QM_BYTES
+#define Q6_BYTES QM_BYTES
+#define RUN_Q5 2
+#define RUN_Q6 2
+#define RUN_Q7 2
+#define pairs_Q5 pairs_QM
+#define pairs_Q6 pairs_QM
+#define quads_Q5 quads_QM
+#define quads_Q6 quads_QM
+static inline void pairs_Q7(const uint8_t *bp, int kk, int8x16_t *w) { pairs_head(bp, Q7_HEAD, kk, w); }
+static inline void quads_Q7(const uint8_t *bp, int g, int8x16_t *w) { quads_head(bp, Q7_HEAD, g, w); }
 PAIR_TILE(Q4, 1, 1) PAIR_TILE(Q4, 2, 1) PAIR_TILE(Q4, 3, 1) PAIR_TILE(Q4, 4, 1)
+PAIR_TILE(Q5, 1, 1) PAIR_TILE(Q5, 2, 1) PAIR_TILE(Q5, 3, 1) PAIR_TILE(Q5, 4, 1)
+PAIR_TILE(Q6, 1, 0) PAIR_TILE(Q6, 2, 0) PAIR_TILE(Q6, 3, 0) PAIR_TILE(Q6, 4, 0)
+PAIR_TILE(Q7, 1, 1) PAIR_TILE(Q7, 2, 1) PAIR_TILE(Q7, 3, 1) PAIR_TILE(Q7, 4, 1)
+QUAD_TILE(Q7, 1, 1) QUAD_TILE(Q7, 2, 1) QUAD_TILE(Q7, 3, 1) QUAD_TILE(Q7, 4, 1)
+QUAD_TILE(Q5, 1, 1) QUAD_TILE(Q5, 2, 1) QUAD_TILE(Q5, 3, 1) QUAD_TILE(Q5, 4, 1)
+QUAD_TILE(Q6, 1, 0) QUAD_TILE(Q6, 2, 0) QUAD_TILE(Q6, 3, 0) QUAD_TILE(Q6, 4, 0)
 PAIR_TILE(Q8, 1, 0) PAIR_TILE(Q8, 2, 0) PAIR_TILE(Q8, 3, 0) PAIR_TILE(Q8, 4, 0)
 QUAD_TILE(Q4, 1, 1) QUAD_TILE(Q4, 2, 1) QUAD_TILE(Q4, 3, 1) QUAD_TILE(Q4, 4, 1)
 QUAD_TILE(Q8, 1, 0) QUAD_TILE(Q8, 2, 0) QUAD_TILE(Q8, 3, 0) QUAD_TILE(Q8, 4, 0)
 
 typedef void (*dot_tile)(const struct dot_job *, int, int);
-static const dot_tile TILES[2][2][MR_MAX + 1] = {   /* [dot product][Q8] */
-    {{0, pair_Q4_1, pair_Q4_2, pair_Q4_3, pair_Q4_4}, {0, pair_Q8_1, pair_Q8_2, pair_Q8_3, pair_Q8_4}},
-    {{0, quad_Q4_1, quad_Q4_2, quad_Q4_3, quad_Q4_4}, {0, quad_Q8_1, quad_Q8_2, quad_Q8_3, quad_Q8_4}},
+static const dot_tile TILES[2][5][MR_MAX + 1] = {   /* [dot product][Q4, Q8, bits 5, 6, 7] */
+    {{0, pair_Q4_1, pair_Q4_2, pair_Q4_3, pair_Q4_4}, {0, pair_Q8_1, pair_Q8_2, pair_Q8_3, pair_Q8_4},
+     {0, pair_Q5_1, pair_Q5_2, pair_Q5_3, pair_Q5_4}, {0, pair_Q6_1, pair_Q6_2, pair_Q6_3, pair_Q6_4},
+     {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}},
+    {{0, quad_Q4_1, quad_Q4_2, quad_Q4_3, quad_Q4_4}, {0, quad_Q8_1, quad_Q8_2, quad_Q8_3, quad_Q8_4},
+     {0, quad_Q5_1, quad_Q5_2, quad_Q5_3, quad_Q5_4}, {0, quad_Q6_1, quad_Q6_2, quad_Q6_3, quad_Q6_4},
+     {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}},
 };
 
 /* 1 when the CPU has SDOT (HWCAP_ASIMDDP on Linux and Android); set once, when the library loads */
@@ -226,7 +270,7 @@ __attribute__((constructor)) static void pick_path(void) {
    panel stay in cache across the row groups; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const dot_tile *tiles = TILES[dotprod][a->bits == 8];
+    const dot_tile *tiles = TILES[dotprod][a->bits == 8 ? 1 : a->bits >= 5 && a->bits <= 7 ? a->bits - 3 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
         for (int m = 0; m < a->M; m += MR_MAX)

@@ -55,6 +55,26 @@ static inline void pair_q8(const uint8_t *bp, int kk, float32x4_t *w) {
     }
 }
 
+/* 8-bit codes with a second array (layout.h): bits 5 (Q5_1, Q5_K) d * q + m, bits 6 (Q6_K) d * q with
+   the d of the input's half of the block; x86's operations, one for one */
+static inline void pair_qm(const uint8_t *bp, int kk, float32x4_t *w, int bits) {
+    const float *d = (const float *)bp + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
+    const float *m = (const float *)bp + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
+    for (int h = 0; h < 2; h++) {
+        const int8x16_t codes = vld1q_s8((const int8_t *)bp + CODE_HEAD(bits) + (2 * kk + h) * PW);
+        const int16x8_t lo = vmovl_s8(vget_low_s8(codes)), hi = vmovl_high_s8(codes);
+        const int32x4_t q[4] = {vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)),
+                                vmovl_high_s16(hi)};
+        for (int j = 0; j < 4; j++) {
+            w[4 * h + j] = vmulq_f32(vcvtq_f32_s32(q[j]), vld1q_f32(d + 4 * j));
+            if (MIN_AT(bits) >= 0) w[4 * h + j] = vaddq_f32(w[4 * h + j], vld1q_f32(m + 4 * j));
+        }
+    }
+}
+static inline void pair_q5(const uint8_t *bp, int kk, float32x4_t *w) { pair_qm(bp, kk, w, 5); }
+static inline void pair_q6(const uint8_t *bp, int kk, float32x4_t *w) { pair_qm(bp, kk, w, 6); }
+static inline void pair_q7(const uint8_t *bp, int kk, float32x4_t *w) { pair_qm(bp, kk, w, 7); }
+
 /* Blocks [0, n) from bp (one panel's, consecutive) into the fp32 panel layout: out[k][0..16) */
 #define REBUILD(FMT)                                                                              \
 static void rebuild_##FMT(const uint8_t *bp, int n, float *out) {                                 \
@@ -68,10 +88,16 @@ static void rebuild_##FMT(const uint8_t *bp, int n, float *out) {               
 }
 #define q4_BYTES Q4_BYTES
 #define q8_BYTES Q8_BYTES
-REBUILD(q4) REBUILD(q8)
+#define q5_BYTES QM_BYTES
+#define q6_BYTES QM_BYTES
+#define q7_BYTES Q7_BYTES
+REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7)
 
 static void rebuild(const uint8_t *bp, int bits, int n, float *out) {
     if (bits == 8) rebuild_q8(bp, n, out);
+    else if (bits == 5) rebuild_q5(bp, n, out);
+    else if (bits == 6) rebuild_q6(bp, n, out);
+    else if (bits == 7) rebuild_q7(bp, n, out);
     else rebuild_q4(bp, n, out);
 }
 
@@ -85,7 +111,7 @@ static void tile_##MR##_##NPAN(const float *x, const uint8_t *pk, const float *b
     _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)                                         \
         _Pragma("GCC unroll 32") for (int j = 0; j < 4 * NPAN; j++) acc[i][j] = vdupq_n_f32(0.f); \
     float wb[NPAN][CB * QB * PW];                                                                 \
-    const int nb = K / QB, bytes = bits == 8 ? Q8_BYTES : Q4_BYTES;                               \
+    const int nb = K / QB, bytes = BLOCK_BYTES(bits);                               \
     for (int blk = 0; blk < nb; blk += CB) {                                                      \
         const int n = nb - blk < CB ? nb - blk : CB;                                              \
         for (int q = 0; q < NPAN; q++)                                                            \
@@ -133,7 +159,7 @@ static void run_tiles(void *ctx, int g) {
 static void run_rebuilt(void *ctx, int g) {
     const struct quant_job *a = ctx;
     const int p0 = g * GP, np = a->P - p0 < GP ? a->P - p0 : GP, nb = a->K / QB;
-    const int bytes = a->bits == 8 ? Q8_BYTES : Q4_BYTES;
+    const int bytes = BLOCK_BYTES(a->bits);
     float *panels = hexa_panel_buffer((int64_t)np * a->K * PW);
     if (!panels) abort();        /* out of memory for ~600 KB: nothing sensible is left to do */
     for (int q = 0; q < np; q++)

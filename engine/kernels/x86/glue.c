@@ -51,22 +51,44 @@ static inline __m256 silu8(__m256 g, __m256 u) {
     return _mm256_mul_ps(_mm256_div_ps(g, den), u);
 }
 
-/* out = silu(g) * u for a row [g | u] of width 2F */
-static void silu_row(void *ctx, int m) {
-    const struct silu_job *a = ctx;
-    const float *g = a->gu + (int64_t)m * 2 * a->F, *u = g + a->F;
-    float *out = a->out + (int64_t)m * a->F;
-    int j = 0;
-    for (; j + 8 <= a->F; j += 8) _mm256_storeu_ps(out + j, silu8(_mm256_loadu_ps(g + j), _mm256_loadu_ps(u + j)));
-    if (j < a->F) {   /* the tail through the same lanes, zero-padded */
-        float gt[8] = {0}, ut[8] = {0}, ot[8];
-        for (int t = 0; j + t < a->F; t++) { gt[t] = g[j + t]; ut[t] = u[j + t]; }
-        _mm256_storeu_ps(ot, silu8(_mm256_loadu_ps(gt), _mm256_loadu_ps(ut)));
-        for (int t = 0; j + t < a->F; t++) out[j + t] = ot[t];
-    }
+/* out = act(g) * u for a row [g | u] of width 2F, 8 lanes at a time; the tail through the same
+   lanes, zero-padded */
+#define ACT_ROW(NAME, ACT)                                                                        \
+static void NAME(void *ctx, int m) {                                                             \
+    const struct silu_job *a = ctx;                                                               \
+    const float *g = a->gu + (int64_t)m * 2 * a->F, *u = g + a->F;                                \
+    float *out = a->out + (int64_t)m * a->F;                                                      \
+    int j = 0;                                                                                    \
+    for (; j + 8 <= a->F; j += 8) _mm256_storeu_ps(out + j, ACT(_mm256_loadu_ps(g + j), _mm256_loadu_ps(u + j)));          \
+    if (j < a->F) {                                                                              \
+        float gt[8] = {0}, ut[8] = {0}, ot[8];                                               \
+        for (int t = 0; j + t < a->F; t++) { gt[t] = g[j + t]; ut[t] = u[j + t]; }                 \
+        _mm256_storeu_ps(ot, ACT(_mm256_loadu_ps(gt), _mm256_loadu_ps(ut)));                                                 \
+        for (int t = 0; j + t < a->F; t++) out[j + t] = ot[t];                                    \
+    }                                                                                            \
 }
+ACT_ROW(silu_row, silu8)
 
 void hexa_silu_mul(const float *gu, float *out, int M, int F, int threads) {
     struct silu_job a = {gu, out, F};
     hexa_run(silu_row, &a, M, threads);
+}
+
+/* GELU (tanh form, as gemma3's gelu_pytorch_tanh) of g, times u: 0.5 g (1 + tanh(z)),
+   z = sqrt(2/pi) (g + 0.044715 g^3), tanh(z) = 1 - 2 / (exp(2z) + 1) on exp8 (arm64/glue.c
+   repeats these operations 4 lanes at a time: the same bits) */
+static inline __m256 gelu8(__m256 g, __m256 u) {
+    const __m256 g3 = _mm256_mul_ps(_mm256_mul_ps(g, g), g);
+    const __m256 z = _mm256_mul_ps(_mm256_add_ps(g, _mm256_mul_ps(_mm256_set1_ps(0.044715f), g3)),
+                                   _mm256_set1_ps(0.7978845608f));
+    const __m256 e = exp8(_mm256_add_ps(z, z)), one = _mm256_set1_ps(1.f);
+    const __m256 th = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.f), _mm256_add_ps(e, one)));
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), g), _mm256_add_ps(one, th)), u);
+}
+
+ACT_ROW(gelu_row, gelu8)
+
+void hexa_gelu_mul(const float *gu, float *out, int M, int F, int threads) {
+    struct silu_job a = {gu, out, F};
+    hexa_run(gelu_row, &a, M, threads);
 }

@@ -78,7 +78,7 @@ static void quantize_row(const float *x, int K, int bits, void *codes, float *dx
             for (int i = 0; i < QB; i++) amax = fmaxf_call(fabsf(x[b * QB + i]), amax);
         }
         quantize_scaled(x + b * QB, amax, q, dx + b, sx + b);
-        if (bits != 8)
+        if (bits == 4)
             memcpy((int8_t *)codes + b * QB, q, QB);
         else
             for (int i = 0; i < QB; i += 2)
@@ -128,6 +128,25 @@ static inline __m256 quad_order(const float *d, int h) {
 
 typedef void (*dot_tile)(const struct dot_job *, int, int, const __m256i *);
 
+/* The integer sums, with or without VNNI (the build for CPUs with AVX-VNNI defines HEXA_VNNI).
+   A 32-bit lane is one column's 4 inputs either way: maddubs' int16 pair sums added per group
+   then paired by a madd with ones, or vpdpbusd's quad sums accumulated in int32 directly; Q8_0's
+   int16 pairs by madd and an add, or by vpdpwssd. Exact integers both ways, so the same bits. */
+#ifdef HEXA_VNNI
+/* vpdpbusd chains on its accumulator (latency 5 on Zen 4): with 1-2 rows the block's 8 groups on
+   2 chains per output vector left it slower than maddubs + add (4.6 against 4.2 ms a step); odd
+   groups on chains of their own, added at the block's end (integers: the order is free) */
+#define SPLIT(MR) ((MR) <= 2)
+#define QUAD_ADD(s, w, x) _mm256_dpbusd_avx_epi32(s, w, x)
+#define QUAD_SUM(s, ones) ((void)(ones), (s))
+#define PAIR_ADD(s, w, x) _mm256_dpwssd_avx_epi32(s, w, x)
+#else
+#define SPLIT(MR) 0
+#define QUAD_ADD(s, w, x) _mm256_add_epi16(s, _mm256_maddubs_epi16(w, x))
+#define QUAD_SUM(s, ones) _mm256_madd_epi16(s, ones)
+#define PAIR_ADD(s, w, x) _mm256_add_epi32(s, _mm256_madd_epi16(w, x))
+#endif
+
 /* rows [m0, m0+MR) x panel p; PRE: the codes come quads_q4'd from pre (the panel's, decoded once
    for all its row tiles), else decoded here */
 #define DOT_Q4(MR, PRE)                                                                           \
@@ -141,8 +160,8 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         if (!PRE)                                                                                 \
             for (int off = 0; off < Q4_BYTES; off += 64)   /* PREFETCH blocks ahead */            \
                 _mm_prefetch((const char *)bp + PREFETCH * Q4_BYTES + off, _MM_HINT_T0);          \
-        __m256i s[MR][2];                                                                         \
-        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i][0] = s[i][1] = _mm256_setzero_si256(); \
+        __m256i s[MR][2], u[MR][2];   /* int16 pair sums, or with VNNI the int32 quad sums themselves */ \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i][0] = s[i][1] = u[i][0] = u[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 8") for (int g = 0; g < QB / 4; g++) {                                \
             __m256i w[2];                                                                         \
             if (PRE) {                                                                            \
@@ -155,11 +174,22 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
                 int32_t quad;                                                                     \
                 memcpy(&quad, codes + (int64_t)i * a->K + blk * QB + 4 * g, sizeof quad);         \
                 const __m256i xv = _mm256_set1_epi32(quad);                                       \
-                s[i][0] = _mm256_add_epi16(s[i][0], _mm256_maddubs_epi16(w[0], xv));              \
-                s[i][1] = _mm256_add_epi16(s[i][1], _mm256_maddubs_epi16(w[1], xv));              \
+                if (SPLIT(MR) && (g & 1)) {   /* VNNI, 1-2 rows: odd groups on chains of their own */ \
+                    u[i][0] = QUAD_ADD(u[i][0], w[0], xv);                                        \
+                    u[i][1] = QUAD_ADD(u[i][1], w[1], xv);                                        \
+                    IN_ORDER(u[i][0], u[i][1]);                                                   \
+                    continue;                                                                     \
+                }                                                                                 \
+                s[i][0] = QUAD_ADD(s[i][0], w[0], xv);                                            \
+                s[i][1] = QUAD_ADD(s[i][1], w[1], xv);                                            \
                 IN_ORDER(s[i][0], s[i][1]);                                                       \
             }                                                                                     \
         }                                                                                         \
+        if (SPLIT(MR))                                                                            \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
+                s[i][0] = _mm256_add_epi32(s[i][0], u[i][0]);                                     \
+                s[i][1] = _mm256_add_epi32(s[i][1], u[i][1]);                                     \
+            }                                                                                     \
         const float *d = (const float *)bp;                                                       \
         const __m256 d0 = quad_order(d, 0), d1 = quad_order(d, 1);                                \
         const __m256 mn0 = quad_order(d + PW, 0), mn1 = quad_order(d + PW, 1);                    \
@@ -167,8 +197,8 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                    \
             const int64_t at = (int64_t)(m0 + i) * nb + blk;                                      \
             const __m256 dx = _mm256_set1_ps(a->dx[at]), sx = _mm256_set1_ps(a->sx[at]);          \
-            acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[i][0], ones)), _mm256_mul_ps(d0, dx), acc[i][0]); \
-            acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s[i][1], ones)), _mm256_mul_ps(d1, dx), acc[i][1]); \
+            acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(QUAD_SUM(s[i][0], ones)), _mm256_mul_ps(d0, dx), acc[i][0]); \
+            acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(QUAD_SUM(s[i][1], ones)), _mm256_mul_ps(d1, dx), acc[i][1]); \
             acc[i][0] = _mm256_fmadd_ps(mn0, sx, acc[i][0]);                                      \
             acc[i][1] = _mm256_fmadd_ps(mn1, sx, acc[i][1]);                                      \
         }                                                                                         \
@@ -191,9 +221,10 @@ static const dot_tile TILES_Q4[2][9] = {
    the count of two madd and two add on these pairs; splitting q into nibbles doubles the
    maddubs instead. So these stay int16 pairs; rows gain from IN_ORDER and the decoding shared. */
 
-/* 16 columns x inputs (2kk, 2kk+1) as int16 pairs: w[0] columns 0-7, w[1] columns 8-15 */
-static inline void pairs_q8(const uint8_t *bp, int kk, __m256i *w) {
-    const __m128i *c = (const __m128i *)(bp + Q8_HEAD) + 2 * kk;
+/* 16 columns x inputs (2kk, 2kk+1) as int16 pairs: w[0] columns 0-7, w[1] columns 8-15; the codes
+   start at head (CODE_HEAD: Q8_0's, or bits 5 and 6's after their two fp32 arrays) */
+static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
+    const __m128i *c = (const __m128i *)(bp + head) + 2 * kk;
     const __m128i a = _mm_loadu_si128(c), b = _mm_loadu_si128(c + 1);
     w[0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
     w[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
@@ -202,43 +233,58 @@ static inline void pairs_q8(const uint8_t *bp, int kk, __m256i *w) {
 /* rows [m0, m0+MR) x panel p; PRE: the pairs come from pre (decoded once per panel) */
 #define DOT_Q8(MR, PRE)                                                                           \
 static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
-    const int nb = a->K / QB, half = a->K / 2;                                                    \
+    const int nb = a->K / QB, half = a->K / 2, bits = a->bits;                                    \
+    const int bytes = BLOCK_BYTES(bits), head = CODE_HEAD(bits);                                  \
     const int32_t *pairs = (const int32_t *)a->codes + (int64_t)m0 * half;                        \
     __m256 acc[MR][2];                                                                            \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
     for (int blk = 0; blk < nb; blk++) {                                                          \
-        const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * Q8_BYTES;                       \
+        const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * bytes;                          \
         if (!PRE)                                                                                 \
-            for (int off = 0; off < Q8_BYTES; off += 64)   /* PREFETCH blocks ahead */            \
-                _mm_prefetch((const char *)bp + PREFETCH * Q8_BYTES + off, _MM_HINT_T0);          \
+            for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
+                _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
+        const float *d = (const float *)bp;                                                       \
         __m256i isum[MR][2];                                                                      \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 16") for (int kk = 0; kk < QB / 2; kk++) {                            \
+            if (SPLIT_SCALE(bits) && kk == QB / 4) {   /* inputs 0-15 carry a scale of their own */ \
+                FLOAT_SUMS(MR, d);                                                                \
+                d += PW;                                                                          \
+            }                                                                                     \
             __m256i w[2];                                                                         \
             if (PRE) {                                                                            \
                 w[0] = _mm256_load_si256(pre + (blk * QB / 2 + kk) * 2);                          \
                 w[1] = _mm256_load_si256(pre + (blk * QB / 2 + kk) * 2 + 1);                      \
             } else {                                                                              \
-                pairs_q8(bp, kk, w);                                                              \
+                pairs_q8(bp, head, kk, w);                                                        \
             }                                                                                     \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 const __m256i xv = _mm256_set1_epi32(pairs[(int64_t)i * half + blk * QB / 2 + kk]); \
-                isum[i][0] = _mm256_add_epi32(isum[i][0], _mm256_madd_epi16(w[0], xv));           \
-                isum[i][1] = _mm256_add_epi32(isum[i][1], _mm256_madd_epi16(w[1], xv));           \
+                isum[i][0] = PAIR_ADD(isum[i][0], w[0], xv);                                      \
+                isum[i][1] = PAIR_ADD(isum[i][1], w[1], xv);                                      \
                 IN_ORDER(isum[i][0], isum[i][1]);                                                 \
             }                                                                                     \
         }                                                                                         \
-        const float *d = (const float *)bp;                                                       \
-        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                    \
-            const int64_t at = (int64_t)(m0 + i) * nb + blk;                                      \
-            const __m256 dx = _mm256_set1_ps(a->dx[at]);                                          \
-            acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][0]), _mm256_mul_ps(_mm256_loadu_ps(d), dx), acc[i][0]); \
-            acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][1]), _mm256_mul_ps(_mm256_loadu_ps(d + 8), dx), acc[i][1]); \
-        }                                                                                         \
+        FLOAT_SUMS(MR, d);                                                                        \
+        if (MIN_AT(bits) >= 0)   /* + m * dx * sum(xq), as Q4_1 */                                \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
+                const __m256 sx = _mm256_set1_ps(a->sx[(int64_t)(m0 + i) * nb + blk]);            \
+                const float *mn = (const float *)bp + MIN_AT(bits);                               \
+                acc[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps(mn), sx, acc[i][0]);                  \
+                acc[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps(mn + 8), sx, acc[i][1]);              \
+            }                                                                                     \
     }                                                                                             \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
         store_panel(acc[i][0], acc[i][1], a->b, a->res, a->y, m0 + i, p * PW, a->N);             \
 }
+/* the integer sums so far times d * dx into the fp32 sums; the integer sums start again */
+#define FLOAT_SUMS(MR, d)                                                                         \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                        \
+        const __m256 dx = _mm256_set1_ps(a->dx[(int64_t)(m0 + i) * nb + blk]);                    \
+        acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][0]), _mm256_mul_ps(_mm256_loadu_ps(d), dx), acc[i][0]); \
+        acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][1]), _mm256_mul_ps(_mm256_loadu_ps(d + 8), dx), acc[i][1]); \
+        isum[i][0] = isum[i][1] = _mm256_setzero_si256();                                         \
+    }
 DOT_Q8(1, 0) DOT_Q8(2, 0) DOT_Q8(3, 0) DOT_Q8(4, 0) DOT_Q8(5, 0) DOT_Q8(6, 0) DOT_Q8(7, 0) DOT_Q8(8, 0)
 DOT_Q8(1, 1) DOT_Q8(2, 1) DOT_Q8(3, 1) DOT_Q8(4, 1) DOT_Q8(5, 1) DOT_Q8(6, 1) DOT_Q8(7, 1) DOT_Q8(8, 1)
 
@@ -269,8 +315,8 @@ _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of
    across the row tiles; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const int q8 = a->bits == 8, nb = a->K / QB;
-    const int bytes = q8 ? Q8_BYTES : Q4_BYTES, per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
+    const int q8 = a->bits != 4, nb = a->K / QB;   /* bits 5, 6, 8: 8-bit codes as int16 pairs */
+    const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
     const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : TILES_Q4;
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     const int one = a->M <= (q8 ? ONE_Q8 : ONE_Q4), mr = q8 ? MR_Q8 : MR_Q4;
@@ -284,7 +330,7 @@ static void dot_group(void *ctx, int g) {
                 for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */
                     _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);
                 for (int q = 0; q < per_blk / 2; q++) {
-                    if (q8) pairs_q8(bp, q, pre + (blk * per_blk / 2 + q) * 2);
+                    if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
                     else quads_q4(bp, q, pre + (blk * per_blk / 2 + q) * 2);
                 }
             }
@@ -300,7 +346,7 @@ static void dot_group(void *ctx, int g) {
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
     const int nb = K / QB;
-    const size_t row_bytes = bits == 8 ? sizeof(int32_t) * (K / 2) : (size_t)K;
+    const size_t row_bytes = bits != 4 ? sizeof(int32_t) * (K / 2) : (size_t)K;
     uint8_t *codes = malloc(row_bytes * (size_t)M);
     float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
     if (!codes || !scales) abort();

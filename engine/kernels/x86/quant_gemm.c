@@ -59,6 +59,30 @@ static inline void pair_q8(const uint8_t *bp, int kk, __m256 *w) {
     }
 }
 
+/* 8-bit codes with a second array (layout.h): bits 5 (Q5_1, Q5_K) d * q + m, bits 6 (Q6_K) d * q
+   with the d of the input's half of the block (a Q6_K scale covers 16 inputs) */
+static inline void pair_qm(const uint8_t *bp, int kk, __m256 *w, int bits) {
+    const float *d = (const float *)bp + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
+    const float *m = (const float *)bp + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
+    const __m128i *c = (const __m128i *)(bp + CODE_HEAD(bits)) + 2 * kk;
+    for (int h = 0; h < 2; h++) {
+        const __m128i codes = _mm_loadu_si128(c + h);
+        w[2 * h] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), _mm256_loadu_ps(d));
+        w[2 * h + 1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(codes, 8))),
+                                     _mm256_loadu_ps(d + 8));
+        if (MIN_AT(bits) >= 0) {
+            w[2 * h] = _mm256_add_ps(w[2 * h], _mm256_loadu_ps(m));
+            w[2 * h + 1] = _mm256_add_ps(w[2 * h + 1], _mm256_loadu_ps(m + 8));
+        }
+    }
+}
+static inline void pair_q5(const uint8_t *bp, int kk, __m256 *w) { pair_qm(bp, kk, w, 5); }
+static inline void pair_q6(const uint8_t *bp, int kk, __m256 *w) { pair_qm(bp, kk, w, 6); }
+static inline void pair_q7(const uint8_t *bp, int kk, __m256 *w) { pair_qm(bp, kk, w, 7); }
+#define BYTES_q5 QM_BYTES
+#define BYTES_q6 QM_BYTES
+#define BYTES_q7 Q7_BYTES
+
 #define TILE(FMT, MR, NPAN)                                                                       \
 static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const float *b,          \
                                        const float *res, float *y, int m0, int p0, int N, int K) { \
@@ -88,7 +112,7 @@ static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const 
 }
 #define TILES(FMT) TILE(FMT, 1, 1) TILE(FMT, 1, 3) TILE(FMT, 2, 1) TILE(FMT, 2, 3) TILE(FMT, 3, 1) \
                    TILE(FMT, 3, 2) TILE(FMT, 4, 1) TILE(FMT, 5, 1) TILE(FMT, 6, 1)
-TILES(q4) TILES(q8)
+TILES(q4) TILES(q8) TILES(q5) TILES(q6) TILES(q7)
 
 /* Rows [0, M) x panels [p0, p0+np), tiled as in packed_gemm.c: 6-row tiles panel by panel, 1-3
    leftover rows across several panels so the dequantized weights serve more accumulators. */
@@ -122,7 +146,7 @@ static void run_##FMT(void *ctx, int g) {                                       
 }
 
 struct quant_job { const float *x; const uint8_t *packed; const float *b, *res; float *y; int M, N, K, P, bits; };
-GROUP(q4) GROUP(q8)
+GROUP(q4) GROUP(q8) GROUP(q5) GROUP(q6) GROUP(q7)
 
 /* More rows than HEXA_QUANT_ROWS (prefill chunks, where the codes are the only copy of a weight):
    rebuild a work item's panels into the fp32 panel layout once, in a per-thread buffer, and run
@@ -144,7 +168,7 @@ static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, float *out) 
                 _mm256_storeu_ps(dst + PW + 8, w[3]);                                             \
             }                                                                                     \
 }
-REBUILD(q4) REBUILD(q8)
+REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7)
 
 static void run_rebuilt(void *ctx, int g) {
     const struct quant_job *a = ctx;
@@ -152,6 +176,9 @@ static void run_rebuilt(void *ctx, int g) {
     float *panels = hexa_panel_buffer((int64_t)np * a->K * PW);
     if (!panels) abort();        /* out of memory for ~600 KB: nothing sensible is left to do */
     if (a->bits == 8) rebuild_q8(a->packed, p0, np, a->K, panels);
+    else if (a->bits == 5) rebuild_q5(a->packed, p0, np, a->K, panels);
+    else if (a->bits == 6) rebuild_q6(a->packed, p0, np, a->K, panels);
+    else if (a->bits == 7) rebuild_q7(a->packed, p0, np, a->K, panels);
     else rebuild_q4(a->packed, p0, np, a->K, panels);
     hexa_f32_group(a->x, panels, a->b, a->res, a->y, a->M, p0, np, a->N, a->K);
 }
@@ -162,6 +189,7 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
                        int M, int N, int K, int bits, int threads) {
     const int P = (N + PW - 1) / PW;
     struct quant_job a = {x, packed, b, res, y, M, N, K, P, bits};
-    hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : bits == 8 ? run_q8 : run_q4;
+    hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : bits == 8 ? run_q8 : bits == 5 ? run_q5
+                     : bits == 6 ? run_q6 : bits == 7 ? run_q7 : run_q4;
     hexa_run(task, &a, (P + GP - 1) / GP, threads);
 }

@@ -1,0 +1,58 @@
+"""hexa's logits against llama.cpp's on the same GGUF, position by position.
+
+Both are fed the same token sequence one token a step (plain decoding, teacher-forced): hexa in
+its decoding arithmetic (codes times 8-bit activations), llama.cpp in its own. Reported: top-1
+agreement (the fraction of positions whose argmax is the same), the largest |difference| of any
+logit, and the largest difference relative to that position's logit spread (max - min), so a
+model with large logits (Gemma's 262k vocabulary) and one with small ones compare alike.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Agreement:
+    positions: int
+    top1: float           # share of positions where both argmaxes agree
+    max_abs: float        # largest |hexa - llama.cpp| over every logit of every position
+    max_rel: float        # the same over each position's logit range (max - min of llama.cpp's row)
+    mean_abs: float
+
+    def line(self) -> str:
+        return (f"{self.positions} positions: top-1 agreement {self.top1:.1%}, max |Δ| {self.max_abs:.3g} "
+                f"({self.max_rel:.2%} of the logit range), mean |Δ| {self.mean_abs:.3g}")
+
+
+def hexa_logits(engine, ids: list[int]) -> np.ndarray:
+    """[len(ids), vocab]: the logits after each token, fed one a step in decoding arithmetic."""
+    model = engine.model
+    cache = model.new_cache(len(ids) + 1)
+    rows = []
+    with torch.inference_mode():
+        for i, token in enumerate(ids):
+            hidden = model.forward(torch.tensor([token]), torch.tensor([i]), cache)
+            cache.commit(1)
+            rows.append(model.logits(hidden)[0].numpy().copy())
+    return np.stack(rows)
+
+
+def compare(engine, ids: list[int], skip: int = 0) -> Agreement:
+    """Agreement over positions skip..len(ids)-1 (the first ones condition little)."""
+    from .llamacpp import LlamaCppMethod
+
+    peer = LlamaCppMethod(engine)
+    ours = hexa_logits(engine, ids)[skip:]
+    with tempfile.TemporaryDirectory(prefix="hexa-logits-") as tmp:
+        path = Path(tmp) / "llamacpp.npy"
+        peer.worker.ask("logits", ids=list(ids), path=str(path))
+        theirs = np.load(path, mmap_mode="r")[skip:]
+        diff = np.abs(ours - theirs)
+        spread = theirs.max(axis=1) - theirs.min(axis=1)
+        return Agreement(len(ours), float((ours.argmax(1) == theirs.argmax(1)).mean()), float(diff.max()),
+                         float((diff.max(axis=1) / spread).max()), float(diff.mean()))

@@ -1,0 +1,120 @@
+"""GGUFs with the shapes of real models and random weights, for checks without downloading them.
+
+``write(path, shape, kind)`` writes a model of ``shape`` (widths, heads, layers of a real model;
+``SHAPES``) whose weights are random (seeded), quantized by the ``gguf`` package (Q8_0, Q4_0,
+Q4_1, Q5_0) or left F16 for llama.cpp's quantizer to turn into a K-quant mix. The tokenizer and
+chat template are the embedded SmolLM2's (a GPT-2 BPE of 49,152 tokens), so the vocabulary is
+that size whatever the shape. Norm weights are near 1 and projections scaled by 1/sqrt(width),
+so activations stay in range through the layers as in a trained model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+VOCAB = 49152
+
+
+@dataclass(frozen=True)
+class Shape:
+    arch: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    rope_base: float = 1e6
+
+
+SHAPES = {   # the real models' widths (config.json of each); layers as given, vocabulary SmolLM2's
+    "qwen2.5-1.5b": Shape("qwen2", 1536, 28, 12, 2, 128, 8960),
+    "qwen3-1.7b": Shape("qwen3", 2048, 28, 16, 8, 128, 6144),
+    "llama-3.2-3b": Shape("llama", 3072, 28, 24, 8, 128, 8192, 500000.0),
+    "gemma-3-1b": Shape("gemma3", 1152, 26, 4, 1, 256, 6912),
+}
+
+
+def _tokenizer_fields(writer) -> None:
+    """SmolLM2's tokenizer and chat template, copied from the embedded GGUF."""
+    import gguf
+
+    from ..model_source import embedded_gguf
+    r = gguf.GGUFReader(embedded_gguf())
+    f = lambda k: r.fields[k].contents()   # noqa: E731
+    writer.add_tokenizer_model(f("tokenizer.ggml.model"))
+    writer.add_tokenizer_pre(f("tokenizer.ggml.pre"))
+    writer.add_token_list(f("tokenizer.ggml.tokens"))
+    writer.add_token_types(f("tokenizer.ggml.token_type"))
+    writer.add_token_merges(f("tokenizer.ggml.merges"))
+    writer.add_bos_token_id(f("tokenizer.ggml.bos_token_id"))
+    writer.add_eos_token_id(f("tokenizer.ggml.eos_token_id"))
+    writer.add_chat_template(f("tokenizer.chat_template"))
+
+
+def write(path: Path, s: Shape, kind: str = "Q8_0", layers: int | None = None, seed: int = 0) -> Path:
+    """A GGUF of shape ``s`` (``layers`` overrides its depth) with random weights in ``kind``."""
+    import gguf
+    from gguf import quants
+
+    rng = np.random.default_rng(seed)
+    qtype = getattr(gguf.GGMLQuantizationType, kind)
+    n_layers = layers or s.layers
+    w = gguf.GGUFWriter(str(path), s.arch)
+    w.add_block_count(n_layers)
+    w.add_context_length(4096)
+    w.add_embedding_length(s.hidden)
+    w.add_feed_forward_length(s.ffn)
+    w.add_head_count(s.heads)
+    w.add_head_count_kv(s.kv_heads)
+    w.add_key_length(s.head_dim)
+    w.add_value_length(s.head_dim)
+    w.add_rope_freq_base(s.rope_base)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_vocab_size(VOCAB)
+    if s.arch == "gemma3":
+        w.add_sliding_window(512)
+    _tokenizer_fields(w)
+
+    def matrix(name: str, rows: int, cols: int, scale: float | None = None) -> None:
+        x = rng.standard_normal((rows, cols), dtype=np.float32) * (scale or cols ** -0.5)
+        if kind in ("F16", "F32"):
+            w.add_tensor(name, x.astype(np.float16 if kind == "F16" else np.float32))
+        else:
+            w.add_tensor(name, quants.quantize(x, qtype), raw_shape=quants.quant_shape_to_byte_shape((rows, cols), qtype),
+                         raw_dtype=qtype)
+
+    def norm(name: str, n: int) -> None:
+        v = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
+        w.add_tensor(name, v)   # gemma3 too: its GGUF norms already hold the +1 (what llama.cpp multiplies by)
+
+    matrix("token_embd.weight", VOCAB, s.hidden, 1.0 if s.arch == "gemma3" else 0.05)
+    norm("output_norm.weight", s.hidden)
+    q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    for i in range(n_layers):
+        b = f"blk.{i}."
+        norm(b + "attn_norm.weight", s.hidden)
+        matrix(b + "attn_q.weight", q, s.hidden)
+        matrix(b + "attn_k.weight", kv, s.hidden)
+        matrix(b + "attn_v.weight", kv, s.hidden)
+        if s.arch == "qwen2":
+            for n, rows in (("q", q), ("k", kv), ("v", kv)):
+                w.add_tensor(b + f"attn_{n}.bias", 0.02 * rng.standard_normal(rows, dtype=np.float32))
+        if s.arch in ("qwen3", "gemma3"):
+            norm(b + "attn_q_norm.weight", s.head_dim)
+            norm(b + "attn_k_norm.weight", s.head_dim)
+        matrix(b + "attn_output.weight", s.hidden, q)
+        norm(b + "ffn_norm.weight", s.hidden)
+        if s.arch == "gemma3":
+            norm(b + "post_attention_norm.weight", s.hidden)
+            norm(b + "post_ffw_norm.weight", s.hidden)
+        matrix(b + "ffn_gate.weight", s.ffn, s.hidden)
+        matrix(b + "ffn_up.weight", s.ffn, s.hidden)
+        matrix(b + "ffn_down.weight", s.hidden, s.ffn)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path

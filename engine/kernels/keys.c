@@ -1,0 +1,60 @@
+/* The attention chunks' keys by logical position (keys.h says why). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys.h"
+
+void key_plan_init(struct key_plan *p, const float *mask, int R, int L, int pass) {
+    const int C = (L + CHUNK - 1) / CHUNK;
+    p->L = L; p->R = R; p->C = C;
+    p->P = mask && pass > 0 ? L - pass : L;
+    p->lo = malloc(sizeof(int) * 2 * (C + 1));
+    p->hi = p->lo + C + 1;
+    p->chunk = NULL;
+    for (int c = 0; c < C; c++) {          /* slot chunks over the keys before the pass */
+        p->lo[c] = c * CHUNK < p->P ? c * CHUNK : L;
+        p->hi[c] = c * CHUNK < p->P ? ((c + 1) * CHUNK < p->P ? (c + 1) * CHUNK : p->P) : 0;
+    }
+    const int n = L - p->P;
+    if (n > 0) {
+        p->chunk = malloc(sizeof(int16_t) * (int64_t)R * n);
+        for (int r = 0; r < R; r++) {
+            const float *m = mask + (int64_t)r * L + p->P;
+            int16_t *ch = p->chunk + (int64_t)r * n;
+            int rank = 0;
+            for (int j = 0; j < n; j++) {
+                if (m[j] == -INFINITY) { ch[j] = -1; continue; }
+                const int c = (p->P + rank++) / CHUNK;
+                ch[j] = (int16_t)c;
+                if (p->P + j < p->lo[c]) p->lo[c] = p->P + j;
+                if (p->P + j + 1 > p->hi[c]) p->hi[c] = p->P + j + 1;
+            }
+        }
+    }
+    p->widest = 0;
+    for (int c = 0; c < C; c++) {
+        if (p->hi[c] <= p->lo[c]) p->lo[c] = p->hi[c] = 0;   /* no key: every row's partial is empty */
+        if (p->hi[c] - p->lo[c] > p->widest) p->widest = p->hi[c] - p->lo[c];
+    }
+}
+
+void key_plan_free(struct key_plan *p) {
+    free(p->lo);
+    free(p->chunk);
+}
+
+const float *key_plan_rows(const struct key_plan *p, const float *mask, int c, int r0, int rt, float *out) {
+    if (!mask || !p->chunk || p->hi[c] <= p->P) return NULL;
+    const int lo = p->lo[c], n = p->hi[c] - lo, np = p->L - p->P;
+    for (int i = 0; i < rt; i++) {
+        const float *m = mask + (int64_t)(r0 + i) * p->L;
+        const int16_t *ch = p->chunk + (int64_t)(r0 + i) * np;
+        float *o = out + (int64_t)i * n;
+        for (int j = 0; j < n; j++) {
+            const int slot = lo + j;
+            o[j] = slot < p->P ? m[slot] : (ch[slot - p->P] == c ? m[slot] : -INFINITY);
+        }
+    }
+    return out;
+}

@@ -1,0 +1,82 @@
+"""GGUF blocks into the kernels' code layouts (``engine/gguf_codes.py``): every native type rebuilds
+ggml's own dequantized weights exactly, and the packed bytes are the layout the kernels read."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGMLQuantizationType as T
+from gguf import quants
+
+from engine.gguf_codes import NATIVE, decode, pack, rebuild
+from engine.gguf_model import _unpermute
+
+
+def blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
+    """A tensor's raw blocks: quantized by the gguf package where it can, else random K-quant bytes
+    with finite, positive fp16 scales."""
+    rng = np.random.default_rng(seed)
+    if kind not in ("Q4_K", "Q5_K", "Q6_K"):
+        return quants.quantize(rng.standard_normal((rows, K)).astype(np.float32) * 0.05, getattr(T, kind))
+    size = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
+    raw = rng.integers(0, 256, (rows, K // 256, size), dtype=np.uint8)
+    at = slice(208, 210) if kind == "Q6_K" else slice(0, 4)             # the fp16 scales
+    scales = rng.uniform(1e-4, 2e-3, (rows, K // 256, (at.stop - at.start) // 2)).astype(np.float16)
+    raw[..., at] = scales.view(np.uint8).reshape(rows, K // 256, -1)
+    return raw.reshape(rows, -1)
+
+
+@pytest.mark.parametrize("kind", sorted(NATIVE))
+def test_rebuilt_weights_are_ggmls_dequantized_weights(kind):
+    rows, K = 19, 512
+    data = blocks(kind, rows, K)
+    d, m, q = decode(kind, data, rows, K)
+    mine = rebuild(NATIVE[kind], d, m, q)
+    ref = quants.dequantize(data, getattr(T, kind)).reshape(rows, K).astype(np.float32)
+    # equal values; bits too, but for the sign of a zero (ggml's Q4_0 (q - 8) * d is -0 for d < 0)
+    assert np.array_equal(mine, ref)
+    assert ((mine.view(np.uint32) == ref.view(np.uint32)) | (ref == 0)).all()
+    lo, hi = {4: (0, 15), 5: (0, 31), 6: (-32, 31), 8: (-128, 127)}[NATIVE[kind]]
+    assert int(q.min()) >= lo and int(q.max()) <= hi
+
+
+def test_llama_rows_are_unpermuted_as_transformers_does():
+    """llama.cpp's converter permutes rows (h, 2, D/2) -> (h, D/2, 2); the index undoes it."""
+    heads, D = 3, 8
+    hf = np.arange(heads * D)
+    gguf_rows = hf.reshape(heads, 2, D // 2).swapaxes(1, 2).reshape(-1)   # convert_hf_to_gguf's permute
+    assert gguf_rows[_unpermute(heads * D, heads)].tolist() == hf.tolist()
+
+
+@pytest.mark.parametrize("kind", sorted(NATIVE))
+def test_packed_codes_are_the_layout_the_kernels_read(kernel, kind):
+    from engine.kernels import PackedWeight
+
+    rows, K = 37, 256                        # a panel tail (37 = 2 x 16 + 5)
+    d, m, q = decode(kind, blocks(kind, rows, K, seed=1), rows, K)
+    w = torch.from_numpy(rebuild(NATIVE[kind], d, m, q))
+    packed = PackedWeight(None, (rows, K), (torch.from_numpy(pack(NATIVE[kind], d, m, q)), NATIVE[kind]), kernel)
+    assert torch.equal(packed[torch.arange(rows)], w)          # hexa_unpack_rows reads them back
+    x = torch.randn(3, K)
+    assert torch.allclose(kernel.linear(x, packed), x @ w.T, atol=1e-4)
+    fp32 = kernel.pack(w)
+    if fp32.quant is not None and fp32.bits == NATIVE[kind]:   # hexa_pack_quant recovered the same codes
+        assert torch.equal(kernel.linear(x, packed), kernel.linear(x, fp32))
+
+
+def test_parts_of_several_types_keep_their_weights_in_layout_7(kernel):
+    """Q4_K_M's fused q/k/v: Q4_K and Q6_K parts together in layout 7, every weight exact."""
+    from engine.gguf_codes import as_layout7
+    from engine.kernels import PackedWeight
+
+    K, parts = 256, [("Q4_K", 20), ("Q6_K", 9), ("Q8_0", 16), ("Q5_1", 3)]
+    decoded = [decode(kind, blocks(kind, rows, K, seed=i), rows, K) for i, (kind, rows) in enumerate(parts)]
+    want = np.concatenate([rebuild(NATIVE[kind], *x) for (kind, _), x in zip(parts, decoded)])
+    d, m, m2, q = (np.concatenate([x[i] for x in (as_layout7(NATIVE[k], *y) for (k, _), y in zip(parts, decoded))])
+                   for i in range(4))
+    assert np.array_equal(rebuild(7, d, m, q, m2), want)
+    rows = len(want)
+    packed = PackedWeight(None, (rows, K), (torch.from_numpy(pack(7, d, m, q, m2)), 7), kernel)
+    assert torch.equal(packed[torch.arange(rows)], torch.from_numpy(want))
+    x = torch.randn(5, K)
+    assert torch.allclose(kernel.linear(x, packed), x @ torch.from_numpy(want).T, atol=1e-4)
