@@ -68,7 +68,13 @@ class TransformersMethod:
         if key not in self._models:
             from transformers import AutoModelForCausalLM
 
-            model = AutoModelForCausalLM.from_pretrained(engine.folder, dtype=torch.float32).eval()
+            source = getattr(engine, "source", None)
+            if source is not None and source.kind == "gguf":
+                # the engine keeps a GGUF's codes, not fp32 weights: transformers reads the file itself
+                model = AutoModelForCausalLM.from_pretrained(source.path.parent, gguf_file=source.path.name,
+                                                             dtype=torch.float32).eval()
+            else:
+                model = AutoModelForCausalLM.from_pretrained(engine.folder, dtype=torch.float32).eval()
             calls = [0]   # forward passes, counted to report tokens per pass
             model.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
             self._models[key] = (model, calls)
