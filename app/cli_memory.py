@@ -63,6 +63,16 @@ def register(subparsers) -> argparse.ArgumentParser:
     r = sub.add_parser("reindex", help="rebuild the vector index from the SQLite store")
     r.set_defaults(func=cmd_reindex)
 
+    k = sub.add_parser("check", help="probe that search finds every stored vector",
+                       description="Query the vector index with each stored embedding: each must "
+                                   "come back among its own nearest. Exit status 1 when some do "
+                                   "not (unless --repair rebuilds the index from SQLite).")
+    k.add_argument("--repair", action="store_true",
+                   help="rebuild the index from SQLite when vectors are unreachable")
+    k.add_argument("--sample", action="store_true",
+                   help="probe a sample (as after a crash) instead of every vector")
+    k.set_defaults(func=cmd_check)
+
     ls = sub.add_parser("sessions", help="list sessions")
     ls.add_argument("--mode", default=None)
     ls.set_defaults(func=cmd_sessions)
@@ -286,6 +296,25 @@ def cmd_reindex(args) -> int:
         n = mem.reindex(progress=bar)
         bar.end()
     print(f"reindexed {n} vectors in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def cmd_check(args) -> int:
+    with _open(args) as mem:
+        t0 = time.perf_counter()
+        rep = mem.check(full=not args.sample, repair=args.repair)
+        dt = time.perf_counter() - t0
+    line = (f"{rep.probed} of {rep.vectors} vectors probed, {rep.unreachable} unreachable "
+            f"({rep.probe_s:.1f} s probe, {dt:.1f} s in all)")
+    if rep.unstored:
+        line += f"; {rep.unstored} without a stored embedding"
+    if rep.repaired:
+        print(f"{line}; rebuilt from SQLite in {rep.repair_s:.1f} s")
+        return 0
+    if rep.unreachable:
+        _err(f"{line}: e.g. {', '.join(rep.examples)}; run `hexa memory check --repair`")
+        return 1
+    print(line)
     return 0
 
 

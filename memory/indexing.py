@@ -18,9 +18,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
+from . import crashsafe
 from .embeddings import Embedder
 from .errors import IngestCancelled, StoreError
 from .store import Store
+from .stored import StoredVectors, text_key
 from .vectors import COLLECTIONS, PREFIX, VectorIndex, parse_id
 
 Progress = Callable[[int, int], None]
@@ -81,6 +83,9 @@ class IndexKeeper:
         self.lock = threading.RLock()  # the index and ``_checked``, within this process
         self._checked = False
         self._in_flight: set[int] = set()  # documents being embedded by ``embed_document``
+        self.stored = StoredVectors(store)  # the embeddings, in SQLite
+        self.markers = crashsafe.WriterMarkers(vectors.path.parent)
+        vectors.stored = self.stored  # small collections are searched exactly, over these
 
     # -- use ----------------------------------------------------------------------------------
     def ready(self) -> VectorIndex | None:
@@ -132,6 +137,10 @@ class IndexKeeper:
             return
         try:
             with self.lock:
+                vids = ([f"m{i}" for i in messages] + [f"r{i}" for i in messages]
+                        + [f"c{i}" for i in chunks])
+                with self.store.write() as c:
+                    self.stored.delete(c, vids)
                 if not self.vectors.is_open and not self.vectors.exists():
                     return
                 if messages:
@@ -152,7 +161,7 @@ class IndexKeeper:
                 self._start_afresh(damage=e)
             else:
                 self._start_afresh()
-        return self._write_pending(progress)
+        return self._write_pending(progress, crashsafe.REBUILD_BATCH)
 
     def clear(self) -> None:
         """Empty the index (every row is gone from SQLite too)."""
@@ -161,14 +170,23 @@ class IndexKeeper:
                 self.vectors.reset()
             except Exception:
                 self.vectors.discard()
+            with self.store.write() as c:
+                c.execute("DELETE FROM vectors")
             self._checked = True
 
     def close(self) -> None:
         with self.lock:
             self.vectors.close()
+            self.markers.end()  # after chromadb's close: what we wrote is as safe as it gets
+
+    def check(self, full: bool = True, repair: bool = False) -> crashsafe.CheckReport:
+        """Probe that chromadb finds every vector (``full``) or the crash sample by its own
+        embedding; with ``repair``, rebuild the index from SQLite when some are not."""
+        with self.lock:
+            return crashsafe.check(self, full, repair)
 
     # -- writing ------------------------------------------------------------------------------
-    def _write_pending(self, progress: Progress | None) -> int:
+    def _write_pending(self, progress: Progress | None, batch: int = EMBED_BATCH) -> int:
         with self.lock:
             self._ensure_checked()
         in_flight = tuple(self._in_flight)
@@ -177,16 +195,16 @@ class IndexKeeper:
                 ("chunks", self._pending("chunks", where=skip, args=in_flight))]
         total, done, written = sum(len(rows) for _, rows in work), 0, 0
         for table, rows in work:
-            for batch in _batches(rows):
-                written += self._write_batch(table, batch)
-                done += len(batch)
+            for part in _batches(rows, batch):
+                written += self._write_batch(table, part)
+                done += len(part)
                 _report(progress, done, total)
         return written
 
     def _write_batch(self, table: str, rows: list) -> int:
         """Embed a batch of pending rows and write their vectors; returns how many."""
         plan = _plan(table, rows)
-        vectors = self.embedder(list(plan.texts))  # outside the lock: the slow part
+        vectors, fresh = self._vectors_for(plan)  # outside the lock: the slow part
         with self.lock:
             self._ensure_checked()
             ids = [r["id"] for r in rows]
@@ -195,7 +213,12 @@ class IndexKeeper:
             if [tuple(r) for r in current] != [tuple(r) for r in rows]:
                 # edited, deleted or written meanwhile: embed what is pending now (rare, so here)
                 rows, plan = current, _plan(table, current)
-                vectors = self.embedder(list(plan.texts))
+                vectors, fresh = self._vectors_for(plan)
+            if not self.markers.active:  # an unclean end from here on is detected next time
+                self.markers.begin(self.stored.seq())
+            with self.store.write() as c:  # before chromadb: a crash after it re-embeds nothing
+                self.stored.put(c, [(col, vid, text, meta, vectors[plan.texts[text]])
+                                    for col, vid, text, meta in plan.upserts if text in fresh])
             for name in COLLECTIONS:
                 ups = [u for u in plan.upserts if u[0] == name]
                 if ups:
@@ -206,6 +229,23 @@ class IndexKeeper:
             with self.store.write() as c:
                 _mark(c, table, [r["id"] for r in rows], 1)
         return len(plan.upserts)
+
+    def _vectors_for(self, plan: _Plan) -> tuple[list, set[str]]:
+        """A vector per distinct text of ``plan`` (stored ones reused) and the texts embedded."""
+        known = self.stored.lookup([vid for _, vid, _, _ in plan.upserts])
+        out: list = [None] * len(plan.texts)
+        for _, vid, text, _ in plan.upserts:
+            hit = known.get(vid)
+            if hit is not None and hit[0] == text_key(text):
+                out[plan.texts[text]] = hit[1]
+        fresh = {t for t, i in plan.texts.items() if out[i] is None}
+        if fresh:
+            todo = sorted(fresh, key=plan.texts.get)
+            for t, v in zip(todo, self.embedder(todo)):
+                out[plan.texts[t]] = v
+        # a text shared by a stored and a new vid: store it for every vid lacking it
+        fresh |= {text for _, vid, text, _ in plan.upserts if vid not in known}
+        return out, fresh
 
     def _pending(self, table: str, where: str = "", args: Sequence = ()) -> list:
         return self.store.query(f"{PENDING_SQL[table]}{where} ORDER BY {ALIAS[table]}.id", args)
@@ -220,15 +260,19 @@ class IndexKeeper:
             self._mark_all(0)
         try:
             self.vectors.open()
+            crashsafe.backfill_once(self)
             present = {name: self.vectors.ids(name) for name in COLLECTIONS}
         except Exception as e:
             self._start_afresh(damage=e)
         else:
-            self._reconcile(present)
+            expected = self._reconcile(present)
+            self._checked = True
+            crashsafe.after_unclean_shutdown(self, expected)
         self._checked = True
 
-    def _reconcile(self, present: dict[str, set[str]]) -> None:
-        """Queue rows whose vectors are missing, delete vectors whose rows are gone."""
+    def _reconcile(self, present: dict[str, set[str]]) -> dict[str, set[str]]:
+        """Queue rows whose vectors are missing, delete vectors whose rows are gone; returns the
+        ids expected in the index (their rows flagged embedded)."""
         expected = self._expected_ids()
         missing = {"messages": set(), "chunks": set()}
         for name in COLLECTIONS:
@@ -244,6 +288,10 @@ class IndexKeeper:
             with self.store.write() as c:
                 for table, ids in missing.items():
                     _mark(c, table, ids, 0)
+        for name in COLLECTIONS:
+            expected[name] -= {f"{PREFIX[name]}{i}" for i in missing[
+                "chunks" if name == "chunks" else "messages"]}
+        return expected
 
     def _start_afresh(self, damage: Exception | None = None) -> None:
         """The one way the index is rebuilt: (a damaged one moved aside,) an empty index, and
@@ -303,9 +351,9 @@ def _mark(c, table: str, ids: Sequence[int], value: int) -> None:
                   [value, *part])
 
 
-def _batches(rows: list) -> Iterator[list]:
-    for i in range(0, len(rows), EMBED_BATCH):
-        yield rows[i:i + EMBED_BATCH]
+def _batches(rows: list, size: int = EMBED_BATCH) -> Iterator[list]:
+    for i in range(0, len(rows), size):
+        yield rows[i:i + size]
 
 
 def _report(progress: Progress | None, done: int, total: int) -> None:

@@ -219,6 +219,12 @@ class Memory:
         """Rebuild every vector from SQLite. Returns the number of vectors written."""
         return self.index.rebuild(progress)
 
+    def check(self, full: bool = True, repair: bool = False):
+        """Probe that the index finds each vector by its own embedding (all, or the sample taken
+        after a crash); ``repair`` rebuilds it from SQLite when some are unreachable. Returns a
+        ``crashsafe.CheckReport``."""
+        return self.index.check(full, repair)
+
     def wipe(self) -> None:
         """Delete every session, message and document, and every vector."""
         with self.index.lock:  # see IndexKeeper.drop: ids start again from 1

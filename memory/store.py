@@ -132,6 +132,21 @@ MIGRATIONS: list[str] = [
         vector BLOB NOT NULL            -- little-endian float32
     );
     """,
+    # 3 -> 4: the embeddings of the vector index, so it is rebuilt without re-embedding and small
+    # collections are searched exactly (memory/stored.py); filled from chromadb once for an
+    # older store (indexing.IndexKeeper's backfill, flagged in vector_state).
+    """
+    CREATE TABLE vectors (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- grows with every write
+        vid TEXT NOT NULL UNIQUE,       -- the chromadb id: m<message>, r<message>, c<chunk>
+        collection TEXT NOT NULL,
+        text_key TEXT NOT NULL,         -- hash of the text embedded
+        meta TEXT NOT NULL DEFAULT '{}',   -- JSON: the metadata chromadb holds
+        vector BLOB NOT NULL            -- little-endian float32
+    );
+    CREATE INDEX vectors_collection ON vectors(collection, seq);
+    CREATE TABLE vector_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

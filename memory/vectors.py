@@ -53,6 +53,7 @@ class VectorIndex:
         self._depth = 0
         self._gen = None           # generation our client reflects
         self._gen_file = self.path.parent / "vectors.gen"
+        self.stored = None  # stored.StoredVectors when the embeddings are kept in SQLite
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -221,7 +222,17 @@ class VectorIndex:
 
     def query(self, name: str, embedding: Sequence[float], n: int,
               where: dict | None = None) -> list[tuple[str, float, dict]]:
-        """Nearest ``n`` items: (id, cosine similarity, metadata), best first."""
+        """Nearest ``n`` items: (id, cosine similarity, metadata), best first. A collection small
+        enough (``stored.EXACT_MAX``) is searched exactly over the stored embeddings: as fast,
+        and immune to a damaged HNSW graph."""
+        st = self.stored
+        if st is not None and n > 0 and st.is_ready():
+            from .stored import EXACT_MAX
+
+            if st.count(name) <= EXACT_MAX:
+                found = st.exact_query(name, embedding, n, where)
+                if found is not None:
+                    return found
         with self._tlock:
             c = self.col(name)
             total = c.count()
