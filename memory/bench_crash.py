@@ -122,10 +122,11 @@ def trial(tmp: Path, big: Path, kill_after: float, log: Path) -> dict:
         notices = list(mem.notices)
     with Memory.open(data, max_file_mb=200) as mem:
         again = _rank(mem)
+    raw_after = raw_reachable(data / "memory" / "vectors", fact_vid)
     return {"rank_before": before, "waited_s": round(waited, 1), "killed": alive, "chunks_embedded": embedded,
             "chunks_total": total, "raw_reachable": raw, "rank_after": after,
             "open_and_check_s": round(open_s, 3), "first_search_s": round(first_search_s, 3),
-            "rank_after_reopen": again, "notices": notices}
+            "rank_after_reopen": again, "raw_reachable_after": raw_after, "notices": notices}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['chunks_embedded']}/{r['chunks_total']} chunks, raw HNSW reaches it: "
                   f"{r['raw_reachable']}, after #{r['rank_after']} (open+check "
                   f"{r['open_and_check_s']:.2f} s, search {r['first_search_s']:.2f} s), "
-                  f"reopened #{r['rank_after_reopen']}", flush=True)
+                  f"reopened #{r['rank_after_reopen']}, raw HNSW then: {r['raw_reachable_after']}",
+                  flush=True)
             for n in r["notices"]:
                 print(f"          notice: {n}", flush=True)
         log = (tmp / "child.log").read_text(errors="replace").strip() if (
@@ -163,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "raw_unreachable": sum(r["raw_reachable"] is False for r in rows),
         "found_first_after": sum(r["rank_after"] == 1 for r in rows),
         "found_first_reopened": sum(r["rank_after_reopen"] == 1 for r in rows),
+        "raw_unreachable_after": sum(r["raw_reachable_after"] is False for r in rows),
         "open_and_check_s_max": max((r["open_and_check_s"] for r in rows), default=None),
     }
     print(json.dumps(summary))

@@ -106,8 +106,8 @@ def probe(vectors: VectorIndex, stored: StoredVectors, vids: dict[str, list[str]
                                 n_results=min(PROBE_N, total), include=["distances"])
                 for (vid, _), ids, dists in zip(rows, got["ids"], got["distances"]):
                     res.checked += 1
-                    if vid in ids or (dists and max(dists) < TIE and len(ids) == PROBE_N):
-                        continue  # found, or a tie of PROBE_N identical vectors
+                    if vid in ids or (dists and min(dists) < TIE):
+                        continue  # found, or an identical vector (the same text elsewhere)
                     res.unreachable.append(vid)
     res.seconds = time.perf_counter() - t0
     return res
@@ -180,21 +180,25 @@ def drop_orphans(store) -> None:
 
 
 def after_unclean_shutdown(keeper, expected: dict[str, set[str]]) -> None:
-    """On the first use in a process: if a writer died without closing, probe what it wrote and
-    a sample of the rest; rebuild from SQLite when something is unreachable."""
+    """On the first use in a process, before it writes: if a writer died without closing, rebuild
+    the index from SQLite (nothing is re-embedded).
+
+    Why not only when a probe fails: measured (docs/memory.md), right after the kill every vector
+    is still reachable; it is the next writes into the recovered segment that leave older vectors
+    (the first ones written, e.g. the fact) unreachable. So the probe runs first, for the report,
+    and the rebuild always follows; ``hexa memory check`` probes on demand."""
     dead = keeper.markers.dead()
     drop_orphans(keeper.store)
     if not dead:
         return
     since = min(seq for _, seq in dead)
-    recent = set(keeper.stored.since(since))
-    res = probe(keeper.vectors, keeper.stored, pick(expected, recent, SAMPLE_OLDER))
-    if res.unreachable:
-        t0 = time.perf_counter()
-        rebuild(keeper)
-        keeper.notice(f"vector index: {len(res.unreachable)} of {res.checked} vectors probed "
-                      f"after an unclean shutdown were unreachable; rebuilt from SQLite in "
-                      f"{time.perf_counter() - t0:.1f} s")
+    res = probe(keeper.vectors, keeper.stored,
+                pick(expected, set(keeper.stored.since(since)), SAMPLE_OLDER))
+    t0 = time.perf_counter()
+    n = rebuild(keeper)
+    keeper.notice(f"vector index: unclean shutdown of a writer; {len(res.unreachable)} of "
+                  f"{res.checked} vectors probed were unreachable ({res.seconds:.1f} s); "
+                  f"rebuilt {n} vectors from SQLite in {time.perf_counter() - t0:.1f} s")
     for f, _ in dead:
         with contextlib.suppress(OSError):
             f.unlink()
