@@ -205,11 +205,22 @@ def after_unclean_shutdown(keeper, expected: dict[str, set[str]]) -> None:
 
 
 def rebuild(keeper) -> int:
-    """Every vector written again from SQLite (the stored embeddings: nothing re-embedded)."""
+    """The vectors of every row flagged embedded written again into an emptied index, from the
+    stored embeddings (nothing re-embedded); rows still pending are left to the catch-up."""
+    alias = {"messages": "m", "chunks": "c"}
+    done = {t: [r[0] for r in keeper.store.query(f"SELECT id FROM {t} WHERE embedded = 1")]
+            for t in alias}
     keeper.vectors.reset()
     keeper._mark_all(0)
     keeper._checked = True
-    return keeper._write_pending(None, REBUILD_BATCH)
+    n = 0
+    for table, ids in done.items():
+        for i in range(0, len(ids), REBUILD_BATCH):
+            part = ids[i:i + REBUILD_BATCH]
+            rows = keeper._pending(table, where=f" AND {alias[table]}.id IN "
+                                   f"({','.join('?' * len(part))})", args=part)
+            n += keeper._write_batch(table, rows)
+    return n
 
 
 def check(keeper, full: bool, repair: bool) -> CheckReport:

@@ -138,7 +138,9 @@ class StoredVectors:
             if not keep:
                 return []
         q = np.asarray(embedding, dtype=np.float32)
-        sims = mat @ q
+        # einsum, not ``mat @ q``: BLAS's threads cost ~12 ms per call at 20k on this busy
+        # 2-core machine, einsum's single loop 0.9 ms (measured)
+        sims = np.einsum("ij,j->i", mat, q)
         if where:
             idx = np.asarray(keep)
             sims_k = sims[idx]
