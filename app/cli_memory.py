@@ -306,6 +306,9 @@ def cmd_check(args) -> int:
         dt = time.perf_counter() - t0
     line = (f"{rep.probed} of {rep.vectors} vectors probed, {rep.unreachable} unreachable "
             f"({rep.probe_s:.1f} s probe, {dt:.1f} s in all)")
+    if rep.unreachable_exact:
+        line += (f"; {rep.unreachable_exact} more not reached by HNSW in collections small enough "
+                 f"to be searched exactly (no effect on search)")
     if rep.unstored:
         line += f"; {rep.unstored} without a stored embedding"
     if rep.repaired:

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .stored import StoredVectors
-from .vectors import COLLECTIONS, VectorIndex
+from .vectors import COLLECTIONS, PREFIX, VectorIndex
 
 SAMPLE_OLDER = 1000  # older vectors probed after a crash: ~1-2 s on this machine (see the docs)
 PROBE_N = 10         # a vector must be among the 10 nearest to its own embedding
 PROBE_BATCH = 256    # query embeddings per chromadb call
 REBUILD_BATCH = 512  # rows per chromadb upsert when the vectors are stored (nothing to embed)
-TIE = 1e-6           # cosine distance under which results are the same vector (duplicate texts)
+TIE = 1e-4  # cosine distance under which a result is the vector itself (or the same text's)
 
 
 @dataclass
@@ -106,8 +106,8 @@ def probe(vectors: VectorIndex, stored: StoredVectors, vids: dict[str, list[str]
                                 n_results=min(PROBE_N, total), include=["distances"])
                 for (vid, _), ids, dists in zip(rows, got["ids"], got["distances"]):
                     res.checked += 1
-                    if vid in ids or (dists and min(dists) < TIE):
-                        continue  # found, or an identical vector (the same text elsewhere)
+                    if dists and min(dists) < TIE:
+                        continue  # itself, or an identical vector (the same text elsewhere)
                     res.unreachable.append(vid)
     res.seconds = time.perf_counter() - t0
     return res
@@ -149,7 +149,8 @@ def backfill(vectors: VectorIndex, stored: StoredVectors, store, page: int = 200
 class CheckReport:
     vectors: int = 0          # vectors the index should hold
     probed: int = 0
-    unreachable: int = 0
+    unreachable: int = 0      # in collections searched through HNSW: search misses them
+    unreachable_exact: int = 0  # in collections searched exactly (stored.EXACT_MAX): harmless
     unstored: int = 0         # expected vectors without a stored embedding (not probed)
     repaired: bool = False
     probe_s: float = 0.0
@@ -239,14 +240,19 @@ def check(keeper, full: bool, repair: bool) -> CheckReport:
     recent = set(keeper.stored.since(min(s for _, s in dead))) if dead else set()
     res = probe(keeper.vectors, keeper.stored,
                 pick(expected, recent, None if full else SAMPLE_OLDER))
-    rep.probed, rep.unreachable, rep.probe_s = res.checked, len(res.unreachable), res.seconds
-    rep.examples = res.unreachable[:5]
-    if res.unreachable and repair:
+    from .stored import EXACT_MAX
+
+    exact = {PREFIX[n] for n in COLLECTIONS if keeper.stored.count(n) <= EXACT_MAX}
+    hnsw = [v for v in res.unreachable if v[0] not in exact]
+    rep.probed, rep.unreachable, rep.probe_s = res.checked, len(hnsw), res.seconds
+    rep.unreachable_exact = len(res.unreachable) - len(hnsw)
+    rep.examples = hnsw[:5]
+    if hnsw and repair:
         t0 = time.perf_counter()
         rebuild(keeper)
         rep.repair_s = time.perf_counter() - t0
         rep.repaired = True
-    if full and (not res.unreachable or rep.repaired):
+    if full and (not hnsw or rep.repaired):
         for f, _ in dead:  # everything was probed: the crash is dealt with
             with contextlib.suppress(OSError):
                 f.unlink()
