@@ -36,6 +36,11 @@ class ProbeResult:
     seconds: float = 0.0
 
 
+# marker files in use by this process -> how many IndexKeepers use them (two ``Memory`` objects
+# of one process share the pid, hence the file)
+_ACTIVE: dict[Path, int] = {}
+
+
 class WriterMarkers:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
@@ -46,16 +51,21 @@ class WriterMarkers:
         """Before this process's first vector write (until ``end``)."""
         if self.active:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.mine.write_text(str(seq))
+        if not _ACTIVE.get(self.mine):
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.mine.write_text(str(seq))
+        _ACTIVE[self.mine] = _ACTIVE.get(self.mine, 0) + 1
         self.active = True
 
     def end(self) -> None:
         """A clean close: everything this process wrote went through chromadb's close."""
         if self.active:
-            with contextlib.suppress(OSError):
-                self.mine.unlink()
             self.active = False
+            _ACTIVE[self.mine] -= 1
+            if not _ACTIVE[self.mine]:
+                del _ACTIVE[self.mine]
+                with contextlib.suppress(OSError):
+                    self.mine.unlink()
 
     def dead(self) -> list[tuple[Path, int]]:
         """Markers of processes that ended without a clean close: (file, seq before it wrote)."""
@@ -65,7 +75,7 @@ class WriterMarkers:
                 pid = int(f.name.rsplit("-", 1)[1])
             except ValueError:
                 continue
-            if pid == os.getpid() and self.active:
+            if pid == os.getpid() and _ACTIVE.get(f):
                 continue
             if pid != os.getpid() and _alive(pid):
                 continue

@@ -216,3 +216,18 @@ def test_memory_check_cli(tmp_path, monkeypatch, capsys):
     _scramble_one(tmp_path / "data", "c4", 9)
     assert main(["memory", "check"]) == 0
     assert "searched exactly" in capsys.readouterr().out
+
+
+def test_a_second_memory_of_the_same_process_is_no_crash(tmp_path):
+    """Two ``Memory`` objects of one process share the pid, hence the marker: a live one."""
+    a = Memory.open(tmp_path / "data", embedder=HashEmbedder())
+    try:
+        s = a.new_session("assistant")
+        a.add_message(s.id, "user", FACT)
+        with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as b:
+            assert b.index.ready() is not None
+            assert not any("unclean" in n for n in b.notices)
+        assert (tmp_path / "data" / "memory" / f"vectors.writer-{os.getpid()}").is_file()
+    finally:
+        a.close()
+    assert not list((tmp_path / "data" / "memory").glob("vectors.writer-*"))
