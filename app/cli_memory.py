@@ -312,7 +312,9 @@ def cmd_check(args) -> int:
     if rep.unstored:
         line += f"; {rep.unstored} without a stored embedding"
     if rep.repaired:
-        print(f"{line}; rebuilt from SQLite in {rep.repair_s:.1f} s")
+        still = (f"; {rep.still_unreachable} still unreachable after it (the limit of chromadb's "
+                 f"approximate HNSW, not damage)" if rep.still_unreachable else "")
+        print(f"{line}; rebuilt from SQLite in {rep.repair_s:.1f} s{still}")
         return 0
     if rep.unreachable:
         _err(f"{line}: e.g. {', '.join(rep.examples)}; run `hexa memory check --repair`")

@@ -163,6 +163,7 @@ class CheckReport:
     unreachable_exact: int = 0  # in collections searched exactly (stored.EXACT_MAX): harmless
     unstored: int = 0         # expected vectors without a stored embedding (not probed)
     repaired: bool = False
+    still_unreachable: int = 0  # after the rebuild (HNSW's approximation, not damage)
     probe_s: float = 0.0
     repair_s: float = 0.0
     examples: list[str] = field(default_factory=list)
@@ -262,6 +263,10 @@ def check(keeper, full: bool, repair: bool) -> CheckReport:
         rebuild(keeper)
         rep.repair_s = time.perf_counter() - t0
         rep.repaired = True
+        by_col: dict[str, list[str]] = {}
+        for v in hnsw:
+            by_col.setdefault(next(n for n in COLLECTIONS if PREFIX[n] == v[0]), []).append(v)
+        rep.still_unreachable = len(probe(keeper.vectors, keeper.stored, by_col).unreachable)
     if full and (not hnsw or rep.repaired):
         for f, _ in dead:  # everything was probed: the crash is dealt with
             with contextlib.suppress(OSError):
