@@ -14,6 +14,11 @@ Each trial, on a fresh store under a temporary folder:
      search for the fact; its rank, and the time of the first search (detection + repair);
   5. a second open and search: the rank after the repair.
 Prints one line per trial and a summary; ``--json`` writes them all.
+
+``--fast``: the writer is ``Memory.add_document`` in a child process with
+``bench_check.WordHashEmbedder`` (no model: thousands of chunks in seconds) on 6,000 near-identical
+chunks, killed once ``--kill-chunks`` of them are embedded; the parent uses the same embedder.
+That is where the bug shows (docs/memory.md); the real-model run takes minutes a trial.
 """
 from __future__ import annotations
 
@@ -29,7 +34,17 @@ import time
 from pathlib import Path
 
 from .bench import PAGE_CHARS, build_text
+from .bench_check import WordHashEmbedder
 from .memory import Memory
+
+FAST_CHILD = """
+import sys
+from pathlib import Path
+from memory.bench_check import WordHashEmbedder
+from memory import Memory
+Memory.open(Path(sys.argv[1]), embedder=WordHashEmbedder(), max_file_mb=200).add_document(
+    Path(sys.argv[2]))
+"""
 
 FACT = "The spare key to the blue boathouse is hidden under the third flowerpot from the left."
 QUERY = "where is the spare key to the blue boathouse hidden?"
@@ -66,7 +81,8 @@ def raw_reachable(vectors: Path, vid: str, n: int = 100) -> bool | None:
         Client.clear_system_cache()  # the next client reads the files afresh, as a new process
 
 
-def _wait_embedding(db: Path, proc: subprocess.Popen, fact_doc: int, limit: float = 300) -> float:
+def _wait_embedding(db: Path, proc: subprocess.Popen, fact_doc: int, limit: float = 300,
+                    at_least: int = 1) -> float:
     """Wait until the child has stored the big document and written its first vectors (the
     load of the model and the chunking of 4 MB take seconds on a busy CPU, varying); returns the
     time waited."""
@@ -81,27 +97,28 @@ def _wait_embedding(db: Path, proc: subprocess.Popen, fact_doc: int, limit: floa
                 con.close()
         except sqlite3.Error:
             n = 0
-        if n:
+        if n >= at_least:
             break
         time.sleep(0.1)
     return time.monotonic() - t0
 
 
-def trial(tmp: Path, big: Path, kill_after: float, log: Path) -> dict:
+def trial(tmp: Path, big: Path, kill_after: float, log: Path, fast_kill: int = 0) -> dict:
     data = tmp / "data"
     fact = tmp / "fact.txt"
     fact.write_text(FACT + "\n", encoding="utf-8")
-    with Memory.open(data, max_file_mb=200) as mem:
+    with _open(data, fast_kill) as mem:
         doc = mem.add_document(fact)
         before = _rank(mem)
         fact_vid = f"c{mem.store.scalar('SELECT id FROM chunks WHERE doc_id = ?', (doc.id,))}"
     env = dict(os.environ, HEXA_DATA_DIR=str(data), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1",
                HEXA_EMBED_THREADS="1")
     with open(log, "ab") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "memory", "add", "--max-mb",
-                                 "200", str(big)], env=env, stdout=subprocess.DEVNULL,
-                                stderr=err)
-        waited = _wait_embedding(data / "memory" / "hexa.db", proc, doc.id)
+        cmd = ([sys.executable, "-c", FAST_CHILD, str(data), str(big)] if fast_kill else
+               [sys.executable, "-m", "app.cli", "memory", "add", "--max-mb", "200", str(big)])
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        waited = _wait_embedding(data / "memory" / "hexa.db", proc, doc.id,
+                                 at_least=max(1, fast_kill))
         time.sleep(kill_after)
         alive = proc.poll() is None
         if alive:
@@ -113,20 +130,24 @@ def trial(tmp: Path, big: Path, kill_after: float, log: Path) -> dict:
     db.close()
     raw = raw_reachable(data / "memory" / "vectors", fact_vid)
     t0 = time.perf_counter()
-    with Memory.open(data, max_file_mb=200) as mem:
+    with _open(data, fast_kill) as mem:
         mem.warmup()
         mid = time.perf_counter()
         after = _rank(mem)
         first_search_s = time.perf_counter() - mid
         open_s = mid - t0
         notices = list(mem.notices)
-    with Memory.open(data, max_file_mb=200) as mem:
+    with _open(data, fast_kill) as mem:
         again = _rank(mem)
     raw_after = raw_reachable(data / "memory" / "vectors", fact_vid)
     return {"rank_before": before, "waited_s": round(waited, 1), "killed": alive, "chunks_embedded": embedded,
             "chunks_total": total, "raw_reachable": raw, "rank_after": after,
             "open_and_check_s": round(open_s, 3), "first_search_s": round(first_search_s, 3),
             "rank_after_reopen": again, "raw_reachable_after": raw_after, "notices": notices}
+
+
+def _open(data: Path, fast: int) -> Memory:
+    return Memory.open(data, max_file_mb=200, embedder=WordHashEmbedder() if fast else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,16 +158,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path,
                     default=Path(__file__).resolve().parents[2] / "shared" / "bench" / "dev.jsonl")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--fast", action="store_true", help="hash embedder, 6,000 similar chunks")
+    ap.add_argument("--kill-chunks", type=int, default=250, metavar="N",
+                    help="with --fast: kill once N chunks are embedded (default 250)")
     a = ap.parse_args(argv)
+    if a.fast:
+        a.kill_after = 0.0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         big = tmp / "big.txt"
-        big.write_text(build_text(int(a.mb * 1e6 / PAGE_CHARS), a.corpus), encoding="utf-8")
+        if a.fast:
+            big.write_text(" ".join(f"Line {i}: the river boat number {i % 97} sailed past mill "
+                                    f"{i % 31} on day {i}." for i in range(60000)))
+        else:
+            big.write_text(build_text(int(a.mb * 1e6 / PAGE_CHARS), a.corpus), encoding="utf-8")
         for i in range(a.trials):
             t = tmp / f"t{i}"
             t.mkdir()
-            r = trial(t, big, a.kill_after, tmp / "child.log")
+            r = trial(t, big, a.kill_after, tmp / "child.log",
+                      a.kill_chunks + 40 * i % 200 if a.fast else 0)
             rows.append(r)
             print(f"trial {i + 1:>2}: before #{r['rank_before']}, killed={r['killed']} at "
                   f"{r['chunks_embedded']}/{r['chunks_total']} chunks, raw HNSW reaches it: "
