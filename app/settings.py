@@ -68,6 +68,10 @@ class Settings:
     device: str = option("127.0.0.1:5555", "the phone the UI agent drives: HOST:PORT of its adbd "
                          "(a phone after `adb tcpip 5555`, or `hexa phone serve`)", flag="--device")
     agent_steps: int = option(15, "most actions of one UI-agent episode", flag="--max-steps", low=1, high=100)
+    agent_policy: str = option("planner", "how the UI agent picks each step: planner (paths through the "
+                               "explored apps), model (the language model settles close calls), top "
+                               "(tap the best-ranked element)", flag="--policy",
+                               choices=("planner", "model", "top"))
     agent_elements: int = option(10, "screen elements shown to the model per step (the best "
                                  "ranked; any the task names are kept)", low=3, high=60)
     keymap: dict[str, str] = option({}, "binding id = keys (see F1)", env=False)
