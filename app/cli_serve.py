@@ -18,7 +18,6 @@ def register(sub) -> None:
 
 
 def cmd_serve(args) -> int:
-    from .cli import describe_error
     from .loading import load_engine
     from .serve.run import Server, api_key
 
@@ -34,10 +33,8 @@ def cmd_serve(args) -> int:
             failed.append(error)
             server.stop()
 
-    def internal(exc: BaseException) -> str:
-        return describe_error(exc, args.locations.logs)
-
-    server = Server(lambda: load_engine(s, args.locations), s, key, on_load=loaded, on_internal=internal)
+    log_errors(args.locations.logs)
+    server = Server(lambda: load_engine(s, args.locations), s, key, on_load=loaded)
     # the first line tells a parent process (the app's child mode, a script) where to connect
     print(f"hexa: serving on {server.url}/v1{' (API key required)' if key else ''}", file=sys.stderr, flush=True)
     server.run()
@@ -45,3 +42,19 @@ def cmd_serve(args) -> int:
         print(f"hexa: {failed[0]}", file=sys.stderr)
         return 2
     return 0
+
+
+def log_errors(folder) -> None:
+    """An unexpected error's traceback goes to ``errors.log`` in the log folder (the client gets
+    one line), as every hexa command does."""
+    import logging
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(folder / "errors.log")
+    except OSError:
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+    logger = logging.getLogger("hexa.serve")
+    logger.addHandler(handler)
+    logger.propagate = False     # not on the terminal as well

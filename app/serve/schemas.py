@@ -106,10 +106,14 @@ class CompletionRequest(Common):
         return p
 
 
+TYPE_TAGS = {"str", "int", "float", "bool", "none", "TextPart"}
+
+
 def first_problem(exc: ValidationError) -> tuple[str, str | None]:
     """(one-line message, the parameter at fault) for a request that failed validation."""
     err = exc.errors()[0]
-    where = [str(x) for x in err.get("loc", ()) if not str(x).startswith(("function-", "list[", "str", "int"))]
+    # a union's branch names (``str``, ``list[int]``, ``function-after[...]``) are not parameters
+    where = [str(x) for x in err.get("loc", ()) if "[" not in str(x) and x not in TYPE_TAGS]
     param = ".".join(where) or None
     message = err.get("msg", "invalid request")
     if message.startswith("Value error, "):

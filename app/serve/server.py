@@ -238,4 +238,5 @@ def _unknown_model(name: str, engine) -> ApiError:
 
 def _internal(exc: BaseException) -> str:
     log.error("internal error", exc_info=exc)
-    return f"internal error: {exc.__class__.__name__}"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"internal error: {exc.__class__.__name__}: {first}"
