@@ -1,7 +1,9 @@
 """``hexa serve``: the engine behind an OpenAI-compatible HTTP API on 127.0.0.1 (docs/serve.md)."""
 from __future__ import annotations
 
+import argparse
 import sys
+import threading
 
 from . import settings as config
 
@@ -14,6 +16,8 @@ def register(sub) -> None:
     config.add_flags(p.add_argument_group("server"), config.SERVE_FLAGS, top_level=False)
     config.add_flags(p.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
     config.add_flags(p.add_argument_group("generation"), config.GENERATION_FLAGS, top_level=False)
+    # the app's child mode (serve/child.py): stop when the parent closes our standard input
+    p.add_argument("--parent-pipe", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_serve, uses_settings=True)
 
 
@@ -33,8 +37,13 @@ def cmd_serve(args) -> int:
             failed.append(error)
             server.stop()
 
+    def progress(text: str) -> None:
+        print(f"hexa: loading: {text}", file=sys.stderr, flush=True)
+
     log_errors(args.locations.logs)
-    server = Server(lambda: load_engine(s, args.locations), s, key, on_load=loaded)
+    server = Server(lambda: load_engine(s, args.locations, progress), s, key, on_load=loaded)
+    if args.parent_pipe:
+        threading.Thread(target=lambda: (sys.stdin.read(), server.stop()), daemon=True).start()
     # the first line tells a parent process (the app's child mode, a script) where to connect
     print(f"hexa: serving on {server.url}/v1{' (API key required)' if key else ''}", file=sys.stderr, flush=True)
     server.run()

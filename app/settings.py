@@ -78,6 +78,11 @@ class Settings:
                              flag="--port", low=0, high=65535)
     serve_queue: int = option(8, "requests `hexa serve` keeps waiting behind the one decoding; more "
                               "are answered 429", flag="--queue", low=0, high=100000)
+    engine_process: str = option("inline", "where the app runs the engine: inline (in the app's process) or "
+                                 "child (a `hexa serve` process of its own: drawing never waits for it)",
+                                 choices=("inline", "child"))
+    engine_url: str | None = option(None, "the app uses the `hexa serve` already running at this URL (its "
+                                    "key in the serve_api_key_env variable) instead of loading a model")
     serve_api_key_env: str = option("HEXA_SERVE_API_KEY", "the environment variable holding the API key "
                                     "`hexa serve` requires of clients (needed on a non-loopback address)")
 
@@ -111,8 +116,8 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
             where = f"{origin + ': ' if origin else ''}{name} = {raw!r}"
         return ConfigError(f"{where}: {why}")
 
-    if raw is None or (raw == "" and name in ("model", "context", "threads")):
-        if name in ("model", "context", "threads"):
+    if raw is None or (raw == "" and name in ("model", "context", "threads", "engine_url")):
+        if name in ("model", "context", "threads", "engine_url"):
             return None
         raise bad("a value is needed")
     if kind is bool:

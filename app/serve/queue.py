@@ -33,6 +33,7 @@ class Ticket:
         self._items: asyncio.Queue | None = None
         self._released = False
         self._getter: asyncio.Future | None = None
+        self.on_release: Callable[[], None] | None = None
 
     def start(self, work: Work) -> None:
         """Queue ``work`` on the engine thread; its items arrive through ``next``."""
@@ -80,6 +81,8 @@ class Ticket:
         if not self._released:
             self._released = True
             self._queue.pending -= 1
+            if self.on_release is not None:
+                self.on_release()
 
 
 class DeviceQueue:

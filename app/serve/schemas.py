@@ -22,6 +22,7 @@ class HexaOptions(BaseModel):
     keep_answer: bool | None = None               # keep prompt + answer's KV (default: chat yes, completions no)
     reuse: bool = True                            # serve the prompt's start from a kept prefix's KV
     index: bool | None = None                     # keep the answer as a drafting source (default: the setting)
+    request_id: str | None = Field(None, max_length=100)   # the client's name for it: POST /hexa/cancel/{id}
 
 
 class TextPart(BaseModel):

@@ -39,6 +39,7 @@ class State:
     error: str | None = None                 # why loading failed
     recent: deque = field(default_factory=lambda: deque(maxlen=64))   # the last requests' ends
     started: float = field(default_factory=time.time)
+    tickets: dict = field(default_factory=dict)   # request_id -> Ticket, while it runs
 
     def ready(self) -> Any:
         if self.engine is not None:
@@ -134,6 +135,26 @@ def create_app(load: Callable[[], Any], settings: Any, api_key: str | None = Non
         return {"loading": engine is None and state.error is None, "error": state.error, **info,
                 "queue": state.queue.status(), "recent": list(state.recent)}
 
+    @app.post("/hexa/cancel/{request_id}", dependencies=auth)
+    async def cancel(request_id: str):
+        """Stop a request by the ``hexa.request_id`` it was sent with: it ends with its ``done``
+        figures (stop_reason "cancelled"), which a client that just disconnects does not get."""
+        ticket = state.tickets.get(request_id)
+        if ticket is not None:
+            ticket.cancel.set()
+        return {"cancelled": ticket is not None}
+
+    @app.post("/hexa/index", dependencies=auth)
+    async def index(request: Request):
+        """Keep token ids as a drafting source (``{"token_ids": [...]}``), between requests."""
+        engine = state.ready()
+        ids = (await _parse_json(request)).get("token_ids")
+        if not isinstance(ids, list) or not all(type(t) is int and 0 <= t < engine.model.config.vocab_size
+                                                for t in ids):
+            raise ApiError(400, "token_ids: a list of token ids is needed", "token_ids")
+        await state.queue.submit(lambda: engine.index_response(ids))
+        return {"indexed": len(ids)}
+
     @app.post("/v1/chat/completions", dependencies=auth)
     async def chat(request: Request):
         return await serve(request, ChatRequest)
@@ -158,6 +179,10 @@ def create_app(load: Callable[[], Any], settings: Any, api_key: str | None = Non
         except BaseException:
             ticket.release()
             raise
+        rid = req.hexa.request_id
+        if rid is not None:
+            state.tickets[rid] = ticket
+            ticket.on_release = lambda: state.tickets.pop(rid, None)
         first = await _next(ticket, request)
         if first is None:          # the client left while waiting
             return JSONResponse({}, status_code=499)
@@ -213,6 +238,15 @@ async def _whole(item: Any, ticket: Ticket, request: Request, shape: Shape):
 
 
 async def _parse(request: Request, kind: type):
+    body = await _parse_json(request)
+    try:
+        return kind.model_validate(body)
+    except ValidationError as exc:
+        message, param = first_problem(exc)
+        raise ApiError(400, message, param) from None
+
+
+async def _parse_json(request: Request) -> dict:
     raw = await request.body()
     try:
         body = json.loads(raw)
@@ -220,11 +254,7 @@ async def _parse(request: Request, kind: type):
         raise ApiError(400, f"the request body is not valid JSON ({exc.__class__.__name__})") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
-    try:
-        return kind.model_validate(body)
-    except ValidationError as exc:
-        message, param = first_problem(exc)
-        raise ApiError(400, message, param) from None
+    return body
 
 
 def _model_card(engine, created: float) -> dict:

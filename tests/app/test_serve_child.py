@@ -1,0 +1,93 @@
+"""The app's engine in another process: ``RemoteEngine`` over a real ``hexa serve`` (in a thread here,
+a child process in the last tests) gives the app what the engine in process gives it: the same
+tokens, the same kinds of events for the live panels, cancel, drafting sources, token counts."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from app.serve.client import RemoteEngine
+from engine.errors import EngineError
+from engine.events import Done, Prefill, Step, Text
+from serve_helpers import serving
+
+MESSAGES = [{"role": "system", "content": "You are brief."},
+            {"role": "user", "content": "Give two tips for sleeping well."}]
+
+
+@pytest.fixture(scope="module")
+def remote(engine):
+    with serving(lambda: engine) as server:
+        client = RemoteEngine(server.url)
+        yield client
+        client.close()
+
+
+def test_tokens_are_the_engines(engine, remote):
+    assert remote.model_name == engine.model_name and remote.context_window == engine.context_window
+    assert remote.chat_ids(MESSAGES) == engine.chat_ids(MESSAGES)
+    text = "Hello, wörld — 42 tokens?"
+    assert remote.encode(text) == engine.encode(text)
+    assert remote.decode(engine.encode(text)) == engine.decode(engine.encode(text))
+
+
+def test_generate_streams_the_engines_events_and_answer(engine, remote):
+    ids = engine.chat_ids(MESSAGES)
+    local = list(engine.generate(ids, max_new_tokens=60, method="hexa", reuse=False))
+    events = list(remote.generate(ids, max_new_tokens=60, method="hexa", keep_answer=True))
+    done = events[-1]
+    assert isinstance(done, Done) and done.token_ids == local[-1].token_ids and done.text == local[-1].text
+    assert "".join(e.delta for e in events if isinstance(e, Text)) == done.text
+    steps = [e for e in events if isinstance(e, Step)]
+    assert len(steps) == done.steps and all(e.accepted >= 1 for e in steps)
+    assert any(isinstance(e, Prefill) for e in events) and done.method == "hexa"
+
+
+def test_cancel_stops_the_request_and_keeps_its_figures(engine, remote):
+    cancel = threading.Event()
+    events = remote.generate(engine.encode("1, 2, 3, 4, 5,"), max_new_tokens=1500, cancel=cancel)
+    seen = 0
+    for event in events:
+        if isinstance(event, Text):
+            seen += 1
+            if seen == 5:
+                cancel.set()
+        if isinstance(event, Done):
+            done = event
+    assert done.stop_reason == "cancelled" and 5 <= done.new_tokens < 1500 and len(done.token_ids) == done.new_tokens
+
+
+def test_index_response_reaches_the_served_engine(engine, remote):
+    before = len(engine.history)
+    remote.index_response(engine.encode("a response worth drafting from later"))
+    assert len(engine.history) == before + 1
+
+
+def test_constraints_need_the_engine_in_process(remote):
+    from engine.constraint import Grammar
+
+    with pytest.raises(EngineError, match="engine_process = inline"):
+        remote.constraint(Grammar([["A"], ["B"]]))
+
+
+def test_no_server_is_one_line():
+    with pytest.raises(EngineError, match="no hexa server at http://127.0.0.1:9"):
+        RemoteEngine("http://127.0.0.1:9")
+
+
+def test_the_app_answers_alike_with_its_engine_in_a_child_process(engine):
+    """The headless app through a real ``hexa serve`` child: the same answer as in process."""
+    from app.serve.child import start
+    from app.settings import Settings
+    from app.tui.bench import measure
+
+    child = start(Settings())
+    try:
+        assert child.proc.poll() is None and child.model_name == engine.model_name
+        pair = measure(engine, "Name three fruits.", "vanilla", 40, child=child)
+        assert pair.child_tokens == pair.app_tokens == pair.engine_tokens > 0
+        assert pair.child_decode_tok_s > 0
+    finally:
+        child.close()
+    assert child.proc.poll() is not None
