@@ -100,7 +100,10 @@ def test_the_command_serves_and_stops_on_sigint(tmp_path):
         first = proc.stderr.readline()
         assert first.startswith("hexa: serving on http://127.0.0.1:"), first
         url = first.split()[3]
-        assert proc.stderr.readline().startswith("hexa: ready")
+        line = proc.stderr.readline()
+        while line.startswith("hexa: loading: "):     # progress while the model loads
+            line = proc.stderr.readline()
+        assert line.startswith("hexa: ready"), line
         client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
         model = client.models.list().data[0].id
         r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}])
