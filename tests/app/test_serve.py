@@ -8,6 +8,7 @@ import asyncio
 import threading
 import time
 import uuid
+from dataclasses import replace
 
 import httpx
 import openai
@@ -110,12 +111,20 @@ def test_a_second_request_sharing_a_prefix_prefills_less(client, model):
     assert warm < cold and second.model_extra["hexa"]["done"]["reused_tokens"] > 0
 
 
-def test_history_drafting_indexes_answers(engine, client, model):
+def test_history_drafting_indexes_answers(engine, client, model, server):
     before = len(engine.history)
     client.completions.create(model=model, prompt=f"Say {uuid.uuid4().hex[:6]}:", max_tokens=6)
     assert len(engine.history) == before + 1
     client.completions.create(model=model, prompt="Hello", max_tokens=6, extra_body={"hexa": {"index": False}})
     assert len(engine.history) == before + 1
+    state = server.app.state.hexa          # the history_drafting setting governs it
+    kept = state.settings
+    state.settings = replace(kept, history_drafting=False)
+    try:
+        client.completions.create(model=model, prompt=f"Say {uuid.uuid4().hex[:6]}:", max_tokens=6)
+        assert len(engine.history) == before + 1
+    finally:
+        state.settings = kept
 
 
 def test_a_client_that_disconnects_cancels_its_request(client, model, server):
