@@ -34,6 +34,7 @@ class Ticket:
         self._released = False
         self._getter: asyncio.Future | None = None
         self.on_release: Callable[[], None] | None = None
+        self.checked = 0.0        # when the client was last seen connected (time.monotonic)
 
     def start(self, work: Work) -> None:
         """Queue ``work`` on the engine thread; its items arrive through ``next``."""

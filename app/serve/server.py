@@ -202,12 +202,19 @@ def _work(engine, gen, finished, cancel, emit) -> None:
 
 
 async def _next(ticket: Ticket, request: Request) -> Any:
-    """The job's next item, or None once the client has disconnected (the job is then cancelled)."""
-    while (item := await ticket.next(POLL_S)) is WAITING:
-        if await request.is_disconnected():
-            ticket.abandon()
-            return None
-    return item
+    """The job's next item, or None once the client has disconnected (the job is then cancelled).
+    The client is checked every ``POLL_S`` also while items flow: a request waiting for a whole
+    answer sends nothing until the end, and would otherwise decode for a client long gone."""
+    while True:
+        item = await ticket.next(POLL_S)
+        now = time.monotonic()
+        if item is WAITING or now - ticket.checked >= POLL_S:
+            ticket.checked = now
+            if await request.is_disconnected():
+                ticket.abandon()
+                return None
+        if item is not WAITING:
+            return item
 
 
 async def _chunks(item: Any, ticket: Ticket, request: Request, chunker: Chunker):

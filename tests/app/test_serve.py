@@ -140,6 +140,18 @@ def test_a_client_that_disconnects_cancels_its_request(client, model, server):
     assert mine and mine[-1]["new_tokens"] < 1500
 
 
+def test_a_client_waiting_for_a_whole_answer_that_leaves_cancels_it(client, model, server, engine):
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server.url + "/v1/completions", timeout=httpx.Timeout(10, read=1.0),
+                   json={"model": model, "prompt": COUNT, "max_tokens": 1500, "temperature": 0})
+    deadline = time.time() + 3
+    while status(server)["queue"]["running"] and time.time() < deadline:
+        time.sleep(0.05)
+    ends = status(server)["recent"]
+    assert status(server)["queue"]["running"] == 0 and ends[-1]["stop_reason"] == "cancelled", ends[-1]
+    assert ends[-1]["new_tokens"] < 1500
+
+
 def test_queue_full_is_429_and_waiting_requests_are_served(client, model, server):
     queue = server.app.state.hexa.queue
     queue.waiting = 1
