@@ -91,3 +91,14 @@ def test_the_app_answers_alike_with_its_engine_in_a_child_process(engine):
     finally:
         child.close()
     assert child.proc.poll() is not None
+
+
+def test_the_app_picks_its_engine_from_the_settings(monkeypatch):
+    from app.settings import Settings
+    from app.tui.runtime import app_engine
+
+    with pytest.raises(EngineError, match="no hexa server at http://127.0.0.1:9"):
+        app_engine(Settings(engine_url="http://127.0.0.1:9"), None, print)
+    started = []
+    monkeypatch.setattr("app.serve.child.start", lambda settings, progress: started.append(settings) or "child")
+    assert app_engine(Settings(engine_process="child"), None, print) == "child" and len(started) == 1
