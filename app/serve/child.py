@@ -32,6 +32,7 @@ class ChildEngine(RemoteEngine):
         except BaseException:
             stop(proc)
             raise
+        self.backend_name += f" (process {proc.pid})"     # the Device panel says where it runs
 
     def close(self) -> None:
         super().close()
