@@ -63,9 +63,9 @@ class RemoteEngine:
         if token_ids:
             self._post("/hexa/index", {"token_ids": list(token_ids)})
 
-    def constraint(self, grammar):
-        raise EngineError("constrained decoding (the UI agent's choices) needs the engine in this process: "
-                          "set engine_process = inline")
+    def constraint(self, grammar) -> "RemoteConstraint":
+        """The grammar, to send with each request (the server compiles it against its vocabulary)."""
+        return RemoteConstraint(grammar)
 
     def close(self) -> None:
         self.http.close()
@@ -76,8 +76,6 @@ class RemoteEngine:
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
                  chunk_size: int = 256, constraint=None, reuse: bool = True,
                  keep_answer: bool = False) -> Iterator[Event]:
-        if constraint is not None:
-            self.constraint(constraint)
         if isinstance(prompt, str):
             ids = self.chat_ids([{"role": "user", "content": prompt}])
         elif prompt and isinstance(prompt[0], dict):
@@ -90,6 +88,8 @@ class RemoteEngine:
                 # the app indexes answers itself (index_response), as with an engine in process
                 "hexa": {"method": method, "sources": [list(s) for s in sources], "keep_answer": keep_answer,
                          "reuse": reuse, "index": False, "request_id": rid}}
+        if constraint is not None:
+            body["hexa"]["grammar"] = grammar_json(getattr(constraint, "grammar", constraint))
         return self._stream(body, rid, cancel)
 
     def _stream(self, body: dict, rid: str, cancel: threading.Event | None) -> Iterator[Event]:
@@ -135,6 +135,19 @@ class RemoteEngine:
         if r.status_code != 200:
             raise EngineError(_error_line(r))
         return r.json()
+
+
+class RemoteConstraint:
+    """What ``RemoteEngine.constraint`` returns: the grammar the server compiles for each request."""
+
+    def __init__(self, grammar) -> None:
+        self.grammar = grammar
+
+
+def grammar_json(grammar) -> list[list]:
+    """A ``Grammar`` as the ``hexa.grammar`` request field: strings, and ``{"free", "exclude"}``."""
+    return [[seg if isinstance(seg, str) else {"free": seg.max_chars, "exclude": seg.exclude} for seg in alt]
+            for alt in grammar.alternatives]
 
 
 class _PlainTokens:

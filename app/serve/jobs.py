@@ -31,6 +31,7 @@ class Generation:
     keep_answer: bool = False
     reuse: bool = True
     index: bool = True            # keep the finished answer as a drafting source
+    grammar: Any = None           # an engine.constraint.Grammar the answer must follow
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,15 @@ def plan(req: ChatRequest | CompletionRequest, engine: Any, settings: Any) -> Ge
     if room < 1:
         raise ApiError(400, f"the prompt has {len(ids)} tokens: the context window is {window}", "messages"
                        if isinstance(req, ChatRequest) else "prompt", "context_length_exceeded")
+    grammar = None
+    if opts.grammar is not None:
+        from engine.constraint import Free, Grammar
+
+        try:
+            grammar = Grammar([[seg if isinstance(seg, str) else Free(seg.free, seg.exclude) for seg in alt]
+                               for alt in opts.grammar])
+        except ValueError as exc:
+            raise ApiError(400, f"hexa.grammar: {exc}", "hexa.grammar") from None
     wanted = req.wanted_tokens() or settings.max_tokens
     chat = isinstance(req, ChatRequest)
     return Generation(
@@ -78,7 +88,7 @@ def plan(req: ChatRequest | CompletionRequest, engine: Any, settings: Any) -> Ge
         # a chat client sends the whole conversation again with the next message: keeping the
         # answer's KV lets that prompt reuse all of it (the app does the same)
         keep_answer=chat if opts.keep_answer is None else opts.keep_answer, reuse=opts.reuse,
-        index=settings.history_drafting if opts.index is None else opts.index)
+        index=settings.history_drafting if opts.index is None else opts.index, grammar=grammar)
 
 
 def run(engine: Any, gen: Generation, cancel: threading.Event, emit: Emit, finished) -> None:
@@ -87,10 +97,12 @@ def run(engine: Any, gen: Generation, cancel: threading.Event, emit: Emit, finis
     hears every request's end (the server's recent list)."""
     done = None
     try:
+        # compiled here, on the engine thread: the first grammar builds the vocabulary index (~0.4 s)
+        constraint = engine.constraint(gen.grammar) if gen.grammar is not None else None
         for event in engine.generate(gen.ids, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature,
                                      top_p=gen.top_p, seed=gen.seed, stop=gen.stop, method=gen.method,
                                      sources=gen.sources, cancel=cancel, reuse=gen.reuse,
-                                     keep_answer=gen.keep_answer):
+                                     keep_answer=gen.keep_answer, constraint=constraint):
             if isinstance(event, Done):
                 done = event
             emit(event)

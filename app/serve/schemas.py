@@ -14,6 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 __all__ = ["ChatRequest", "CompletionRequest", "HexaOptions", "ValidationError", "first_problem"]
 
 
+class FreeText(BaseModel):
+    """A grammar's free-text segment (``engine.constraint.Free``)."""
+    model_config = ConfigDict(extra="forbid", strict=True)
+    free: int = Field(ge=1, le=4096)              # at most this many characters
+    exclude: str = '"\n'                          # none of these
+
+
 class HexaOptions(BaseModel):
     """hexa's own request options (the ``hexa`` field; an OpenAI client sends it as ``extra_body``)."""
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -23,6 +30,8 @@ class HexaOptions(BaseModel):
     reuse: bool = True                            # serve the prompt's start from a kept prefix's KV
     index: bool | None = None                     # keep the answer as a drafting source (default: the setting)
     request_id: str | None = Field(None, max_length=100)   # the client's name for it: POST /hexa/cancel/{id}
+    # the answer must be one of these alternatives (strings and free-text segments): constrained decoding
+    grammar: list[list[str | FreeText]] | None = Field(None, min_length=1, max_length=512)
 
 
 class TextPart(BaseModel):

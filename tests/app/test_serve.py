@@ -195,6 +195,8 @@ def test_queue_full_is_429_and_waiting_requests_are_served(client, model, server
     ({"prompt": 3}, 400, "prompt"),
     ({"prompt": "hi", "hexa": {"method": "magic"}}, 400, "unknown method"),
     ({"prompt": list(range(5000))}, 400, "context window"),
+    ({"prompt": "hi", "hexa": {"grammar": [[{"free": 5}, {"free": 5}]]}}, 400, "hexa.grammar"),
+    ({"prompt": "hi", "hexa": {"grammar": [[{"free": 0}]]}}, 400, "grammar"),
 ])
 def test_bad_completion_requests_are_4xx_json(server, model, payload, status_code, words):
     if isinstance(payload, dict):

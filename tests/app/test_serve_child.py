@@ -64,11 +64,15 @@ def test_index_response_reaches_the_served_engine(engine, remote):
     assert len(engine.history) == before + 1
 
 
-def test_constraints_need_the_engine_in_process(remote):
-    from engine.constraint import Grammar
+def test_constrained_choices_are_the_engines(engine, remote):
+    """The UI agent's choices (a grammar of letters, and free text) decode alike in either process."""
+    from engine.constraint import Free, Grammar
 
-    with pytest.raises(EngineError, match="engine_process = inline"):
-        remote.constraint(Grammar([["A"], ["B"]]))
+    ids = engine.chat_ids([{"role": "user", "content": "Pick one: A) tap OK, B) go back, C) type a name."}])
+    for grammar in (Grammar([["A"], ["B"], ["C"]]), Grammar([["type(\"", Free(20), "\")"], ["back()"]])):
+        here = list(engine.generate(ids, max_new_tokens=24, constraint=engine.constraint(grammar)))[-1]
+        there = list(remote.generate(ids, max_new_tokens=24, constraint=remote.constraint(grammar)))[-1]
+        assert there.token_ids == here.token_ids and grammar.matches(there.text), there.text
 
 
 def test_no_server_is_one_line():
