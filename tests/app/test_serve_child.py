@@ -106,3 +106,25 @@ def test_the_app_picks_its_engine_from_the_settings(monkeypatch):
     started = []
     monkeypatch.setattr("app.serve.child.start", lambda settings, progress: started.append(settings) or "child")
     assert app_engine(Settings(engine_process="child"), None, print) == "child" and len(started) == 1
+
+
+@pytest.mark.slow
+async def test_the_app_with_engine_process_child_chats_and_stops_its_child(tmp_path):
+    """The real path: the app's own engine factory starts ``hexa serve``, chats through it (the
+    answer stored in memory with its token ids, the live figures filled), and stops it on quit."""
+    from app.settings import Loaded, Settings
+    from tui_helpers import RecordingApp, chat, hash_memory, locations_in, ready
+
+    locs = locations_in(tmp_path)
+    app = RecordingApp(Loaded(Settings(engine_process="child", max_tokens=12, retrieval=False), locs.config_file),
+                       locs, memory_factory=hash_memory)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot)
+        child = app.runtime.engine.engine
+        assert child.proc.poll() is None and "process" in app.device.backend
+        await chat(pilot, "Hello there")
+        done = app.screen.metrics.done
+        assert done is not None and done.new_tokens >= 1 and app.screen.metrics.steps == done.steps
+        stored = app.runtime.memory.messages(app.screen.session_id)[-1]
+        assert stored.role == "assistant" and list(stored.token_ids) == list(done.token_ids)
+    assert child.proc.wait(15) is not None
