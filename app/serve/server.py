@@ -218,13 +218,26 @@ async def _next(ticket: Ticket, request: Request) -> Any:
 
 
 async def _chunks(item: Any, ticket: Ticket, request: Request, chunker: Chunker):
+    """SSE text for the job's items: a batch's chunks leave in one write."""
     while item is not END and item is not None:
-        if isinstance(item, jobs.Failed):   # the status line is sent: the error goes in the stream
-            yield sse({"error": {"message": item.message, "type": "server_error", "param": None, "code": None}})
-            return
-        for chunk in chunker.feed(item):
-            yield chunk
-        item = await _next(ticket, request)
+        out: list[str] = []
+        for one in [item, *ticket.ready()]:
+            if one is END:
+                break
+            if isinstance(one, jobs.Failed):   # the status line is sent: the error goes in the stream
+                out.append(sse({"error": {"message": one.message, "type": "server_error", "param": None,
+                                          "code": None}}))
+                yield "".join(out)
+                return
+            out.extend(chunker.feed(one))
+        else:
+            if out:
+                yield "".join(out)
+            item = await _next(ticket, request)
+            continue
+        if out:
+            yield "".join(out)
+        return
 
 
 async def _whole(item: Any, ticket: Ticket, request: Request, shape: Shape):
