@@ -27,6 +27,9 @@ def register(sub) -> None:
     p.add_argument("--app", action="store_true",
                    help="measure the app instead: each prompt sent in the (headless) app, then given "
                         "to the engine alone on the same ids; compares their decode speed")
+    p.add_argument("--child", action="store_true",
+                   help="with --app: also through the app with its engine in a `hexa serve` child process "
+                        "(engine_process = child), in the same run")
     config.add_flags(p.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
     p.set_defaults(func=cmd_bench, uses_settings=True)
 
@@ -71,7 +74,16 @@ def bench_app(engine, cases, methods: list[str], args) -> int:
 
     from .tui import bench
 
-    rows = bench.run(engine, cases, methods, args.max_new_tokens, log=sys.stderr)
+    child = None
+    if args.child:
+        from .serve.child import start
+
+        child = start(args.loaded.settings)
+    try:
+        rows = bench.run(engine, cases, methods, args.max_new_tokens, log=sys.stderr, child=child)
+    finally:
+        if child is not None:
+            child.close()
     print(bench.format_table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

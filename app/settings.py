@@ -75,6 +75,20 @@ class Settings:
     agent_elements: int = option(10, "screen elements shown to the model per step (the best "
                                  "ranked; any the task names are kept)", low=3, high=60)
     keymap: dict[str, str] = option({}, "binding id = keys (see F1)", env=False)
+    # -- hexa serve: the engine behind an OpenAI-compatible HTTP API (docs/serve.md)
+    serve_host: str = option("127.0.0.1", "address `hexa serve` listens on (any but a loopback address "
+                             "needs an API key)", flag="--host")
+    serve_port: int = option(8765, "port `hexa serve` listens on (0: any free port, printed at start)",
+                             flag="--port", low=0, high=65535)
+    serve_queue: int = option(8, "requests `hexa serve` keeps waiting behind the one decoding; more "
+                              "are answered 429", flag="--queue", low=0, high=100000)
+    engine_process: str = option("inline", "where the app runs the engine: inline (in the app's process) or "
+                                 "child (a `hexa serve` process of its own: drawing never waits for it)",
+                                 choices=("inline", "child"))
+    engine_url: str | None = option(None, "the app uses the `hexa serve` already running at this URL (its "
+                                    "key in the serve_api_key_env variable) instead of loading a model")
+    serve_api_key_env: str = option("HEXA_SERVE_API_KEY", "the environment variable holding the API key "
+                                    "`hexa serve` requires of clients (needed on a non-loopback address)")
 
     @property
     def speculative(self) -> bool:
@@ -106,8 +120,8 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
             where = f"{origin + ': ' if origin else ''}{name} = {raw!r}"
         return ConfigError(f"{where}: {why}")
 
-    if raw is None or (raw == "" and name in ("model", "context", "threads")):
-        if name in ("model", "context", "threads"):
+    if raw is None or (raw == "" and name in ("model", "context", "threads", "engine_url")):
+        if name in ("model", "context", "threads", "engine_url"):
             return None
         raise bad("a value is needed")
     if kind is bool:
@@ -272,6 +286,7 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
 MODEL_FLAGS = ("model", "backend", "context", "method", "threads", "soc", "cost_profile")
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p")
 AGENT_FLAGS = ("device", "agent_steps")
+SERVE_FLAGS = ("serve_host", "serve_port", "serve_queue")
 
 
 def apply(settings: Settings, **changes: Any) -> Settings:

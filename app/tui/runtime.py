@@ -18,6 +18,21 @@ EngineFactory = Callable[[Any, Any, Callable[[str], None]], Any]   # (settings, 
 MemoryFactory = Callable[[Any, Any], Any]                          # (locations, engine)
 
 
+def app_engine(settings, locs, progress: Callable[[str], None]):
+    """The app's engine as the settings say: a running server's, a child process's, or in process."""
+    if settings.engine_url:
+        import os
+
+        from app.serve.client import RemoteEngine
+
+        return RemoteEngine(settings.engine_url, os.environ.get(settings.serve_api_key_env) or None)
+    if settings.engine_process == "child":
+        from app.serve.child import start
+
+        return start(settings, progress)
+    return load_engine(settings, locs, progress)
+
+
 def default_memory(locs, engine):
     return open_memory(locs, tokenizer=engine.encode)
 
@@ -42,6 +57,7 @@ class Runtime:
 
     def close(self) -> None:
         try:
+            close_engine(self.engine)
             self.memory.close()
         finally:
             if self.temporary is not None:
@@ -55,6 +71,8 @@ def build_runtime(settings, locs, progress: Callable[[str], None], engine_factor
     and counts tokens with the new model)."""
     from memory import StoreError
 
+    if previous is not None:      # a child engine process goes before the next one starts
+        close_engine(previous.engine)
     engine = OneAtATime(engine_factory(settings, locs, progress))
     if previous is not None:
         previous.memory.tokenizer = engine.encode
@@ -66,4 +84,10 @@ def build_runtime(settings, locs, progress: Callable[[str], None], engine_factor
         return Runtime(engine, temporary, settings, memory_problem=str(exc), temporary=folder)
 
 
-__all__ = ["Runtime", "build_runtime", "default_memory", "load_engine", "open_temporary_memory"]
+def close_engine(engine) -> None:
+    close = getattr(engine, "close", None)    # an engine in another process: stop it or disconnect
+    if close is not None:
+        close()
+
+
+__all__ = ["Runtime", "app_engine", "build_runtime", "default_memory", "load_engine", "open_temporary_memory"]
