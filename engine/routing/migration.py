@@ -21,11 +21,12 @@ def buffer_tokens(read_rate: float, migration_s: float) -> int:
 
 
 def text_handover(text: str) -> tuple[str, str]:
-    """(what the target is given, what it must regenerate): ``text`` cut after its last
-    whitespace, so the target never continues from half a word (a word split across tokenizers
-    would be tokenized unlike either endpoint's own output)."""
+    """(what the target is given, what it must regenerate): ``text`` cut before its last
+    whitespace, so the target never continues from half a word, nor from a trailing space (BPE
+    vocabularies carry a word's space at its start: "sat" + " on", never "sat " + "on"; the
+    target would be continuing from a tokenization it never produces itself)."""
     cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"))
-    return (text[:cut + 1], text[cut + 1:]) if cut >= 0 else ("", text)
+    return (text[:cut], text[cut:]) if cut >= 0 else ("", text)
 
 
 def same_vocabulary(local: list[list[int]], remote: list[list[int]]) -> bool:

@@ -1,0 +1,222 @@
+"""One request served by the device and a server together: the policy's plan starts each (the
+first token wins, the loser is cancelled), then the answer may migrate to the cheaper endpoint
+(token ids when the server takes them and shares the vocabulary, else text cut at a whitespace
+boundary) once the stream is B = r_c·t_m tokens ahead of the reader."""
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..events import Done, Step, Text
+from .client import Capabilities, ServerClient
+from .migration import buffer_tokens, text_handover, worth_migrating
+from .models import DeviceModel, Prices, ServerTTFT
+from .policy import Plan
+from .simulate import MIGRATION_QUANTILE
+
+
+@dataclass
+class Served:
+    text: str = ""
+    ttft: float = 0.0
+    served_by: str = ""                 # "device", "server", "device+server", ...
+    arrivals: list[float] = field(default_factory=list)   # one per token, seconds from the request
+    migrated: bool = False
+    handover: str = ""                  # "ids" | "text" when migrated
+    device_in: int = 0
+    server_in: int = 0
+    device_out: int = 0
+    server_out: int = 0
+    parts: list[tuple[str, int]] = field(default_factory=list)   # (endpoint, tokens) in order
+    note: str = ""                      # why the device served alone, if the server failed
+
+    def cost(self, p: Prices) -> float:
+        return (p.device_in * self.device_in + p.device_out * self.device_out + p.server_in * self.server_in
+                + p.server_out * self.server_out)
+
+
+class Live:
+    def __init__(self, engine, client: ServerClient, caps: Capabilities, device: DeviceModel, fit: ServerTTFT,
+                 prices: Prices, *, read_rate: float = 5.0, expected_out: float = 128.0):
+        self.engine, self.client, self.caps = engine, client, caps
+        self.device, self.fit, self.prices = device, fit, prices
+        self.read_rate, self.expected_out = read_rate, expected_out
+
+    # -- the two endpoints as streams of (source, tokens, text) on one queue ----------------------
+    def _device(self, loop, queue, ids: list[int], max_new: int, cancel: threading.Event) -> threading.Thread:
+        def work():
+            done = None
+            try:
+                for ev in self.engine.generate(ids, max_new_tokens=max_new, cancel=cancel, reuse=False):
+                    if isinstance(ev, Step):
+                        loop.call_soon_threadsafe(queue.put_nowait, ("device", ev.accepted, ""))
+                    elif isinstance(ev, Text):
+                        loop.call_soon_threadsafe(queue.put_nowait, ("device", 0, ev.delta))
+                    elif isinstance(ev, Done):
+                        done = ev
+            except Exception as exc:  # reported as the device's end; the caller decides
+                done = exc
+            loop.call_soon_threadsafe(queue.put_nowait, ("device", -1, done))
+        t = threading.Thread(target=work, daemon=True)
+        t.start()
+        return t
+
+    async def _server(self, queue, prompt, max_new: int, delay: float) -> None:
+        await asyncio.sleep(delay)
+        try:
+            async for text in self.client.stream(prompt, max_new):
+                queue.put_nowait(("server", 1, text))
+            queue.put_nowait(("server", -1, None))
+        except Exception as exc:  # noqa: BLE001 - the router falls back to the device
+            queue.put_nowait(("server", -1, exc))
+
+    def _server_prompt(self, ids: list[int]):
+        return ids if self.caps.handover == "ids" else self.engine.tokenizer.decode(ids, skip_special_tokens=False)
+
+    # -- one request -------------------------------------------------------------------------------
+    async def serve(self, ids: list[int], plan: Plan, max_new: int, *, migrate: bool = True,
+                    force_migrate_at: int | None = None, on_text: Callable[[str], None] | None = None) -> Served:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        out = Served()
+        t0 = time.perf_counter()
+        cancel = threading.Event()
+        thread: threading.Thread | None = None
+        server_task: asyncio.Task | None = None
+        first: dict = {}
+
+        async def start_device(delay: float):
+            nonlocal thread
+            await asyncio.sleep(delay)
+            if not first:
+                out.device_in += len(ids)
+                thread = self._device(loop, queue, ids, max_new, cancel)
+
+        if plan.server_at is not None:
+            out.server_in += len(ids) if plan.server_at == 0 else 0
+            server_task = asyncio.ensure_future(self._server(queue, self._server_prompt(ids), max_new,
+                                                             plan.server_at))
+        starter = asyncio.ensure_future(start_device(plan.device_at)) if plan.device_at is not None else None
+        current, gen_text, emitted, tokens, base = None, "", 0, 0, 0
+        ended: set[str] = set()
+        p = self.prices
+
+        def emit(upto: int):
+            nonlocal emitted
+            if upto > emitted and on_text:
+                on_text(gen_text[emitted:upto])
+            emitted = max(emitted, upto)
+
+        while True:
+            src, n, payload = await queue.get()
+            if n == -1:
+                ended.add(src)
+                if src == current:
+                    break
+                if current is not None:
+                    continue                             # the loser's end
+                if isinstance(payload, Exception) and src == "server":
+                    out.note = f"device served: {payload}"
+                    if thread is None:                   # the server failed first: the device now
+                        if starter:
+                            starter.cancel()
+                        out.device_in += len(ids)
+                        thread = self._device(loop, queue, ids, max_new, cancel)
+                        continue
+                started = {"device"} if thread is not None else set()
+                started |= {"server"} if server_task is not None else set()
+                if ended >= started and (starter is None or starter.done()):
+                    break
+                continue
+            if current is None:                      # the first token: the winner, the loser cancelled
+                current = src
+                first["t"] = out.ttft = time.perf_counter() - t0
+                out.served_by = src
+                if src == "device" and server_task:
+                    server_task.cancel()
+                elif src == "server":
+                    if starter:
+                        starter.cancel()
+                    cancel.set()
+            if src != current:
+                continue
+            now = time.perf_counter() - t0
+            out.arrivals += [now] * n
+            tokens += n
+            if src == "device":
+                out.device_out += n
+            else:
+                out.server_out += n
+            gen_text += payload
+            # while a text migration may still cut, show only whole words
+            emit(len(text_handover(gen_text)[0]) if migrate else len(gen_text))
+            if not migrate or out.migrated or n == 0:
+                continue
+            other = "server" if src == "device" else "device"
+            gap = (p.device_out - p.server_out) if src == "device" else (p.server_out - p.device_out)
+            t_m = (self.fit.quantile(MIGRATION_QUANTILE) if other == "server"
+                   else self.device.ttft(len(ids) + tokens))
+            read = 1 + (now - out.ttft) * self.read_rate
+            due = (tokens >= force_migrate_at if force_migrate_at is not None else
+                   tokens - read >= buffer_tokens(self.read_rate, t_m)
+                   and worth_migrating(gap, self.expected_out - tokens,
+                                       (p.server_in if other == "server" else p.device_in) * (len(ids) + tokens)))
+            if not due or tokens >= max_new:
+                continue
+            # hand over: stop the source, give the target prompt + what was generated
+            if src == "device":
+                cancel.set()
+                while True:                                  # the device's exact ids so far
+                    s2, n2, pl2 = await queue.get()
+                    if s2 == "device" and n2 == -1:
+                        break
+                    if s2 == "device" and n2 == 0:
+                        gen_text += pl2
+                done = pl2 if isinstance(pl2, Done) else None
+                if done is None or done.stop_reason != "cancelled":   # it finished meanwhile
+                    gen_text = done.text if done is not None else gen_text
+                    break
+                gen_ids = list(done.token_ids)
+                if self.caps.handover == "ids":
+                    kept, prompt = done.text, ids + gen_ids
+                else:
+                    kept = text_handover(done.text)[0]
+                    prompt = self._server_prompt(ids) + kept
+                gen_text = kept
+                emit(len(kept))
+                kept_tokens = len(self.engine.encode(kept)) if self.caps.handover != "ids" else len(gen_ids)
+                out.server_in += len(ids) + kept_tokens
+                current = "server"
+                cancel = threading.Event()
+                server_task = asyncio.ensure_future(self._server(queue, prompt, max_new - kept_tokens, 0.0))
+            else:
+                server_task.cancel()
+                kept = text_handover(gen_text)[0]
+                gen_text = kept
+                emit(len(kept))
+                new_ids = ids + self.engine.encode(kept)
+                kept_tokens = len(new_ids) - len(ids)
+                out.device_in += len(new_ids)
+                current = "device"
+                cancel = threading.Event()
+                thread = self._device(loop, queue, new_ids, max_new - kept_tokens, cancel)
+            out.parts.append((src, kept_tokens))
+            out.migrated, out.handover = True, (self.caps.handover if src == "device" else "text")
+            out.served_by += "+" + current
+            tokens = base = kept_tokens
+        emit(len(gen_text))
+        if server_task:
+            server_task.cancel()
+            await asyncio.gather(server_task, return_exceptions=True)
+        if starter:
+            starter.cancel()
+        cancel.set()
+        if thread:
+            await asyncio.to_thread(thread.join)
+        out.parts.append((current or "", tokens - base))
+        out.text = gen_text
+        return out
