@@ -57,7 +57,7 @@ def table(setup: Setup, budgets: Sequence[float], regimes: Sequence[str] = ("dc"
     return out
 
 
-def format_table(rows: list[tuple[str, float, Row]], provenance: Sequence[str]) -> str:
+def format_table(rows: list[tuple[str, float, Row]], provenance: Sequence[str], kind: str = "simulated") -> str:
     head = (f"{'regime':6} {'b':>4} {'policy':13} {'mean TTFT':>9} {'P99 TTFT':>8} {'vs random':>9} "
             f"{'P99 TBT':>7} {'budget':>6} {'cost/1k req':>11} {'migr':>5} {'delayed':>7} {'decide':>7}")
     lines = [head, "-" * len(head)]
@@ -72,7 +72,7 @@ def format_table(rows: list[tuple[str, float, Row]], provenance: Sequence[str]) 
                      f"{r.p99_tbt:6.3f}s {r.budget:6.3f} {r.cost * 1000:11.5f} {r.migrations:5d} "
                      f"{r.delayed:7d} {r.decision_us:5.1f}µs")
     n = rows[0][2].requests if rows else 0
-    lines.append(f"{n} simulated requests per row; budget = share of prompt tokens dispatched to the device "
+    lines.append(f"{n} {kind} requests per row; budget = share of prompt tokens dispatched to the device "
                  f"(dc) / the server (sc); P99 TBT as read at the reading rate; 'decide' = one dispatch decision")
     lines += [f"  {p}" for p in provenance]
     return "\n".join(lines)

@@ -33,6 +33,7 @@ class Served:
     server_out: int = 0
     parts: list[tuple[str, int]] = field(default_factory=list)   # (endpoint, tokens) in order
     note: str = ""                      # why the device served alone, if the server failed
+    dispatched: tuple[str, ...] = ()    # the endpoints the plan started (the budget's measure)
 
     def cost(self, p: Prices) -> float:
         return (p.device_in * self.device_in + p.device_out * self.device_out + p.server_in * self.server_in
@@ -133,6 +134,8 @@ class Live:
                     break
                 continue
             if current is None:                      # the first token: the winner, the loser cancelled
+                out.dispatched = tuple(x for x, on in (("device", thread is not None),
+                                                       ("server", server_task is not None)) if on)
                 current = src
                 first["t"] = out.ttft = time.perf_counter() - t0
                 out.served_by = src

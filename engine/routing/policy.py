@@ -93,17 +93,26 @@ def _mass(lengths: Sequence[int]) -> tuple[list[int], list[float]]:
     return s, out
 
 
-def server_threshold(lengths: Sequence[int], b: float) -> int:
-    """l_th with ∫₀^l_th l·p(l) dl = (1 − b)·E[l] on the empirical p(l): the longest length whose
-    cumulative token share stays within 1 − b (0: every prompt goes to the server)."""
+def server_split(lengths: Sequence[int], b: float) -> tuple[int, int, float]:
+    """(l_th, L, q) on the empirical p(l): ∫₀^l_th l·p(l) dl ≤ (1 − b)·E[l] for the longest l_th;
+    L is the next length in the data, and a prompt of exactly L races with probability q, so the
+    server's expected share is b even when many prompts have the same length (prompts cut to a
+    maximum do)."""
     s, cum = _mass(lengths)
-    th = 0
+    groups: dict[int, float] = {}                 # length -> cumulative share up to and with it
     for x, c in zip(s, cum):
+        groups[x] = c
+    th, before = 0, 0.0
+    for x, c in groups.items():
         if c <= 1 - b + 1e-12:
-            th = x
+            th, before = x, c
         else:
-            break
-    return th
+            return th, x, (c - (1 - b)) / (c - before)
+    return th, th + 1, 1.0
+
+
+def server_threshold(lengths: Sequence[int], b: float) -> int:
+    return server_split(lengths, b)[0]
 
 
 class DiscoServer(Policy):
@@ -111,10 +120,13 @@ class DiscoServer(Policy):
 
     def __init__(self, lengths: Sequence[int], b: float):
         self.b = b
-        self.l_th = server_threshold(lengths, b)
+        self.l_th, self.boundary, self.q = server_split(lengths, b)
 
     def plan(self, length, rng):
-        return Plan(None, 0.0) if length <= self.l_th else Plan(0.0, 0.0)
+        if length <= self.l_th:
+            return Plan(None, 0.0)
+        race = length > self.boundary or rng.random() < self.q     # the boundary group is split
+        return Plan(0.0, 0.0) if race else Plan(None, 0.0)
 
 
 class DiscoDevice(Policy):

@@ -86,15 +86,23 @@ def one(world: World, policy: Policy, length: int, n_out: int, expected_out: flo
             out.cost += overhead + (n_out - g) * (p.device_out if on_server else p.server_out)
             out.served_by += "+" + ("device" if on_server else "server")
     out.cost += cut * price_out
-    shown = first
-    for a in arrivals[1:]:
-        due = shown + 1 / world.read_rate
-        if a > due + 1e-9:
-            out.delayed += 1
-        nxt = max(a, due)
-        out.gaps.append(nxt - shown)
-        shown = nxt
+    out.gaps, out.delayed = reader_gaps(arrivals, world.read_rate)
     return out
+
+
+def reader_gaps(arrivals: Sequence[float], read_rate: float) -> tuple[list[float], int]:
+    """The reader's time between tokens: it reads one token every 1/read_rate s, or when the
+    token arrives if later (then the token counts as delayed)."""
+    gaps, delayed = [], 0
+    shown = arrivals[0] if arrivals else 0.0
+    for a in arrivals[1:]:
+        due = shown + 1 / read_rate
+        if a > due + 1e-9:
+            delayed += 1
+        nxt = max(a, due)
+        gaps.append(nxt - shown)
+        shown = nxt
+    return gaps, delayed
 
 
 def percentile(xs: Sequence[float], q: float) -> float:

@@ -49,6 +49,14 @@ def test_server_threshold_solves_the_integral():
         assert nxt is None or below + sum(x for x in LENGTHS if x == nxt) / sum(LENGTHS) > 1 - b
 
 
+def test_ties_at_the_threshold_are_split_to_keep_the_budget():
+    lengths = [100] * 10 + [512] * 30               # prompts cut to a maximum share one length
+    pol = DiscoServer(lengths, 0.3)
+    rng = random.Random(1)
+    sent = sum(x for _ in range(200) for x in lengths if pol.plan(x, rng).server_at is not None)
+    assert sent / (200 * sum(lengths)) == pytest.approx(0.3, abs=0.01)
+
+
 def test_beta_solves_the_device_share():
     for b in (0.1, 0.3, 0.5):
         p = DiscoDevice(LENGTHS, b, DEVICE, FIT)
