@@ -20,6 +20,7 @@ class DelayProxy:
         self.server: asyncio.base_events.Server | None = None
         self.port = 0
         self.replayed: list[float] = []        # the TTFTs drawn, in order
+        self.open = 0                          # client connections open now (a cancelled race closes its own)
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         self.server = await asyncio.start_server(self._client, host, port)
@@ -37,6 +38,7 @@ class DelayProxy:
         except OSError:
             c_writer.close()
             return
+        self.open += 1
         state = {"deadline": 0.0, "answering": True, "shift": self.latency}
 
         def request_starts() -> float:
@@ -85,3 +87,4 @@ class DelayProxy:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self.open -= 1
