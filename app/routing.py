@@ -26,3 +26,20 @@ def endpoints(settings: Settings, env: Mapping[str, str] | None = None) -> list[
 
 def prices(settings: Settings, ep: Endpoint) -> Prices:
     return Prices(settings.device_price_in, settings.device_price_out, ep.price_in, ep.price_out)
+
+
+def build_router(engine, settings: Settings, data_dir, env: Mapping[str, str] | None = None):
+    """(router or None, one line for the user or ""): routing is on when a server is configured
+    and the policy is not ``device``; the first configured server is the one routed to."""
+    if not settings.servers or settings.route == "device":
+        return None, ""
+    from engine.routing.router import Router
+
+    try:
+        ep = endpoints(settings, env)[0]
+    except ConfigError as exc:
+        return None, f"device serves: {exc}"
+    from pathlib import Path
+
+    return Router(engine, ep, prices(settings, ep), budget=settings.route_budget, policy=settings.route,
+                  state_path=Path(data_dir) / "routing.json"), ""

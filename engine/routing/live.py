@@ -42,8 +42,13 @@ class Served:
 
 class Live:
     def __init__(self, engine, client: ServerClient, caps: Capabilities, device: DeviceModel, fit: ServerTTFT,
-                 prices: Prices, *, read_rate: float = 5.0, expected_out: float = 128.0):
+                 prices: Prices, *, read_rate: float = 5.0, expected_out: float = 128.0,
+                 device_options: dict | None = None, temperature: float = 0.0):
         self.engine, self.client, self.caps = engine, client, caps
+        # the device's generate options (the app's method, sources, ...); a cold prefill by default,
+        # so that measured TTFTs are what a new request pays
+        self.device_options = device_options if device_options is not None else {"reuse": False}
+        self.temperature = temperature
         self.device, self.fit, self.prices = device, fit, prices
         self.read_rate, self.expected_out = read_rate, expected_out
 
@@ -52,7 +57,8 @@ class Live:
         def work():
             done = None
             try:
-                for ev in self.engine.generate(ids, max_new_tokens=max_new, cancel=cancel, reuse=False):
+                for ev in self.engine.generate(ids, max_new_tokens=max_new, cancel=cancel, temperature=self.temperature,
+                                               **self.device_options):
                     if isinstance(ev, Step):
                         loop.call_soon_threadsafe(queue.put_nowait, ("device", ev.accepted, ""))
                     elif isinstance(ev, Text):
@@ -69,7 +75,7 @@ class Live:
     async def _server(self, queue, prompt, max_new: int, delay: float) -> None:
         await asyncio.sleep(delay)
         try:
-            async for text in self.client.stream(prompt, max_new):
+            async for text in self.client.stream(prompt, max_new, self.temperature):
                 queue.put_nowait(("server", 1, text))
             queue.put_nowait(("server", -1, None))
         except Exception as exc:  # noqa: BLE001 - the router falls back to the device
@@ -80,7 +86,10 @@ class Live:
 
     # -- one request -------------------------------------------------------------------------------
     async def serve(self, ids: list[int], plan: Plan, max_new: int, *, migrate: bool = True,
-                    force_migrate_at: int | None = None, on_text: Callable[[str], None] | None = None) -> Served:
+                    force_migrate_at: int | None = None, on_text: Callable[[str], None] | None = None,
+                    stop: threading.Event | None = None) -> Served:
+        """Serve one request by ``plan``; ``on_text`` hears the answer as the reader may see it
+        (whole words while a text migration may still cut); ``stop`` (the user's cancel) ends it."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         out = Served()
@@ -113,7 +122,13 @@ class Live:
             emitted = max(emitted, upto)
 
         while True:
-            src, n, payload = await queue.get()
+            if stop is not None and stop.is_set():
+                out.note = out.note or "cancelled"
+                break
+            try:
+                src, n, payload = await asyncio.wait_for(queue.get(), 0.1 if stop is not None else None)
+            except asyncio.TimeoutError:
+                continue
             if n == -1:
                 ended.add(src)
                 if src == current:

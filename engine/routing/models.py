@@ -110,6 +110,7 @@ class Prices:
 class RoutingState:
     device: DeviceModel | None = None
     servers: dict[str, list[float]] = field(default_factory=dict)   # endpoint name -> observed TTFTs
+    lengths: list[int] = field(default_factory=list)                # recent prompt lengths: p(l)
 
     def server(self, name: str) -> ServerTTFT | None:
         got = self.servers.get(name)
@@ -131,7 +132,8 @@ def load_state(path: Path) -> RoutingState:
     try:
         dev = raw.get("device")
         return RoutingState(DeviceModel(**dev) if dev else None,
-                            {str(k): [float(x) for x in v] for k, v in raw.get("servers", {}).items()})
+                            {str(k): [float(x) for x in v] for k, v in raw.get("servers", {}).items()},
+                            [int(x) for x in raw.get("lengths", [])])
     except (TypeError, ValueError, AttributeError):
         raise EngineError(f"{path}: not a routing file (delete it to start afresh)") from None
 
@@ -141,5 +143,5 @@ def save_state(path: Path, state: RoutingState) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"device": asdict(state.device) if state.device else None,
-                               "servers": state.servers, "saved": time.strftime("%Y-%m-%d %H:%M:%S")}))
+                               "servers": state.servers, "lengths": state.lengths[-MAX_SAMPLES:], "saved": time.strftime("%Y-%m-%d %H:%M:%S")}))
     tmp.replace(path)

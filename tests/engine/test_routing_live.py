@@ -3,12 +3,9 @@ thread), on loopback, some tests through the delay proxy. Migration, races and a
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
 import time
 
-import httpx
+import llama_server
 import pytest
 
 from engine.routing.client import Endpoint, ServerClient
@@ -18,48 +15,17 @@ from engine.routing.policy import Plan
 from engine.routing.proxy import DelayProxy
 
 
-def _server_missing() -> str | None:
-    try:
-        import llama_cpp.server.app  # noqa: F401
-    except Exception as exc:
-        return f"llama_cpp[server] is not importable ({exc.__class__.__name__}); `pip install -e .[peers]`"
-    return None
-
-
-_MISSING = _server_missing()
+_MISSING = llama_server.missing()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
 PRICES = Prices(server_in=1e-7, server_out=1e-6)
 PROMPTS = ["What is the capital of France? Answer in two sentences.", "Name three primary colors.",
            "Write a haiku about the sea.", "Explain what a CPU does in one paragraph."]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server_url(engine):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(engine.source.path),
-                             "--n_threads", "1", "--n_ctx", "2048", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(240):
-            try:
-                if httpx.get(url + "/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None:
-                pytest.fail("llama_cpp.server exited while starting")
-            time.sleep(0.25)
+    with llama_server.running(engine.source.path) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def make_live(engine, client, caps) -> Live:
@@ -123,7 +89,7 @@ def test_race_cancels_the_loser(engine, server_url):
 
 def test_a_dead_server_leaves_the_device_serving_with_one_line(engine):
     async def main():
-        client = ServerClient(Endpoint("lab", f"http://127.0.0.1:{free_port()}/v1"))
+        client = ServerClient(Endpoint("lab", f"http://127.0.0.1:{llama_server.free_port()}/v1"))
         caps = await client.probe(engine.encode)
         live = make_live(engine, client, caps)
         ids = engine.chat_ids([{"role": "user", "content": PROMPTS[1]}])
