@@ -49,6 +49,7 @@ class ServerClient:
     def __init__(self, endpoint: Endpoint, timeout: float = 60.0):
         self.ep = endpoint
         self.extra: dict = {}          # set from the probe: what greedy decoding needs on this server
+        self.model = endpoint.model    # the OpenAI API requires one: the server's first, if not configured
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
         self.http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout, connect=5.0))
 
@@ -65,8 +66,8 @@ class ServerClient:
         (the server sees the client go and stops the request)."""
         body = {"prompt": prompt if isinstance(prompt, str) else list(prompt), "max_tokens": max_tokens,
                 "temperature": temperature, "stream": True}
-        if self.ep.model:
-            body["model"] = self.ep.model
+        if self.model:
+            body["model"] = self.model
         if stop:
             body["stop"] = list(stop)
         body.update(self.extra)
@@ -95,8 +96,8 @@ class ServerClient:
         (/tokenize), llama-cpp-python (/extras/tokenize); None otherwise."""
         body = {"content": text, "prompt": text, "input": text, "add_special": False,
                 "add_special_tokens": False}
-        if self.ep.model:
-            body["model"] = self.ep.model
+        if self.model:
+            body["model"] = self.model
         for path in ("/tokenize", "/extras/tokenize"):
             try:
                 r = await self.http.post(self.ep.root + path, json=body)
@@ -111,6 +112,12 @@ class ServerClient:
 
     async def probe(self, encode: Callable[[str], list[int]]) -> Capabilities:
         """Does the server share the device's vocabulary, and take token-id prompts?"""
+        if not self.model:
+            try:
+                r = await self.http.get(self.ep.url.rstrip("/") + "/models")
+                self.model = str(r.json()["data"][0]["id"]) if r.status_code == 200 else ""
+            except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+                self.model = ""
         remote = [await self.tokenize(p) for p in PROBES]
         llama = remote[0] is not None and await self._answers("/extras/tokenize")
         if llama:
@@ -121,8 +128,8 @@ class ServerClient:
         ids = False
         if same:
             body = {"prompt": encode("Hello"), "max_tokens": 1, "temperature": 0.0}
-            if self.ep.model:
-                body["model"] = self.ep.model
+            if self.model:
+                body["model"] = self.model
             try:
                 ids = (await self.http.post(self.ep.url.rstrip("/") + "/completions", json=body)).status_code == 200
             except httpx.HTTPError:

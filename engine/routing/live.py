@@ -76,7 +76,9 @@ class Live:
         await asyncio.sleep(delay)
         try:
             async for text in self.client.stream(prompt, max_new, self.temperature):
-                queue.put_nowait(("server", 1, text))
+                # a chunk may carry several tokens (hexa serve sends a speculative step's at once):
+                # counted with the device's tokenizer, exact when the vocabularies match
+                queue.put_nowait(("server", max(1, len(self.engine.encode(text))), text))
             queue.put_nowait(("server", -1, None))
         except Exception as exc:  # noqa: BLE001 - the router falls back to the device
             queue.put_nowait(("server", -1, exc))
@@ -131,6 +133,20 @@ class Live:
                 continue
             if n == -1:
                 ended.add(src)
+                if src == current and src == "server" and isinstance(payload, Exception) and tokens < max_new:
+                    # the server failed mid-answer (or as a migration's target): the device continues
+                    out.note = f"device continued: {payload}"
+                    kept = text_handover(gen_text)[0] if gen_text else ""
+                    gen_text = kept
+                    emit(len(kept))
+                    new_ids = ids + (self.engine.encode(kept) if kept else [])
+                    out.parts.append((src, tokens - base))
+                    base = tokens = len(new_ids) - len(ids)
+                    out.device_in += len(new_ids)
+                    current, cancel = "device", threading.Event()
+                    thread = self._device(loop, queue, new_ids, max_new - tokens, cancel)
+                    out.served_by += "+device"
+                    continue
                 if src == current:
                     break
                 if current is not None:

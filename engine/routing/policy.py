@@ -23,6 +23,8 @@ from .models import DeviceModel, Prices, ServerTTFT
 
 POLICIES = ("device", "server", "disco", "disco-dc", "disco-sc", "random-dc", "random-sc")
 ALPHA = 0.05        # the device starts by the server's (1 − α) TTFT quantile at the latest
+LTH_QUANTILE = 0.5  # device-constrained l_th: prompts the device answers before this server quantile...
+LTH_ROOM = 0.5      # ...within this part of the budget the cap leaves
 
 
 @dataclass(frozen=True)
@@ -143,9 +145,9 @@ class DiscoDevice(Policy):
             raise EngineError("the budget b must be between 0 and 1")
         self.b, self.server = b, server
         self.cap = server.quantile(1 - min(alpha, b))
-        room = max(0.0, (b - min(alpha, b)) / (1 - min(alpha, b))) / 2
+        room = max(0.0, (b - min(alpha, b)) / (1 - min(alpha, b))) * LTH_ROOM
         s, cum = _mass(lengths)
-        median = server.quantile(0.5)
+        median = server.quantile(LTH_QUANTILE)
         self.l_th = 0
         for x, c in zip(s, cum):
             if c > room or device.ttft(x) > median:
