@@ -37,7 +37,7 @@ class Runtime:
 
         router, note = build_router(self.engine, self.settings, self.data_dir) if self.data_dir else (None, "")
         self.agents = {"assistant": Assistant(self.engine, self.memory, self.settings, router, note),
-                       "summarizer": Summarizer(self.engine, self.memory, self.settings)}
+                       "summarizer": Summarizer(self.engine, self.memory, self.settings, router=router)}
 
     def update_settings(self, settings) -> None:
         from ..routing import build_router
@@ -48,6 +48,7 @@ class Runtime:
         if self.data_dir:
             assistant = self.agents["assistant"]
             assistant.router, assistant.router_note = build_router(self.engine, settings, self.data_dir)
+            self.agents["summarizer"].router = assistant.router
 
     def close(self) -> None:
         try:

@@ -91,6 +91,7 @@ class Router:
             plan = policy.plan(len(ids), random.Random())
             if plan.server_at is None and plan.device_at == 0.0:
                 result["device"] = True       # the device alone: the engine's own request, panels and all
+                save_state(self.state_path, st)
                 return
             live = Live(self.engine, client, self.caps, st.device, fit, self.prices, read_rate=self.read_rate,
                         expected_out=max_new, device_options=options, temperature=temperature)

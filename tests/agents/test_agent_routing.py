@@ -50,3 +50,17 @@ def test_a_dead_server_leaves_the_device_serving(real_engine, memory, tmp_path):
     # said once: the next request goes to the device without trying the server again
     events = list(agent.respond(None, "Name three animals."))
     assert not [e for e in events if isinstance(e, Notice)]
+
+
+@pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
+def test_the_summarizer_routes_a_document_to_the_server(real_engine, memory, tmp_path):
+    from agents.summarizer import Summarizer
+
+    doc = tmp_path / "a.txt"
+    doc.write_text("Alice met Bob in Paris on Monday to sign the contract. They agreed on the price.")
+    with llama_server.running(real_engine.source.path) as url:
+        router = routed(real_engine, memory, tmp_path, url, "server").router
+        agent = Summarizer(real_engine, memory, Settings(max_tokens=12), router=router)
+        events = list(agent.summarize(None, [agent.ingest(doc).id], "short"))
+    done = [e for e in events if isinstance(e, Done)][-1]
+    assert done.text and done.served_by.startswith("lab ")
