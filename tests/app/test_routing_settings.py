@@ -43,3 +43,12 @@ def test_saving_a_server_keeps_the_others(tmp_path):
     path = write(tmp_path, '[servers.lab]\nurl = "http://127.0.0.1:8080/v1"\n')
     save_changes(path, {"servers": {"cloud": {"url": "https://api.example.com/v1"}}})
     assert set(load(path, env={}).settings.servers) == {"lab", "cloud"}
+
+
+def test_the_footer_says_which_endpoint_served():
+    from app.tui.metrics import footer_text
+
+    line = footer_text({"new_tokens": 9, "ttft_ms": 80.0, "method": "vanilla",
+                        "served_by": "device 4 tok → lab 5 tok (migrated by text)"})
+    assert "served by device 4 tok → lab 5 tok (migrated by text)" in line
+    assert "served by" not in footer_text({"new_tokens": 9, "method": "vanilla", "served_by": ""})
