@@ -51,37 +51,55 @@ class Live:
         self.temperature = temperature
         self.device, self.fit, self.prices = device, fit, prices
         self.read_rate, self.expected_out = read_rate, expected_out
+        self._tags = 0                 # each endpoint run's tag (see _device)
+        self._server_tag = 0
 
     # -- the two endpoints as streams of (source, tokens, text) on one queue ----------------------
     def _device(self, loop, queue, ids: list[int], max_new: int, cancel: threading.Event) -> threading.Thread:
+        """One device request on its own thread; its events carry its tag, so that a cancelled
+        run's late events are never taken for the next run's."""
+        self._tags += 1
+        tag = self._tags
+
         def work():
             done = None
             try:
                 for ev in self.engine.generate(ids, max_new_tokens=max_new, cancel=cancel, temperature=self.temperature,
                                                **self.device_options):
                     if isinstance(ev, Step):
-                        loop.call_soon_threadsafe(queue.put_nowait, ("device", ev.accepted, ""))
+                        loop.call_soon_threadsafe(queue.put_nowait, ("device", ev.accepted, "", tag))
                     elif isinstance(ev, Text):
-                        loop.call_soon_threadsafe(queue.put_nowait, ("device", 0, ev.delta))
+                        loop.call_soon_threadsafe(queue.put_nowait, ("device", 0, ev.delta, tag))
                     elif isinstance(ev, Done):
                         done = ev
             except Exception as exc:  # reported as the device's end; the caller decides
                 done = exc
-            loop.call_soon_threadsafe(queue.put_nowait, ("device", -1, done))
+            loop.call_soon_threadsafe(queue.put_nowait, ("device", -1, done, tag))
         t = threading.Thread(target=work, daemon=True)
+        t.tag = tag
         t.start()
         return t
 
     async def _server(self, queue, prompt, max_new: int, delay: float) -> None:
+        self._tags += 1
+        tag = self._tags
+        self._server_tag = tag
         await asyncio.sleep(delay)
         try:
             async for text in self.client.stream(prompt, max_new, self.temperature):
                 # a chunk may carry several tokens (hexa serve sends a speculative step's at once):
                 # counted with the device's tokenizer, exact when the vocabularies match
-                queue.put_nowait(("server", max(1, len(self.engine.encode(text))), text))
-            queue.put_nowait(("server", -1, None))
+                queue.put_nowait(("server", max(1, len(self.engine.encode(text))), text, tag))
+            queue.put_nowait(("server", -1, None, tag))
         except Exception as exc:  # noqa: BLE001 - the router falls back to the device
-            queue.put_nowait(("server", -1, exc))
+            queue.put_nowait(("server", -1, exc, tag))
+
+    async def _after(self, previous, loop, queue, ids, max_new, cancel) -> threading.Thread:
+        """A new device request once the previous one (cancelled) has ended: the engine serves
+        one request at a time."""
+        if previous is not None:
+            await asyncio.to_thread(previous.join)
+        return self._device(loop, queue, ids, max_new, cancel)
 
     def _server_prompt(self, ids: list[int]):
         return ids if self.caps.handover == "ids" else self.engine.tokenizer.decode(ids, skip_special_tokens=False)
@@ -128,9 +146,12 @@ class Live:
                 out.note = out.note or "cancelled"
                 break
             try:
-                src, n, payload = await asyncio.wait_for(queue.get(), 0.1 if stop is not None else None)
+                src, n, payload, tag = await asyncio.wait_for(queue.get(), 0.1 if stop is not None else None)
             except asyncio.TimeoutError:
                 continue
+            if tag != (thread.tag if src == "device" and thread is not None else
+                       self._server_tag if src == "server" else -1):
+                continue                                 # a cancelled run's late event
             if n == -1:
                 ended.add(src)
                 if src == current and src == "server" and isinstance(payload, Exception) and tokens < max_new:
@@ -144,7 +165,7 @@ class Live:
                     base = tokens = len(new_ids) - len(ids)
                     out.device_in += len(new_ids)
                     current, cancel = "device", threading.Event()
-                    thread = self._device(loop, queue, new_ids, max_new - tokens, cancel)
+                    thread = await self._after(thread, loop, queue, new_ids, max_new - tokens, cancel)
                     out.served_by += "+device"
                     continue
                 if src == current:
@@ -205,11 +226,11 @@ class Live:
             if src == "device":
                 cancel.set()
                 while True:                                  # the device's exact ids so far
-                    s2, n2, pl2 = await queue.get()
-                    if s2 == "device" and n2 == -1:
+                    s2, n2, pl2, t2 = await queue.get()
+                    if s2 != "device" or t2 != thread.tag:
+                        continue
+                    if n2 == -1:
                         break
-                    if s2 == "device" and n2 == 0:
-                        gen_text += pl2
                 done = pl2 if isinstance(pl2, Done) else None
                 if done is None or done.stop_reason != "cancelled":   # it finished meanwhile
                     gen_text = done.text if done is not None else gen_text
@@ -237,7 +258,7 @@ class Live:
                 out.device_in += len(new_ids)
                 current = "device"
                 cancel = threading.Event()
-                thread = self._device(loop, queue, new_ids, max_new - kept_tokens, cancel)
+                thread = await self._after(thread, loop, queue, new_ids, max_new - kept_tokens, cancel)
             out.parts.append((src, kept_tokens))
             out.migrated, out.handover = True, (self.caps.handover if src == "device" else "text")
             out.served_by += "+" + current
