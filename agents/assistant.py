@@ -48,10 +48,12 @@ def title_of(text: str) -> str:
 class Assistant:
     mode = MODE
 
-    def __init__(self, engine: Any, memory: Any, settings: Any):
+    def __init__(self, engine: Any, memory: Any, settings: Any, router: Any = None, router_note: str = ""):
         self.engine = engine
         self.memory = memory
         self.settings = settings
+        self.router = router            # engine.routing.Router: device and server together (None: device)
+        self.router_note = router_note  # why routing is off though a server is configured, said once
 
     # -- requests ---------------------------------------------------------------------------------
     def respond(self, session_id, user_text: str, cancel: threading.Event | None = None) -> Iterator:
@@ -160,7 +162,10 @@ class Assistant:
             return []
 
     def _run(self, ids: list[int], max_new: int, sources, cancel) -> Iterator:
-        return self.engine.generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
+        if self.router_note:
+            yield Notice(self.router_note)
+            self.router_note = ""
+        yield from (self.router or self.engine).generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
                                     top_p=self.settings.top_p, method=self.settings.method,
                                     sources=sources, cancel=cancel, keep_answer=True)   # the next turn continues it
 

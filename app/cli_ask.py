@@ -76,7 +76,10 @@ def ask_in_session(args, engine, prompt: str) -> int:
             sid = session.id
         if args.system:
             memory.set_system_prompt(sid, args.system)
-        code = stream(Assistant(engine, memory, args.loaded.settings).respond(sid, prompt))
+        from .routing import build_router
+
+        router, note = build_router(engine, args.loaded.settings, args.data_dir)   # a [servers.X] configured
+        code = stream(Assistant(engine, memory, args.loaded.settings, router, note).respond(sid, prompt))
         print(f"hexa: session {sid} (continue with: hexa ask --session {sid} …)", file=sys.stderr)
         return code
 

@@ -89,6 +89,16 @@ class Settings:
                                     "key in the serve_api_key_env variable) instead of loading a model")
     serve_api_key_env: str = option("HEXA_SERVE_API_KEY", "the environment variable holding the API key "
                                     "`hexa serve` requires of clients (needed on a non-loopback address)")
+    # -- device and server (DiSCo routing; docs/routing.md) --
+    servers: dict[str, dict] = option({}, "OpenAI-compatible endpoints: [servers.NAME] url, model, api_key_env "
+                                      "(the NAME of an environment variable holding the key), price_in, "
+                                      "price_out (per token)", env=False)
+    route: str = option("disco", "where requests run when a server is configured", flag="--route-policy",
+                        choices=("device", "server", "disco", "random"))
+    route_budget: float = option(0.3, "routing budget b: the share of prompt tokens the dear side (the device "
+                                 "or the server, from the prices) may take", low=0.01, high=0.99)
+    device_price_in: float = option(0.0, "the device's cost per prompt token (its energy, priced by you)", low=0.0)
+    device_price_out: float = option(0.0, "the device's cost per generated token", low=0.0)
 
     @property
     def speculative(self) -> bool:
@@ -98,7 +108,7 @@ class Settings:
 def specs() -> dict[str, tuple[Spec, Any]]:
     """name -> (spec, declared type) for every option."""
     hints = {"str": str, "str | None": str, "int": int, "int | None": int, "float": float,
-             "bool": bool, "dict[str, str]": dict}
+             "bool": bool, "dict[str, str]": dict, "dict[str, dict]": dict}
     return {f.name: (f.metadata["spec"], hints[str(f.type)]) for f in fields(Settings)}
 
 
@@ -147,6 +157,8 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
                     else f"at least {spec.low:g}")
             raise bad(f"expected {what} {span}")
         return value
+    if name == "servers":
+        return parse_servers(raw, origin)
     if kind is dict:
         if not isinstance(raw, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
                                                    for k, v in raw.items()):
@@ -161,6 +173,29 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
     if spec.choices and raw.strip() not in spec.choices:
         raise bad(f"expected one of {', '.join(spec.choices)}")
     return raw.strip()
+
+
+SERVER_KEYS = {"url": str, "model": str, "api_key_env": str, "price_in": float, "price_out": float}
+
+
+def parse_servers(raw: Any, origin: str) -> dict[str, dict]:
+    """[servers.NAME] tables, each checked in one line: an http(s) url, known keys of the right type."""
+    where = f"{origin + ': ' if origin else ''}[servers"
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}]: expected tables [servers.NAME] with url = \"http://...\"")
+    out = {}
+    for name, table in raw.items():
+        if not isinstance(table, Mapping) or not str(table.get("url", "")).startswith(("http://", "https://")):
+            raise ConfigError(f"{where}.{name}]: needs url = \"http://HOST:PORT/v1\" (an OpenAI-compatible base URL)")
+        for key, value in table.items():
+            kind = SERVER_KEYS.get(key)
+            ok = kind is not None and (isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+                                       if kind is float else isinstance(value, str))
+            if not ok:
+                raise ConfigError(f"{where}.{name}]: {key} = {value!r} is not allowed (keys: "
+                                  f"{', '.join(SERVER_KEYS)}; prices are numbers >= 0)")
+        out[str(name)] = {k: (float(v) if SERVER_KEYS[k] is float else v) for k, v in table.items()}
+    return out
 
 
 # -- the file --------------------------------------------------------------------------------------
@@ -191,9 +226,9 @@ def save_changes(path: Path, changes: Mapping[str, Any]) -> Path:
     defaults = Settings()
     for name, value in changes.items():
         parse(name, value, "settings")                     # never write a value we would refuse
-        if name == "keymap":
-            value = {**table.get("keymap", {}), **value} if isinstance(table.get("keymap"), dict) else value
-        if value is None or (value == getattr(defaults, name) and name != "keymap"):
+        if name in ("keymap", "servers"):
+            value = {**table.get(name, {}), **value} if isinstance(table.get(name), dict) else value
+        if value is None or (value == getattr(defaults, name) and name not in ("keymap", "servers")):
             table.pop(name, None)
         else:
             table[name] = value

@@ -149,6 +149,8 @@ def footer_text(stats: dict) -> str:
     if stats.get("ms_per_token"):
         parts.append(f"{stats['ms_per_token']:.1f} ms/tok")
     parts.append(str(stats.get("method", "")))
+    if stats.get("served_by"):
+        parts.append(f"served by {stats['served_by']}")
     reason = stats.get("stop_reason")
     if reason == "max_tokens":
         parts.append("token limit (F5 continues)")

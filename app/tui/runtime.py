@@ -45,15 +45,25 @@ class Runtime:
     memory_problem: str = ""               # why the memory is a temporary one this run
     temporary: Path | None = None          # its folder, removed on close
     agents: dict = field(default_factory=dict)
+    data_dir: Path | None = None           # where routing keeps its fits (None: no routing)
 
     def __post_init__(self) -> None:
-        self.agents = {"assistant": Assistant(self.engine, self.memory, self.settings),
-                       "summarizer": Summarizer(self.engine, self.memory, self.settings)}
+        from ..routing import build_router
+
+        router, note = build_router(self.engine, self.settings, self.data_dir) if self.data_dir else (None, "")
+        self.agents = {"assistant": Assistant(self.engine, self.memory, self.settings, router, note),
+                       "summarizer": Summarizer(self.engine, self.memory, self.settings, router=router)}
 
     def update_settings(self, settings) -> None:
+        from ..routing import build_router
+
         self.settings = settings
         for agent in self.agents.values():
             agent.settings = settings
+        if self.data_dir:
+            assistant = self.agents["assistant"]
+            assistant.router, assistant.router_note = build_router(self.engine, settings, self.data_dir)
+            self.agents["summarizer"].router = assistant.router
 
     def close(self) -> None:
         try:
@@ -76,12 +86,14 @@ def build_runtime(settings, locs, progress: Callable[[str], None], engine_factor
     engine = OneAtATime(engine_factory(settings, locs, progress))
     if previous is not None:
         previous.memory.tokenizer = engine.encode
-        return Runtime(engine, previous.memory, settings, previous.memory_problem, previous.temporary)
+        return Runtime(engine, previous.memory, settings, previous.memory_problem, previous.temporary,
+                       data_dir=locs.data)
     try:
-        return Runtime(engine, memory_factory(locs, engine), settings)
+        return Runtime(engine, memory_factory(locs, engine), settings, data_dir=locs.data)
     except StoreError as exc:
         temporary, folder = fallback_memory(tokenizer=engine.encode)
-        return Runtime(engine, temporary, settings, memory_problem=str(exc), temporary=folder)
+        return Runtime(engine, temporary, settings, memory_problem=str(exc), temporary=folder,
+                       data_dir=locs.data)
 
 
 def close_engine(engine) -> None:
