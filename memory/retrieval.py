@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .indexing import IndexKeeper
+from .embeddings import MODEL_NAME
 from .models import ContextItem
 from .store import Store, unpack_ids
 from .vectors import VectorIndex, parse_id
@@ -34,6 +35,10 @@ MIN_CUT_ROOM = 32  # tokens: with less room left, a cut item says too little; tr
 # (``python -m memory.relevance``, 2026-11-24). Relevant paraphrases sharing no word with their note
 # score as low as 0.20 and near misses (Paris travel -> a Kyoto trip note) as high as 0.54.
 RELEVANCE_MIN = 0.49
+# A cosine threshold means something for one embedder only: another one (HEXA_EMBED_MODEL, the
+# tests' hash embedder) is uncalibrated and gets the k nearest, as before the threshold existed.
+CALIBRATED_MIN = {MODEL_NAME: RELEVANCE_MIN}
+NO_THRESHOLD = -2.0             # below any cosine similarity
 BUDGET_PER_QUESTION_TOKEN = 8     # context tokens per token of the question...
 BUDGET_MIN = 64                   # ...but a short question may still get a note or two
 RECENCY_BONUS = 0.04              # rank bonus of an item from just now, halved every...
@@ -45,8 +50,9 @@ NEAR_DUPLICATE = 0.6              # word-trigram Jaccard above which an item rep
 @dataclass(frozen=True)
 class Policy:
     """What is sent: the threshold (on the raw similarity: recency and session only order what
-    is relevant, they never make an item relevant) and the rank bonuses."""
-    min_score: float = RELEVANCE_MIN
+    is relevant, they never make an item relevant; None: the one calibrated for the embedder)
+    and the rank bonuses."""
+    min_score: float | None = None
     recency_bonus: float = RECENCY_BONUS
     same_session_bonus: float = SAME_SESSION_BONUS
     near_duplicate: float = NEAR_DUPLICATE
@@ -54,7 +60,7 @@ class Policy:
     @classmethod
     def legacy(cls) -> "Policy":
         """Before calibration: the k nearest whatever their similarity, exact duplicates once."""
-        return cls(min_score=-2.0, recency_bonus=0.0, same_session_bonus=0.0, near_duplicate=1.01)
+        return cls(min_score=NO_THRESHOLD, recency_bonus=0.0, same_session_bonus=0.0, near_duplicate=1.01)
 
 
 def budget_for(question_tokens: int, cap: int) -> int:
@@ -86,7 +92,7 @@ class Retriever:
         found = self.nearest(query, lambda vi, qv: (
             (self._chunk_hits(vi, qv, n) if "chunk" in kinds else [])
             + (self._turn_hits(vi, qv, n, session_id) if "message" in kinds else [])))
-        found = [it for it in found if it.score >= policy.min_score]
+        found = [it for it in found if it.score >= self.min_score(policy)]
         now = time.time() if now is None else now
 
         def rank(it: ContextItem) -> float:
@@ -97,6 +103,11 @@ class Retriever:
 
         found.sort(key=rank, reverse=True)
         return self._fit(found, k, token_budget, policy.near_duplicate)
+
+    def min_score(self, policy: Policy) -> float:
+        if policy.min_score is not None:
+            return policy.min_score
+        return CALIBRATED_MIN.get(getattr(self.index.embedder, "name", ""), NO_THRESHOLD)
 
     def nearest(self, query: str, search: Callable[[VectorIndex, list[float]], list]) -> list:
         """``search(index, query vector)``, or [] when there is no query or no usable index."""
