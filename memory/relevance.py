@@ -6,9 +6,10 @@ and the calibration of ``RELEVANCE_MIN``.
 
 The set holds notes (past turns and document chunks) and requests, each with the notes that would
 help answer it; every other (request, note) pair is labelled not relevant. The notes go into a
-temporary store embedded by the real MiniLM. The threshold is chosen on half of the requests (the
-even ones: best F1, the middle of the best plateau) and reported on the other half too, so the
-table is not only a measure of the data it was fitted on.
+temporary store embedded by the real MiniLM. The thresholds (one for past turns, one for document
+passages) are chosen on half of the requests (the even ones: best F1, the middle of the best
+plateau) and reported on the other half too, so the table is not only a measure of the data it
+was fitted on.
 """
 from __future__ import annotations
 
@@ -123,20 +124,37 @@ class LabelledStore:
         return s
 
 
-def calibrate(store: LabelledStore, queries: list[dict], lo: float = 0.15, hi: float = 0.65) -> float:
-    """The threshold with the best F1 on ``queries`` (the middle of the best plateau)."""
-    grid = [round(lo + i / 100, 2) for i in range(int(round((hi - lo) * 100)) + 1)]
-    f1 = {t: store.score(replace(Policy(), min_score=t), queries).f1 for t in grid}
-    best = max(f1.values())
-    plateau = [t for t in grid if f1[t] >= best - 1e-9]
-    return plateau[len(plateau) // 2]
+def calibrate(store: LabelledStore, queries: list[dict], lo: float = 0.2, hi: float = 0.7) -> tuple[float, float]:
+    """(turn, passage) thresholds with the best F1 on ``queries``: the point of the best plateau
+    nearest its middle. The candidates are ranked once; a pair of thresholds keeps the ``K``
+    best above them (the budget and near-duplicates, which the table applies, are left out)."""
+    ranked = []
+    for q in queries:
+        items = store.mem.context_for(q["q"], k=len(store.data["notes"]), token_budget=10**6,
+                                      policy=Policy.legacy())
+        ranked.append((q, [(it.kind, it.score, store.note_of.get((it.kind, it.ref_id)) in q["relevant"])
+                           for it in items]))
+    grid = [round(lo + i / 100, 2) for i in range(0, int(round((hi - lo) * 100)) + 1, 2)]
+
+    def f1(tm: float, tc: float) -> float:
+        s = Scores()
+        for q, items in ranked:
+            sent = [rel for kind, score, rel in items if score >= (tc if kind == "chunk" else tm)][:K]
+            s.injected, s.correct, s.relevant = s.injected + len(sent), s.correct + sum(sent), s.relevant + len(q["relevant"])
+        return s.f1
+
+    scores = {(tm, tc): f1(tm, tc) for tm in grid for tc in grid}
+    best = max(scores.values())
+    plateau = [p for p, v in scores.items() if v >= best - 1e-9]
+    mid = (sum(p[0] for p in plateau) / len(plateau), sum(p[1] for p in plateau) / len(plateau))
+    return min(plateau, key=lambda p: (p[0] - mid[0]) ** 2 + (p[1] - mid[1]) ** 2)
 
 
-def table(store: LabelledStore, threshold: float | None = None) -> dict:
+def table(store: LabelledStore, thresholds: tuple[float, float] | None = None) -> dict:
     queries = store.data["queries"]
     fit, held = queries[0::2], queries[1::2]
-    chosen = calibrate(store, fit) if threshold is None else threshold
-    after = replace(Policy(), min_score=chosen)
+    chosen = calibrate(store, fit) if thresholds is None else thresholds
+    after = replace(Policy(), min_score=chosen[0], min_chunk_score=chosen[1])
     rows = {
         "before (all)": store.score(Policy.legacy(), queries, legacy_budget=True),
         "before (held-out half)": store.score(Policy.legacy(), held, legacy_budget=True),
@@ -149,20 +167,22 @@ def table(store: LabelledStore, threshold: float | None = None) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m memory.relevance", description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", type=Path, default=DEFAULT_SET, help="the labelled set (JSON)")
-    ap.add_argument("--threshold", type=float, default=None, help="use this threshold instead of calibrating")
+    ap.add_argument("--thresholds", type=float, nargs=2, default=None, metavar=("TURN", "PASSAGE"),
+                    help="use these thresholds instead of calibrating")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args(argv)
     data = json.loads(args.set.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="hexa-relevance-") as tmp:
         store = LabelledStore(data, Path(tmp))
         try:
-            result = table(store, args.threshold)
+            result = table(store, tuple(args.thresholds) if args.thresholds else None)
         finally:
             store.close()
     pairs = len(data["queries"]) * len(data["notes"])
     relevant = sum(len(q["relevant"]) for q in data["queries"])
     print(f"{len(data['queries'])} requests x {len(data['notes'])} notes = {pairs} labelled pairs "
-          f"({relevant} relevant); threshold {result['threshold']:.2f} (calibrated on the even requests)")
+          f"({relevant} relevant); thresholds: turn {result['threshold'][0]:.2f}, passage "
+          f"{result['threshold'][1]:.2f} (calibrated on the even requests)")
     print(HEADER)
     for name, s in result["rows"].items():
         print(s.row(name))

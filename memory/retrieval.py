@@ -7,7 +7,7 @@ whose row is gone (an orphan awaiting cleanup) is simply not returned.
 Context must earn its place in the prompt: the 135M model copies whatever it is given (two chats
 about a dragon made "What is the capital of France?" answer with the dragon, 11.6 tokens accepted
 per step: it was reciting). So an item is sent only when its cosine similarity to the request
-reaches ``RELEVANCE_MIN`` (calibrated on the labelled set in ``tests/memory/data/relevance.json``,
+reaches ``RELEVANCE_MIN`` (``RELEVANCE_MIN_CHUNK`` for a passage; calibrated on the labelled set in ``tests/memory/data/relevance.json``,
 see ``memory.relevance``), near-duplicates are sent once, and the budget grows with the question
 (``budget_for``). Among relevant items, recent ones and those of the same session rank first.
 """
@@ -28,16 +28,17 @@ from .vectors import VectorIndex, parse_id
 
 MIN_CUT_ROOM = 32  # tokens: with less room left, a cut item says too little; try a shorter one
 
-# all-MiniLM-L6-v2 cosine similarity an item needs to be sent. On the labelled set (42 requests x
-# 20 notes, 30 relevant pairs) the best F1 on the calibration half is a plateau from 0.44 to 0.53;
-# its middle, 0.49, sends on the held-out half precision 0.85 / recall 0.85 (the k nearest sent
-# before: precision 0.15), and nothing at all to 7 of its 9 requests that nothing helps
-# (``python -m memory.relevance``, 2026-11-24). Relevant paraphrases sharing no word with their note
-# score as low as 0.20 and near misses (Paris travel -> a Kyoto trip note) as high as 0.54.
-RELEVANCE_MIN = 0.49
+# all-MiniLM-L6-v2 cosine similarity an item needs to be sent, by kind: a past turn is short and
+# about one thing, a document passage (~200 tokens) mixes several, so a passage that holds the
+# answer scores lower (0.29-0.44 on the labelled set, against 0.52-0.93 for turns). Calibrated on
+# the labelled set's even requests (54 x 24 = 1,296 pairs; best F1 for turns on 0.52-0.58, for
+# passages at 0.42 only); on the odd ones: precision 0.93, recall 0.82, where the 4 nearest sent
+# before had precision 0.16 (``python -m memory.relevance``, 2026-11-24; table in docs/memory.md).
+RELEVANCE_MIN = 0.54              # a past turn
+RELEVANCE_MIN_CHUNK = 0.42        # a document passage
 # A cosine threshold means something for one embedder only: another one (HEXA_EMBED_MODEL, the
 # tests' hash embedder) is uncalibrated and gets the k nearest, as before the threshold existed.
-CALIBRATED_MIN = {MODEL_NAME: RELEVANCE_MIN}
+CALIBRATED_MIN = {MODEL_NAME: {"message": RELEVANCE_MIN, "chunk": RELEVANCE_MIN_CHUNK}}
 NO_THRESHOLD = -2.0             # below any cosine similarity
 BUDGET_PER_QUESTION_TOKEN = 8     # context tokens per token of the question...
 BUDGET_MIN = 64                   # ...but a short question may still get a note or two
@@ -50,9 +51,10 @@ NEAR_DUPLICATE = 0.6              # word-trigram Jaccard above which an item rep
 @dataclass(frozen=True)
 class Policy:
     """What is sent: the threshold (on the raw similarity: recency and session only order what
-    is relevant, they never make an item relevant; None: the one calibrated for the embedder)
-    and the rank bonuses."""
+    is relevant, they never make an item relevant; None: the one calibrated for the embedder;
+    ``min_chunk_score``: another one for document passages) and the rank bonuses."""
     min_score: float | None = None
+    min_chunk_score: float | None = None
     recency_bonus: float = RECENCY_BONUS
     same_session_bonus: float = SAME_SESSION_BONUS
     near_duplicate: float = NEAR_DUPLICATE
@@ -92,7 +94,7 @@ class Retriever:
         found = self.nearest(query, lambda vi, qv: (
             (self._chunk_hits(vi, qv, n) if "chunk" in kinds else [])
             + (self._turn_hits(vi, qv, n, session_id) if "message" in kinds else [])))
-        found = [it for it in found if it.score >= self.min_score(policy)]
+        found = [it for it in found if it.score >= self.min_score(policy, it.kind)]
         now = time.time() if now is None else now
 
         def rank(it: ContextItem) -> float:
@@ -104,10 +106,12 @@ class Retriever:
         found.sort(key=rank, reverse=True)
         return self._fit(found, k, token_budget, policy.near_duplicate)
 
-    def min_score(self, policy: Policy) -> float:
+    def min_score(self, policy: Policy, kind: str) -> float:
+        if kind == "chunk" and policy.min_chunk_score is not None:
+            return policy.min_chunk_score
         if policy.min_score is not None:
             return policy.min_score
-        return CALIBRATED_MIN.get(getattr(self.index.embedder, "name", ""), NO_THRESHOLD)
+        return CALIBRATED_MIN.get(getattr(self.index.embedder, "name", ""), {}).get(kind, NO_THRESHOLD)
 
     def nearest(self, query: str, search: Callable[[VectorIndex, list[float]], list]) -> list:
         """``search(index, query vector)``, or [] when there is no query or no usable index."""
