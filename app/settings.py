@@ -65,6 +65,10 @@ class Settings:
     top_p: float = option(1.0, "nucleus sampling mass", flag="--top-p", low=0.01, high=1.0)
     retrieval: bool = option(True, "retrieve context from memory for each request")
     history_drafting: bool = option(True, "past responses become drafting sources")
+    # retrieval (issue 24): the most context one message may bring; a short question brings less
+    # (8 tokens per token of it, at least 64: see memory.retrieval.budget_for)
+    retrieval_tokens: int = option(384, "most tokens of retrieved context per message (a short "
+                                   "question gets less)", low=0, high=4096)
     device: str = option("127.0.0.1:5555", "the phone the UI agent drives: HOST:PORT of its adbd "
                          "(a phone after `adb tcpip 5555`, or `hexa phone serve`)", flag="--device")
     agent_steps: int = option(15, "most actions of one UI-agent episode", flag="--max-steps", low=1, high=100)

@@ -47,8 +47,9 @@ def test_saving_a_server_keeps_the_others(tmp_path):
 
 def test_the_footer_says_which_endpoint_served():
     from app.tui.metrics import footer_text
+    from memory.models import ResponseStats
 
-    line = footer_text({"new_tokens": 9, "ttft_ms": 80.0, "method": "vanilla",
-                        "served_by": "device 4 tok → lab 5 tok (migrated by text)"})
+    line = footer_text(ResponseStats(new_tokens=9, ttft_ms=80.0, method="vanilla",
+                                     served_by="device 4 tok → lab 5 tok (migrated by text)"))
     assert "served by device 4 tok → lab 5 tok (migrated by text)" in line
-    assert "served by" not in footer_text({"new_tokens": 9, "method": "vanilla", "served_by": ""})
+    assert "served by" not in footer_text(ResponseStats(new_tokens=9, method="vanilla", served_by=""))
