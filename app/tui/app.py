@@ -85,6 +85,9 @@ class HexaApp(App):
         parts = getattr(getattr(self.runtime, "engine", None), "resident_bytes", None)
         if parts is not None:
             self.device.engine_mb = {k: v / 1e6 for k, v in parts().items()}
+        for screen in self.mode_screens:    # idle panels show it now, not at the next request
+            if screen.is_current and not screen.busy:
+                screen.show_panels()
 
     def set_status(self, text: str) -> None:
         self.status = text

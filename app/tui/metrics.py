@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from engine.events import CONSTRAINT_SOURCE, SOURCES, Done, Prefill, Step, Text
 
 SPARK_STEPS = 60      # steps drawn in the sparkline (the mean and histogram count every step)
+# below this many prompt tokens actually fed, a prefill rate is noise: a 1-token prefill of a kept
+# prompt showed "13 tok/s" (one token over a forward pass's fixed cost), so its time is shown instead
+MIN_RATE_TOKENS = 16
 
 
 def process_rss_mb() -> float:
@@ -54,8 +57,8 @@ class RequestMetrics:
     prefill_reused: int = 0   # prompt tokens served from a kept prefix (in done/total, never fed)
     prefill_ms: float = 0.0
     tokens: int = 0
-    draft_ms: float = 0.0
-    verify_ms: float = 0.0
+    draft_total_ms: float = 0.0   # over every step of the pass: the panel shows the mean per step
+    verify_total_ms: float = 0.0
     switched: int = 0
     total_blocks: int = 0
     exposed_load_ms: float = 0.0
@@ -68,6 +71,25 @@ class RequestMetrics:
     def mean_accepted(self) -> float:
         """Emitted tokens per decoding step over the whole pass (the same figure as Done's)."""
         return self.accepted / self.steps if self.steps else 0.0
+
+    @property
+    def draft_ms(self) -> float:
+        return self.draft_total_ms / self.steps if self.steps else 0.0
+
+    @property
+    def verify_ms(self) -> float:
+        return self.verify_total_ms / self.steps if self.steps else 0.0
+
+    @property
+    def prefill_fed(self) -> int:
+        """Prompt tokens actually run through the model (the reused ones were not)."""
+        if self.done:
+            return self.done.prompt_tokens - self.done.reused_tokens
+        return self.prefill_done - self.prefill_reused
+
+    @property
+    def prefill_rate_shown(self) -> bool:
+        return self.prefill_fed >= MIN_RATE_TOKENS
 
     @property
     def prefill_tok_s(self) -> float:
@@ -109,7 +131,8 @@ class RequestMetrics:
             self.recent.append(event.accepted)
             self.histogram[event.accepted] += 1
             self.sources.update(event.sources)
-            self.draft_ms, self.verify_ms = event.draft_ms, event.verify_ms
+            self.draft_total_ms += event.draft_ms
+            self.verify_total_ms += event.verify_ms
             self.tokens += event.accepted
             self._stamp(event.t)
         elif isinstance(event, Text):
