@@ -157,9 +157,10 @@ class RequestMetrics:
                 if s != CONSTRAINT_SOURCE or self.sources.get(s)]
 
 
-def footer_text(stats: dict) -> str:
+def footer_text(stats: dict, continues: bool = True) -> str:
     """One line of final figures kept under a response ("" for a message that is not one: a user
-    message's stats hold only the context it was sent with)."""
+    message's stats hold only the context it was sent with). ``continues``: F5 can continue a
+    response cut at the token limit (the assistant's; a summary cannot be continued)."""
     if not stats or "new_tokens" not in stats:
         return ""
     parts = [f"{stats['new_tokens']} tok"]
@@ -174,7 +175,8 @@ def footer_text(stats: dict) -> str:
     parts.append(str(stats.get("method", "")))
     reason = stats.get("stop_reason")
     if reason == "max_tokens":
-        parts.append("token limit (F5 continues)")
+        parts.append("token limit (F5 continues)" if continues
+                     else f"stopped at the token limit ({stats['new_tokens']})")
     elif reason and reason != "eos":
         parts.append(reason)
     return " · ".join(p for p in parts if p)

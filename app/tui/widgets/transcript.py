@@ -86,7 +86,10 @@ class MessageView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static(ROLE_TITLES.get(self.role, self.role), classes="role")
         yield Markdown(self.text, classes="body", parser_factory=chat_parser)
-        yield Static(footer_text(self.stats), classes="footer")
+        yield Static(self._footer(), classes="footer")
+
+    def _footer(self) -> str:
+        return footer_text(self.stats, getattr(self.parent, "continues", True))
 
     def _tail(self) -> StreamTail | None:
         try:
@@ -129,7 +132,7 @@ class MessageView(Vertical, can_focus=True):
             self.query_one(".footer", Static).display = True
         if stats is not None:
             self.stats = stats
-        line = footer_text(self.stats)
+        line = self._footer()
         self.query_one(".footer", Static).update(" · ".join(x for x in (line, note) if x))
         if not self.text.strip():
             await self.query_one(Markdown).update("*(no text)*")
@@ -165,6 +168,8 @@ class MessageView(Vertical, can_focus=True):
 
 class Transcript(VerticalScroll):
     """The messages of one session."""
+
+    continues = True      # F5 continues a response cut at the token limit (not in every mode)
 
     def on_mount(self) -> None:
         self.anchor()
