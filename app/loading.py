@@ -14,6 +14,9 @@ Progress = Callable[[str], None]
 
 
 def load_engine(settings: Settings, locs: Locations, progress: Progress | None = None):
+    from engine.model_source import resolve
+
+    resolve(settings.model)   # a model hexa cannot run is refused from its header before torch loads
     from engine import Engine
 
     return Engine.load(settings.model, cache_dir=ensure(locs.cache), backend=settings.backend,
