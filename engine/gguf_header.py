@@ -14,7 +14,7 @@ def header_value(path: Path, key: str):
     """One metadata value read straight from a GGUF's header, stopping there (``general.architecture``
     comes first): GGUFReader builds an object for every vocabulary entry (Gemma's 262k tokens held
     ~0.8 GB and took seconds), which a start that reads its packed codes never needs. ``key``
-    None: every scalar and string value up to the tensor list, as a dict."""
+    None: the scalar and string values before the tokenizer's keys, as a dict."""
     import struct
     sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
     formats = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
@@ -44,6 +44,8 @@ def header_value(path: Path, key: str):
             values = {}
             for _ in range(read("<Q")):
                 name, kind = text(), read("<I")
+                if key is None and name.startswith("tokenizer."):
+                    break        # the vocabulary comes last: hundreds of thousands of strings
                 found = value(kind)
                 if name == key:
                     return found
@@ -55,7 +57,7 @@ def header_value(path: Path, key: str):
 
 
 def header(path: Path) -> dict:
-    """Every scalar and string of the header (arrays such as the vocabulary are skipped)."""
+    """The scalars and strings of the header before the tokenizer's part (arrays are skipped)."""
     return header_value(path, None)  # type: ignore[arg-type]
 
 
