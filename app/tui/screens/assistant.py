@@ -21,6 +21,7 @@ def context_label(used: int, window: int) -> str:
 
 class AssistantScreen(ModeScreen):
     MODE = "assistant"
+    RESENDS = True
     BINDINGS = [bind("chat.regenerate", "regenerate"), bind("chat.continue", "continue_response")]
 
     def compose_input(self) -> ComposeResult:
@@ -45,6 +46,25 @@ class AssistantScreen(ModeScreen):
         view.set_footer("generating…")
         sid, agent, text = self.session_id, self.agent, message.text
         self.start(lambda job: agent.respond(sid, text, job.cancel), view)
+
+    async def resend(self, view, text: str) -> None:
+        """An edited message sent again: it and everything after it leave the session (memory
+        too, on the job's thread), then it is answered as if just typed (with fresh retrieval)."""
+        transcript = self.query_one(Transcript)
+        children = list(transcript.children)
+        later = children[children.index(view):]
+        gone = [v.message_id for v in later if getattr(v, "message_id", None) is not None]
+        await transcript.remove_children(later)
+        await transcript.add("user", text)
+        answer = await transcript.add("assistant")
+        answer.set_footer("generating…")
+        sid, agent, memory = self.session_id, self.agent, self.memory
+
+        def job(j):
+            for message_id in gone:
+                memory.delete_message(message_id)
+            yield from agent.respond(sid, text, j.cancel)
+        self.start(job, answer)
 
     async def action_regenerate(self) -> None:
         if not self._need_session() or self.busy:
