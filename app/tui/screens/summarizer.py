@@ -8,6 +8,7 @@ from typing import Callable
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Button, Input, Label, ProgressBar, Select
 
 from agents.common import AgentError
@@ -54,8 +55,13 @@ class FileRow(Horizontal):
     ended = False         # read in, refused or cancelled: the row says so
 
     def progress(self, done: int, total: int, error: str | None = None) -> None:
-        bar = self.query_one(ProgressBar)
-        state = self.query_one(".file-state", Label)
+        try:
+            bar = self.query_one(ProgressBar)
+            state = self.query_one(".file-state", Label)
+        except NoMatches:      # a row just mounted (drawn after its first refresh) or being removed
+            if self.is_attached:
+                self.call_after_refresh(self.progress, done, total, error)
+            return
         if error:         # the reason in full is a notification and the row's tooltip
             self.ended = True
             state.update("[yellow]cancelled[/yellow]" if error.endswith("cancelled; nothing was kept")
@@ -70,10 +76,13 @@ class FileRow(Horizontal):
 
     def stopped(self) -> None:
         """The request ended before this file was read in: an empty bar, not a waiting one."""
-        if not self.ended:
+        if not self.ended and self.is_attached:
             self.ended = True
-            self.query_one(ProgressBar).update(total=1, progress=0)
-            self.query_one(".file-state", Label).update("[yellow]not read[/yellow]")
+            try:
+                self.query_one(ProgressBar).update(total=1, progress=0)
+                self.query_one(".file-state", Label).update("[yellow]not read[/yellow]")
+            except NoMatches:       # being removed: a new request's rows replace it
+                pass
 
 
 class SummarizerScreen(ModeScreen):
