@@ -216,8 +216,8 @@ class SummarizerScreen(ModeScreen):
 
     def request_done(self, done: Done) -> None:
         if done.stop_reason == "max_tokens":
-            self.set_status(f"[yellow]stopped at the token limit ({done.new_tokens}): "
-                            f"a longer summary needs a higher Max new tokens (F8)[/yellow]")
+            self.set_status(f"[yellow]stopped at the token limit ({done.new_tokens}); "
+                            f"F8 sets Max new tokens[/yellow]")
         elif done.stop_reason == "cancelled":
             self.set_status("cancelled")
         else:
