@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from engine.events import CONSTRAINT_SOURCE, SOURCES, Done, Prefill, Step, Text
 
 SPARK_STEPS = 60      # steps drawn in the sparkline (the mean and histogram count every step)
-# below this many prompt tokens actually fed, a prefill rate is noise: a 1-token prefill of a kept
-# prompt showed "13 tok/s" (one token over a forward pass's fixed cost), so its time is shown instead
-MIN_RATE_TOKENS = 16
+# below this many prompt tokens actually fed, a prefill rate mostly measures a forward pass's fixed
+# cost: a 1-token prefill of a kept prompt showed "13 tok/s", 16 fed tokens 56 tok/s while a 54-token
+# prompt ran at 223 tok/s in the same session (120x40 tmux run, 2 busy cores): their time is shown
+MIN_RATE_TOKENS = 32
 
 
 def process_rss_mb() -> float:
