@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import build_parser
-from tests_gguf import write_gguf
+from synthetic_gguf import write_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 

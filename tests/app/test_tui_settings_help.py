@@ -10,7 +10,7 @@ from textual.widgets import Input, Label, Select
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.settings import PICK, SettingsScreen
 from fakes import FakeEngine
-from tests_gguf import write_gguf
+from synthetic_gguf import write_gguf
 from tui_helpers import SIZE, hash_memory, make_app, ready, wait
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.cli import main
 from app.model_catalog import find_models, remember, remembered
-from tests_gguf import write_gguf
+from synthetic_gguf import write_gguf
 from tui_helpers import locations_in
 
 
