@@ -22,7 +22,7 @@ import torch
 from .errors import EngineError
 from .gguf_codes import NATIVE, as_layout7, decode, pack
 from .kernels import PANEL
-from .gguf_header import ARCHITECTURES, check_architecture, header_value  # noqa: F401  (callers import them here)
+from .gguf_header import ARCHITECTURES, check_architecture
 from .model_source import ModelSource
 
 Progress = Callable[[str], None]
