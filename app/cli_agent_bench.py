@@ -35,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, default=None, metavar="N", help="the first N tasks only")
     p.add_argument("--variants", type=int, default=0, metavar="K",
                    help="add K freshly drawn variants of each app's task templates")
-    p.add_argument("--seed", type=int, default=0, help="the variants' seed (default 0: the same tasks each run)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="the variants' seed (default 0: the same tasks each run)")
     p.add_argument("--only-variants", action="store_true", help="run the drawn variants only")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="attempts per task (default 1; the ladder's repeats rung makes at least 2)")

@@ -12,9 +12,9 @@ def register(sub) -> None:
                          description="Answer one prompt. A summary line (TTFT, prefill and decode "
                                      "speed, tokens per step) goes to stderr.")
     ask.add_argument("prompt", nargs="?", help="the question (default: read standard input)")
-    ask.add_argument("--system", default=None, help="system prompt (with a session: saved as its system prompt)")
-    ask.add_argument("--seed", type=int, default=None, help="sampling seed")
-    ask.add_argument("--stop", action="append", default=[], help="stop string (repeatable; one-shot only)")
+    ask.add_argument("--system", default=None, metavar="TEXT", help="system prompt (with a session: saved as its system prompt)")
+    ask.add_argument("--seed", type=int, default=None, metavar="N", help="sampling seed")
+    ask.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop string (repeatable; one-shot only)")
     conv = ask.add_mutually_exclusive_group()
     conv.add_argument("--session", type=int, metavar="ID", help="continue stored session ID")
     conv.add_argument("-c", "--continue", dest="resume", action="store_true",

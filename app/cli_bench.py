@@ -10,12 +10,12 @@ from . import settings as config
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="benchmark decoding methods on a JSONL prompt set")
-    p.add_argument("--data", required=True, type=Path, help="JSONL file: {id, task, turns}")
-    p.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
-    p.add_argument("--n", type=int, default=None, help="prompts per task (default: all)")
-    p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--max-prompt-tokens", type=int, default=1536)
-    p.add_argument("--methods", default="vanilla,pld",
+    p.add_argument("--data", required=True, type=Path, metavar="FILE", help="JSONL file: {id, task, turns}")
+    p.add_argument("--tasks", default=None, metavar="TASK,...", help="comma-separated tasks (default: all)")
+    p.add_argument("--n", type=int, default=None, metavar="N", help="prompts per task (default: all)")
+    p.add_argument("--max-new-tokens", type=int, default=128, metavar="N")
+    p.add_argument("--max-prompt-tokens", type=int, default=1536, metavar="N")
+    p.add_argument("--methods", default="vanilla,pld", metavar="METHOD,...",
                    help="comma-separated methods: the engine's, transformers' hf/pld/pld3/pld10, and llamacpp "
                         "(llama.cpp on the same GGUF; `pip install -e .[peers]`); the reference is vanilla, "
                         "else the first")
@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("--turns", action="store_true",
                    help="multi-turn instead: each case's turns in one session; every turn from the second "
                         "runs warm (the kept KV prefix) and cold, comparing TTFT and tokens")
-    p.add_argument("--json", type=Path, default=None, help="write every figure and output here")
+    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write every figure and output here")
     p.add_argument("--app", action="store_true",
                    help="measure the app instead: each prompt sent in the (headless) app, then given "
                         "to the engine alone on the same ids; compares their decode speed")

@@ -14,17 +14,17 @@ def add_flags(p) -> None:
     g = p.add_argument_group("routing (--route)")
     g.add_argument("--route", action="store_true",
                    help="benchmark device/server routing (DiSCo) instead of decoding methods")
-    g.add_argument("--budget", default="0.1,0.3,0.5",
+    g.add_argument("--budget", default="0.1,0.3,0.5", metavar="B,...",
                    help="comma-separated budgets b: the share of prompt tokens the device (device-constrained) "
                         "or the server (server-constrained) may take")
-    g.add_argument("--trace", default="gpt-4o-mini",
+    g.add_argument("--trace", default="gpt-4o-mini", metavar="NAME|FILE",
                    help="server TTFTs to replay: a built-in distribution (gpt-4o-mini, deepseek-v2.5, command, "
                         "llama-3-70b) or a JSON file with a list of TTFTs in seconds")
     g.add_argument("--live", default=None, metavar="URL",
                    help="live mode: race the device against this OpenAI-compatible server (e.g. "
                         "http://127.0.0.1:8080/v1) through the delay proxy, at the first --budget; "
                         "at most 200 requests")
-    g.add_argument("--latency", type=float, default=0.02,
+    g.add_argument("--latency", type=float, default=0.02, metavar="S",
                    help="live: one-way network latency the proxy adds, seconds (default 0.02)")
     g.add_argument("--regime", choices=("sc", "dc"), default="sc",
                    help="live: the prices to route by (sc: a paid server; dc: the device's energy priced)")

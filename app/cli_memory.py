@@ -26,7 +26,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 
     a = sub.add_parser("add", help="ingest documents (txt, md, pdf, docx, html, source files)")
     a.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    a.add_argument("--session", type=int, default=None, help="attach to this session id")
+    a.add_argument("--session", type=int, default=None, metavar="ID", help="attach to this session id")
     a.add_argument("--max-mb", type=float, default=20.0, metavar="MIB",
                    help="size limit per file in MiB (default 20)")
     a.set_defaults(func=cmd_add)
@@ -37,9 +37,9 @@ def register(subparsers) -> argparse.ArgumentParser:
 
     q = sub.add_parser("search", help="search past turns and document chunks")
     q.add_argument("query")
-    q.add_argument("-k", type=int, default=5, help="number of results (default 5)")
+    q.add_argument("-k", type=int, default=5, metavar="N", help="number of results (default 5)")
     q.add_argument("--kind", choices=("all", "message", "chunk"), default="all")
-    q.add_argument("--budget", type=int, default=4000, help="token budget for all results")
+    q.add_argument("--budget", type=int, default=4000, metavar="N", help="token budget for all results")
     q.add_argument("--relevant", action="store_true",
                    help="only what the assistant would send: similarity at least the calibrated threshold")
     q.add_argument("--json", action="store_true", help="print JSON")
@@ -59,14 +59,14 @@ def register(subparsers) -> argparse.ArgumentParser:
     e = sub.add_parser("export", help="export a session as Markdown or JSON")
     e.add_argument("--session", type=int, required=True, metavar="ID")
     e.add_argument("--format", choices=("md", "json"), default="md")
-    e.add_argument("--output", "-o", type=Path, default=None, help="write to a file, not stdout")
+    e.add_argument("--output", "-o", type=Path, default=None, metavar="FILE", help="write to a file, not stdout")
     e.set_defaults(func=cmd_export)
 
     r = sub.add_parser("reindex", help="rebuild the vector index from the SQLite store")
     r.set_defaults(func=cmd_reindex)
 
     ls = sub.add_parser("sessions", help="list sessions")
-    ls.add_argument("--mode", default=None)
+    ls.add_argument("--mode", default=None, metavar="MODE")
     ls.set_defaults(func=cmd_sessions)
 
     d = sub.add_parser("docs", help="list documents")

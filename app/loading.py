@@ -14,11 +14,18 @@ Progress = Callable[[str], None]
 
 
 def load_engine(settings: Settings, locs: Locations, progress: Progress | None = None):
+    from engine.model_source import resolve
+
+    resolve(settings.model)   # a model hexa cannot run is refused from its header before torch loads
     from engine import Engine
 
-    return Engine.load(settings.model, cache_dir=ensure(locs.cache), backend=settings.backend,
-                       threads=settings.threads, context_window=settings.context, progress=progress,
-                       soc=settings.soc, cost_profile=settings.cost_profile)
+    from .model_catalog import remember
+
+    engine = Engine.load(settings.model, cache_dir=ensure(locs.cache), backend=settings.backend,
+                         threads=settings.threads, context_window=settings.context, progress=progress,
+                         soc=settings.soc, cost_profile=settings.cost_profile)
+    remember(locs, settings.model)            # offered again by `hexa models` and Settings (F8)
+    return engine
 
 
 def open_memory(locs: Locations, tokenizer: Callable[[str], list[int]] | None = None, **kw):

@@ -313,6 +313,8 @@ def add_flags(parser: argparse.ArgumentParser, names: tuple[str, ...], *, top_le
         extra: dict[str, Any] = {}
         if spec.choices:
             extra["metavar"] = "{" + ",".join(spec.choices) + "}"
+        else:            # what to type, not argparse's internal name (SETTING_DEVICE)
+            extra["metavar"] = METAVARS.get(name) or {int: "N", float: "X"}.get(kind, name.upper())
         parser.add_argument(spec.flag, dest=f"setting_{name}", default=None if top_level else argparse.SUPPRESS,
                             help=f"{spec.help} [{env_var(name)}]", **extra)
 
@@ -322,6 +324,7 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
     return {k[len("setting_"):]: v for k, v in vars(args).items() if k.startswith("setting_") and v is not None}
 
 
+METAVARS = {"model": "GGUF|DIR|HUB_ID", "device": "HOST:PORT", "cost_profile": "FILE|DEVICE"}
 MODEL_FLAGS = ("model", "backend", "context", "method", "threads", "soc", "cost_profile")
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p")
 AGENT_FLAGS = ("device", "agent_steps")

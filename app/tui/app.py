@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from app.keys import KEYS
@@ -85,6 +86,12 @@ class HexaApp(App):
         parts = getattr(getattr(self.runtime, "engine", None), "resident_bytes", None)
         if parts is not None:
             self.device.engine_mb = {k: v / 1e6 for k, v in parts().items()}
+        for screen in self.mode_screens:    # idle panels show it now, not at the next request
+            if screen.is_current and not screen.busy:
+                try:
+                    screen.show_panels()
+                except NoMatches:           # the screen is being taken down (quitting)
+                    pass
 
     def set_status(self, text: str) -> None:
         self.status = text

@@ -29,6 +29,7 @@ def context_label(sent: int, window: int, answer: int = 0) -> str:
 
 class AssistantScreen(ModeScreen):
     MODE = "assistant"
+    RESENDS = True
     BINDINGS = [bind("chat.regenerate", "regenerate"), bind("chat.continue", "continue_response"),
                 bind("chat.memory", "toggle_memory", show=False)]   # listed in F1
 
@@ -94,6 +95,25 @@ class AssistantScreen(ModeScreen):
         await self.mem(self.memory.set_session_retrieval, sid, on)
         self.notify(f"Memory {'on' if on else 'off'} for this session: its messages are sent "
                     f"{'with' if on else 'without'} context from other chats and documents.")
+
+    async def resend(self, view, text: str) -> None:
+        """An edited message sent again: it and everything after it leave the session (memory
+        too, on the job's thread), then it is answered as if just typed (with fresh retrieval)."""
+        transcript = self.query_one(Transcript)
+        children = list(transcript.children)
+        later = children[children.index(view):]
+        gone = [v.message_id for v in later if getattr(v, "message_id", None) is not None]
+        await transcript.remove_children(later)
+        await transcript.add("user", text)
+        answer = await transcript.add("assistant")
+        answer.set_footer("generating…")
+        sid, agent, memory = self.session_id, self.agent, self.memory
+
+        def job(j):
+            for message_id in gone:
+                memory.delete_message(message_id)
+            yield from agent.respond(sid, text, j.cancel)
+        self.start(job, answer)
 
     async def action_regenerate(self) -> None:
         if not self._need_session() or self.busy:

@@ -2,19 +2,22 @@
 
 It shows the values in effect. A value set for this run by an environment variable or a flag is
 marked; Save writes only the fields the user changed here, so a one-off override never lands in
-the file. The methods and backends offered are the engine's own (``engine.methods``).
+the file. The methods and backends offered are the engine's own (``engine.methods``); the models
+offered are the ones found on this machine (``app.model_catalog``), any path can still be typed.
+It opens on its first field; Enter in a field or Ctrl+S saves, Esc cancels.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Switch
 
+from app.model_catalog import find_models
 from app.settings import ConfigError, Loaded, Settings, parse, specs
 from engine.methods import BACKENDS, METHODS
 
@@ -22,11 +25,16 @@ from engine.methods import BACKENDS, METHODS
 FIELDS = (("model", "Model"), ("backend", "Backend"), ("method", "Decoding method"),
           ("max_tokens", "Max new tokens"), ("temperature", "Temperature"), ("top_p", "Top-p"),
           ("context", "Context (tokens)"), ("threads", "Threads"),
-          ("retrieval", "Retrieval from memory"), ("history_drafting", "Drafting from history"))
+          ("retrieval", "Retrieval from memory"), ("history_drafting", "Drafting from history"),
+          # agent mode
+          ("device", "Phone (HOST:PORT)"), ("agent_steps", "Agent: most steps"),
+          ("agent_elements", "Agent: screen elements"))
+PICK = "pick-model"      # the found models, below the model field: choosing one fills it in
 
 
 class SettingsScreen(ModalScreen[dict | None]):
-    BINDINGS = [Binding("escape", "dismiss_none", "Cancel", show=False)]
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel", show=False),
+                Binding("ctrl+s", "save", "Save", show=False, priority=True)]
     DEFAULT_CLASSES = "dialog"
 
     def __init__(self, settings: Settings, loaded: Loaded):
@@ -55,10 +63,44 @@ class SettingsScreen(ModalScreen[dict | None]):
                     override = self.loaded.overridden(name)
                     yield Label(label + (f"\n[dim]{override} this run[/dim]" if override else ""))
                     yield self.editor(name)
-            yield Label(f"Saved to {self.loaded.path} (only what you change here)", classes="dim",
-                        markup=False)
+                    if name == "model":
+                        yield Label("[dim]Models found[/dim]")
+                        yield Select([], prompt="looking for models…", id=PICK)
+            yield Label(f"Enter or Ctrl+S saves to {self.loaded.path} (only what you change here); "
+                        f"Esc cancels", classes="dim", markup=False)
             yield Horizontal(Button("Save", variant="primary", id="ok"), Button("Cancel", id="cancel"),
                              classes="buttons")
+
+    def on_mount(self) -> None:
+        self.query_one("#model").focus()
+        self.look_for_models()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def look_for_models(self) -> None:
+        """The models on this machine (headers only: ~10 ms for a few files), off the UI thread."""
+        try:
+            found = [m for m in find_models(self.app.locs) if m.supported]  # type: ignore[attr-defined]
+        except Exception:
+            found = []
+        self.app.call_from_thread(self.offer_models, found)
+
+    def offer_models(self, found) -> None:
+        options = [(f"{m.name} · {m.size_mb:,.0f} MB · {m.architecture} {m.quant}", m.path) for m in found]
+        pick = self.query_one(f"#{PICK}", Select)
+        pick.set_options(options)
+        pick.prompt = "choose one to fill in the model" if options else "none found (hexa models)"
+
+    @on(Select.Changed, f"#{PICK}")
+    def _picked(self, event: Select.Changed) -> None:
+        if event.value is not Select.NULL:
+            self.query_one("#model", Input).value = str(event.value)
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.save()
+
+    def action_save(self) -> None:
+        self.save()
 
     def changes(self) -> dict[str, Any]:
         """The fields whose value differs from the one in effect (checked; raises ConfigError)."""

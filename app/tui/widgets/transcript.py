@@ -99,7 +99,10 @@ class MessageView(Vertical, can_focus=True):
         yield Markdown(self.text, classes="body", parser_factory=chat_parser)
         if describe(self.context):
             yield context_line(self.context)
-        yield Static(footer_text(self.stats), classes="footer")
+        yield Static(self._footer(), classes="footer")
+
+    def _footer(self) -> str:
+        return footer_text(self.stats, getattr(self.parent, "continues", True))
 
     async def set_context(self, context: SentContext | None) -> None:
         """Show what the message was sent with, once it is known (the agent retrieves it after
@@ -151,7 +154,7 @@ class MessageView(Vertical, can_focus=True):
             self.query_one(".footer", Static).display = True
         if stats is not None:
             self.stats = stats
-        line = footer_text(self.stats)
+        line = self._footer()
         self.query_one(".footer", Static).update(" · ".join(x for x in (line, note) if x))
         if not self.text.strip():
             await self.query_one(Markdown).update("*(no text)*")
@@ -187,6 +190,8 @@ class MessageView(Vertical, can_focus=True):
 
 class Transcript(VerticalScroll):
     """The messages of one session."""
+
+    continues = True      # F5 continues a response cut at the token limit (not in every mode)
 
     def on_mount(self) -> None:
         self.anchor()
