@@ -6,6 +6,7 @@
 from .errors import DocumentError, IngestCancelled, StoreError
 from .memory import Memory
 from .models import ContextItem, Document, Message, Session
+from .options import MemoryOptions
 
-__all__ = ["Memory", "StoreError", "DocumentError", "IngestCancelled", "Session", "Message",
+__all__ = ["Memory", "MemoryOptions", "StoreError", "DocumentError", "IngestCancelled", "Session", "Message",
            "Document", "ContextItem"]

@@ -18,8 +18,9 @@ EngineFactory = Callable[[Any, Any, Callable[[str], None]], Any]   # (settings, 
 MemoryFactory = Callable[[Any, Any], Any]                          # (locations, engine)
 
 
-def default_memory(locs, engine):
-    return open_memory(locs, tokenizer=engine.encode)
+def default_memory(locs, engine, settings=None):
+    """The memory in the data folder, with ``settings``' [memory] options (HexaApp passes them)."""
+    return open_memory(locs, tokenizer=engine.encode, settings=settings)
 
 
 @dataclass

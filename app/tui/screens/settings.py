@@ -2,7 +2,9 @@
 
 It shows the values in effect. A value set for this run by an environment variable or a flag is
 marked; Save writes only the fields the user changed here, so a one-off override never lands in
-the file. The methods and backends offered are the engine's own (``engine.methods``).
+the file. The methods and backends offered are the engine's own (``engine.methods``). Below
+them, the advanced group: every option of the file's [engine], [qnn] and [memory] tables, each
+with where its value comes from (default, config.toml, or the variable that sets it this run).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Switch
 
-from app.settings import ConfigError, Loaded, Settings, parse, specs
+from app.settings import NULLABLE, ConfigError, Loaded, Settings, env_var, key, parse, specs
 from engine.methods import BACKENDS, METHODS
 
 # (field, label) in the order shown
@@ -23,6 +25,9 @@ FIELDS = (("model", "Model"), ("backend", "Backend"), ("method", "Decoding metho
           ("max_tokens", "Max new tokens"), ("temperature", "Temperature"), ("top_p", "Top-p"),
           ("context", "Context (tokens)"), ("threads", "Threads"),
           ("retrieval", "Retrieval from memory"), ("history_drafting", "Drafting from history"))
+# the advanced group: the file's tables, in declaration order (the engine's apply on a model reload,
+# the memory's at the next start)
+ADVANCED = tuple(name for name, (spec, _) in specs().items() if spec.section)
 
 
 class SettingsScreen(ModalScreen[dict | None]):
@@ -39,11 +44,18 @@ class SettingsScreen(ModalScreen[dict | None]):
             return Select([(b, b) for b in BACKENDS], value=value, allow_blank=False, id=name)
         if name == "method":
             return Select([(m, m) for m in METHODS], value=value, allow_blank=False, id=name)
-        if name in ("retrieval", "history_drafting"):
+        spec, kind = specs()[name]
+        if spec.section and spec.choices:
+            return Select([(c, c) for c in spec.choices], value=value, allow_blank=False, id=name)
+        if kind is bool and name in NULLABLE:                 # auto (None), true or false
+            word = {None: "auto", True: "true", False: "false"}[value]
+            return Select([(w, w) for w in ("auto", "true", "false")], value=word, allow_blank=False, id=name)
+        if kind is bool:
             return Switch(value, id=name)
         placeholder = {"model": "embedded SmolLM2-135M-Instruct", "context": "backend default",
-                       "threads": "all cores"}.get(name, "")
-        kind = specs()[name][1]
+                       "threads": "all cores", "engine_cc": "cc, gcc or clang on PATH",
+                       "memory_embed_model": "bundled all-MiniLM-L6-v2",
+                       "memory_embed_threads": "leave torch's"}.get(name, "")
         return Input("" if value is None else str(value), placeholder=placeholder, id=name,
                      type={int: "integer", float: "number"}.get(kind, "text"))
 
@@ -55,6 +67,13 @@ class SettingsScreen(ModalScreen[dict | None]):
                     override = self.loaded.overridden(name)
                     yield Label(label + (f"\n[dim]{override} this run[/dim]" if override else ""))
                     yield self.editor(name)
+                yield Label("[b]Advanced[/b]\n[dim]config.toml tables[/dim]")
+                yield Label("[dim]engine: applied on a model reload; memory: at the next start[/dim]")
+                for name in ADVANCED:
+                    origin = self.loaded.origins.get(name, "default")
+                    yield Label(f"{key(name)}\n[dim]{origin}{' this run' if origin == env_var(name) else ''}"
+                                f"[/dim]", markup=True)
+                    yield self.editor(name)
             yield Label(f"Saved to {self.loaded.path} (only what you change here)", classes="dim",
                         markup=False)
             yield Horizontal(Button("Save", variant="primary", id="ok"), Button("Cancel", id="cancel"),
@@ -63,7 +82,7 @@ class SettingsScreen(ModalScreen[dict | None]):
     def changes(self) -> dict[str, Any]:
         """The fields whose value differs from the one in effect (checked; raises ConfigError)."""
         out = {}
-        for name, _ in FIELDS:
+        for name in [n for n, _ in FIELDS] + list(ADVANCED):
             raw = self.query_one(f"#{name}").value  # type: ignore[attr-defined]
             value = parse(name, raw.strip() if isinstance(raw, str) else raw, "settings")
             if value != getattr(self.settings, name):
