@@ -133,10 +133,10 @@ def test_the_check_itself_catches_reads():
         assert not READS.search(line) or ALLOWED.search(line), line
 
 
-def hexa(*args, env: dict, home: Path):
+def hexa(*args, env: dict, home: Path, dirs=("CONFIG", "DATA", "LOG", "CACHE")):
     import os
 
-    full = {**os.environ, **env, **{f"HEXA_{n}_DIR": str(home / n.lower()) for n in ("CONFIG", "DATA", "LOG", "CACHE")}}
+    full = {**os.environ, **env, **{f"HEXA_{n}_DIR": str(home / n.lower()) for n in dirs}}
     return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, env=full,
                           timeout=300, cwd=ROOT)
 
@@ -152,7 +152,8 @@ def test_hexa_ask_stops_before_load_with_one_line(tmp_path, var, bad):
 
 @pytest.mark.slow
 def test_hexa_doctor_shows_every_knob_with_its_origin_and_fails_on_a_bad_one(tmp_path):
-    r = hexa("doctor", env={"HEXA_LINEAR": "mkl", "HEXA_SPIN_US": "-5"}, home=tmp_path)
+    # the user's cache: a fresh one would compile the kernels (~45 s)
+    r = hexa("doctor", env={"HEXA_LINEAR": "mkl", "HEXA_SPIN_US": "-5"}, home=tmp_path, dirs=("CONFIG", "DATA", "LOG"))
     assert r.returncode == 1 and "HEXA_SPIN_US=-5: expected an integer between 0 and 1000000" in r.stdout
     rows = {line.split()[0]: line.split()[1:] for line in r.stdout.split("settings (value", 1)[1].splitlines()[1:]}
     assert set(rows) == {config.key(n) for n in config.specs()}
