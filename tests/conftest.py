@@ -7,6 +7,8 @@ does not convert it again. Tests never touch the user's own hexa folders.
 Tiers: ``pytest -m "not slow"`` is the fast tier. A test that asks for the real model (``engine``,
 ``real_engine``) or the native kernels (``kernel``) is marked slow here, so none slips into the
 fast tier by accident; tests that reach the real MiniLM, the HTP emulator or tmux mark themselves.
+``-m bench`` is the benchmark tier (speed ratios; ``make bench``), left out of ``pytest -q`` by
+pyproject's addopts. Shared helpers live in ``tests/support/``.
 """
 from __future__ import annotations
 
