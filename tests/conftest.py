@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes import HashEmbedder
+from support.fakes import HashEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_CACHE = Path(os.environ.get("HEXA_TEST_CACHE", ROOT / ".test-cache"))
@@ -48,6 +48,14 @@ def engine():
 @pytest.fixture(scope="session")
 def real_engine(engine):
     return engine
+
+
+@pytest.fixture(scope="session")
+def tokenizer_engine():
+    """The embedded model's tokenizer behind the engine's text methods, no weights (fast tier)."""
+    from support.tokenizer import TokenizerEngine
+
+    return TokenizerEngine(TEST_CACHE)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from engine.engine import Engine
-from fakes import FakeEngine, HashEmbedder
+from support.fakes import FakeEngine, HashEmbedder
 
 
 def public_methods(cls) -> dict[str, inspect.Signature]:

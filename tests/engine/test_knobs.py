@@ -76,7 +76,7 @@ def test_the_linear_choice_picks_the_library_kernel():
 
 
 def test_the_torch_runtime_states_its_backend_contract():
-    from scripted_backend import BigramBackend, backend_members
+    from support.scripted_backend import BigramBackend, backend_members
 
     m = tiny_model("mkl")
     assert {"forward", "logits", "new_cache", "begin_prefill", "switch_status", "max_draft"} <= backend_members()

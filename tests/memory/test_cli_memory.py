@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from app.cli import main
-from fakes import HashEmbedder
+from support.fakes import HashEmbedder
 from memory import Memory
-from memory_helpers import child_env
+from support.memory_helpers import child_env
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from agents.ui.explore import Explorer
 from agents.ui.knowledge import Knowledge
 from agents.ui.options import AgentOptions
 from engine.events import Done
-from fakes import FakeEngine
+from support.fakes import FakeEngine
 
 
 def run(agent, task, **kw):
