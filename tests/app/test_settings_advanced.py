@@ -159,3 +159,10 @@ def test_hexa_doctor_shows_every_knob_with_its_origin_and_fails_on_a_bad_one(tmp
     assert set(rows) == {config.key(n) for n in config.specs()}
     assert rows["engine.linear"][:2] == ["mkl", "HEXA_LINEAR"] and rows["engine.spin_us"][:2] == ["200", "default"]
     assert rows["qnn.switch"][:2] == ["auto", "default"] and rows["memory.embed_model"][-1] == "[HEXA_EMBED_MODEL]"
+
+
+def test_docs_settings_lists_every_option_and_variable():
+    text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    missing = [config.key(n) for n in config.specs() if f"`{config.key(n)}`" not in text and n != "keymap"]
+    missing += [v for n in config.specs() for v in config.env_vars(n) if f"`{v}`" not in text]
+    assert not missing, missing
