@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -158,7 +159,7 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
     spec, kind = specs()[name]
 
     def bad(why: str) -> ConfigError:
-        if origin.isupper():   # an environment variable
+        if re.fullmatch(r"[A-Z_][A-Z0-9_]*", origin):   # an environment variable
             where = f"{origin}={raw}"
         elif origin.startswith("--"):
             where = f"{origin} {raw}"
