@@ -40,10 +40,10 @@ def test_cancel_before_start_gives_cancelled_done(real_engine, memory):
     assert done.stop_reason == "cancelled"
 
 
-def test_regenerate_without_messages(real_engine, memory):
-    agent = Assistant(real_engine, memory, Settings(max_tokens=8))
+def test_regenerate_without_messages(tokenizer_engine, memory):
+    agent = Assistant(tokenizer_engine, memory, Settings(max_tokens=8))   # refused before any generation
     sid = memory.new_session("assistant").id
-    with pytest.raises(AgentError):
+    with pytest.raises(AgentError, match="."):
         list(agent.regenerate(sid))
 
 
