@@ -142,12 +142,23 @@ def hexa(*args, env: dict, home: Path, dirs=("CONFIG", "DATA", "LOG", "CACHE")):
 
 
 @pytest.mark.parametrize("var, bad", [(var, bad) for _, var, _, _, bad in KNOBS])
-def test_hexa_ask_stops_before_load_with_one_line(tmp_path, var, bad):
+def test_hexa_ask_stops_before_load_with_one_line(tmp_path, monkeypatch, capsys, var, bad):
+    from app.cli import main
+
+    monkeypatch.setenv("HEXA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(var, bad)
+    assert main(["ask", "hi"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hexa: {var}={bad}: expected"), lines
+    assert not (tmp_path / "cache").exists()          # nothing loaded, nothing cached
+
+
+def test_the_hexa_command_stops_the_same_way(tmp_path):
+    """Once through a real process: the exit status and the one line a user sees."""
     t0 = time.monotonic()
-    r = hexa("ask", "hi", env={var: bad}, home=tmp_path)
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"hexa: {var}={bad}: expected"), r.stderr
-    assert not (tmp_path / "cache").exists() and time.monotonic() - t0 < 20     # nothing loaded, nothing cached
+    r = hexa("ask", "hi", env={"HEXA_LINEAR": "fast"}, home=tmp_path)
+    assert r.returncode == 2 and r.stderr == "hexa: HEXA_LINEAR=fast: expected one of native, onednn, mkl\n"
+    assert not (tmp_path / "cache").exists() and time.monotonic() - t0 < 20
 
 
 @pytest.mark.slow
