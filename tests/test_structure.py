@@ -189,3 +189,13 @@ def test_every_module_the_virtual_phone_imports_is_declared():
 def test_the_dependency_check_can_fail(tmp_path):
     (tmp_path / "x.py").write_text("import os\nimport yaml\nfrom .y import z\nfrom app import settings\n")
     assert third_party_imports([tmp_path / "x.py"]) == {"yaml"} and "yaml" not in declared_distributions()
+
+
+def test_test_helpers_live_in_tests_support():
+    """A helper beside the tests that use it is found only when pytest happened to put its folder
+    on the path first; tests/support is imported by name (``support.fakes``) from anywhere."""
+    tests = ROOT / "tests"
+    stray = sorted(str(p.relative_to(tests)) for p in tests.rglob("*.py")
+                   if not p.name.startswith("test_") and p.name != "conftest.py"
+                   and "support" not in p.relative_to(tests).parts and "__snapshots__" not in p.parts)
+    assert not stray, f"helpers outside tests/support: {stray}"
