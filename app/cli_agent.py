@@ -86,7 +86,7 @@ def cmd_agent(args) -> int:
 
     s = args.loaded.settings
     if args.export is not None:
-        with open_memory(args.locations) as memory:
+        with open_memory(args.locations, settings=s) as memory:
             text = memory.episodes.export_jsonl()
         if str(args.export) == "-":
             sys.stdout.write(text)
@@ -104,7 +104,7 @@ def cmd_agent(args) -> int:
               file=sys.stderr)
         engine = load_engine(s, args.locations)
         confirm = (lambda q: True) if args.yes else ask_user
-        with open_memory(args.locations, tokenizer=engine.encode) as memory:
+        with open_memory(args.locations, tokenizer=engine.encode, settings=s) as memory:
             if not known_apps(memory):
                 print("hexa: no app explored yet: run `hexa agent explore` first (the agent works "
                       "without, worse)", file=sys.stderr)

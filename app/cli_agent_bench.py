@@ -156,7 +156,7 @@ def cmd_agent_bench(args) -> int:
         else:
             base = Path(tempfile.mkdtemp(prefix="hexa-bench-memory-"))
             folders.append(base)
-        explored = explore(device, control, base, engine, apps, args.explore_budget)
+        explored = explore(device, control, base, engine, apps, args.explore_budget, config.memory_options(s))
         if explored:
             print(exploration_table(explored))
         runs = []
@@ -188,7 +188,8 @@ def _copy(base: Path, name: str, folders: list[Path]) -> Path:
     return folder
 
 
-def explore(device, control, folder: Path, engine, apps: list[tuple[str, str]], budget: int) -> list[dict]:
+def explore(device, control, folder: Path, engine, apps: list[tuple[str, str]], budget: int,
+            options=None) -> list[dict]:
     """Every app the tasks involve, explored into the memory at ``folder`` from a fresh phone; the
     cost per app (this run's actions, the graph's size, minutes)."""
     from agents.ui.knowledge import Knowledge
@@ -205,7 +206,7 @@ def explore(device, control, folder: Path, engine, apps: list[tuple[str, str]], 
         line.clear()
         print(summary_text(r), file=sys.stderr, flush=True)
 
-    with Memory.open(folder, tokenizer=engine.encode) as memory:
+    with Memory.open(folder, tokenizer=engine.encode, options=options) as memory:
         reports = explore_apps(device, Knowledge(memory.ui_graphs), apps, budget,
                                progress=lambda i, name, r: line.show(progress_text(i, len(apps), name, r), r),
                                explored=explored, before=lambda package: control.reset())
@@ -223,5 +224,5 @@ def run_rung_in(folder: Path, engine, device, control, settings, rung: Rung, tas
     from .phone_agent import agent_options
 
     options = agent_options(settings, virtual=True, **rung.options)
-    with Memory.open(folder, tokenizer=engine.encode) as memory:
+    with Memory.open(folder, tokenizer=engine.encode, options=config.memory_options(settings)) as memory:
         return run_rung(UIAgent, engine, memory, device, control, options, rung, tasks)

@@ -72,7 +72,7 @@ def ask_in_session(args, engine, prompt: str) -> int:
 
     if args.stop:
         raise AgentError("--stop works only for a one-shot answer (without --session, --continue or --save)")
-    with open_memory(args.locations, tokenizer=engine.encode) as memory:
+    with open_memory(args.locations, tokenizer=engine.encode, settings=args.loaded.settings) as memory:
         if args.save:
             sid = memory.new_session("assistant", model=engine.model_name).id
         elif args.resume:

@@ -96,8 +96,15 @@ def _data_dir(args) -> Path:
 
 def _open(args, **kw):
     from memory import Memory
-    return Memory.open(_data_dir(args), tokenizer=None,
-                       on_notice=lambda m: _err(f"notice: {m}"), **kw)
+
+    from . import settings
+    from .locations import locations
+
+    # the [memory] options (checked: a bad value stops here, in one line, as every command does)
+    loaded = getattr(args, "loaded", None) or settings.load(
+        (getattr(args, "locations", None) or locations()).config_file)
+    return Memory.open(_data_dir(args), tokenizer=None, on_notice=lambda m: _err(f"notice: {m}"),
+                       options=settings.memory_options(loaded.settings), **kw)
 
 
 def _fail(msg: str) -> int:

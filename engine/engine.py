@@ -17,6 +17,7 @@ from .generation import GenerationConfig, generate
 from .methods import BACKENDS, DEFAULT_CONTEXT, METHODS, MethodSpec, check_backend, method_spec
 from .model_cache import ensure_cached
 from .model_source import resolve
+from .options import EngineOptions
 from .profiling import OnlineCost, device_cost_model, load_or_profile, profile_cpu_side, profile_key
 from .speculative import MAX_DEPTH, DraftingSpeculator, PlainDecoding, Speculator
 
@@ -66,17 +67,18 @@ class Engine:
     @classmethod
     def load(cls, model: str | None, cache_dir: Path, backend: str = "torch", threads: int | None = None,
              context_window: int | None = None, progress: Callable[[str], None] | None = None,
-             soc: str | None = None, cost_profile: str | None = None) -> "Engine":
+             soc: str | None = None, cost_profile: str | None = None,
+             options: EngineOptions | None = None) -> "Engine":
         """Load ``model`` (None: the embedded one) for ``backend``. ``threads``: None uses every
         usable core. ``progress`` hears about the slow first-start steps (converting the model,
         compiling the native kernels or the QNN graphs). qnn only: ``soc`` names the Snapdragon
         the graphs are built for; ``cost_profile`` (a file or a profiled device's name) replaces
-        the measured costs in tree sizing and switching plans."""
+        the measured costs in tree sizing and switching plans. ``options``: the advanced knobs
+        (kernel, arithmetic, pool spin, graph layout), checked by the caller's settings."""
         check_backend(backend)
         t0 = time.perf_counter()
-        from .transformer import linear_choice
-
-        linear = linear_choice()
+        options = options or EngineOptions()
+        linear = options.linear
         source = resolve(model)
         if source.kind == "gguf":   # an architecture hexa cannot run is refused here, in one line
             from .gguf_model import architecture
@@ -98,15 +100,15 @@ class Engine:
         if backend == "torch" and linear == "native":
             from .kernels import native_kernel
 
-            kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress)
+            kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress, options)
         if direct and kernel is None:   # torch's kernels run the fp32 conversion
             direct = False
             folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         if progress:
             progress("loading weights")
         try:
-            compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear) if direct
-                       else CompactTransformer.load(folder, linear, kernel))
+            compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear, options.decode) if direct
+                       else CompactTransformer.load(folder, linear, kernel, options.decode))
             tokenizer = ChatTokenizer(folder)
         except EngineError:
             raise
@@ -120,7 +122,8 @@ class Engine:
             from .qnn import QnnTransformer
 
             runtime = QnnTransformer(compact, Path(cache_dir), folder.name, window, progress=progress,
-                                     soc=soc, cost_profile=cost_profile)
+                                     soc=soc, cost_profile=cost_profile, progressive=options.qnn_switch,
+                                     shared=options.qnn_shared, early_switch=options.qnn_early_switch)
             graph_context, window = window, window - runtime.max_draft - 1   # the last step's tree must fit too
             if window < 16:
                 raise EngineError(f"context {graph_context} is too small for the qnn graphs")

@@ -26,6 +26,7 @@ from .embeddings import Embedder
 from .episodes import EpisodeLog
 from .indexing import IndexKeeper, Progress
 from .models import ContextItem, Document, Message, ResponseStats, SentContext, Session
+from .options import MemoryOptions
 from .repository import UNCHANGED, Repository
 from .retrieval import Policy, Retriever
 from .store import Store
@@ -40,7 +41,8 @@ Tokenizer = Callable[[str], list[int]]
 class Memory:
     def __init__(self, data_dir: Path, tokenizer: Tokenizer | None = None,
                  max_file_mb: float = 20.0, chunk_tokens: int = 200, chunk_overlap: int = 32,
-                 on_notice: Callable[[str], None] | None = None, embedder: Embedder | None = None):
+                 on_notice: Callable[[str], None] | None = None, embedder: Embedder | None = None,
+                 options: MemoryOptions | None = None):
         self.data_dir = Path(data_dir)
         self.root = self.data_dir / "memory"
         self.tokenizer: Tokenizer = tokenizer or chunking.estimate_tokenizer  # the app swaps it
@@ -51,7 +53,8 @@ class Memory:
         self.notices: list[str] = []
         self.store = Store(self.root / "hexa.db")
         self.repo = Repository(self.store)
-        self.embedder = embedder or Embedder()
+        options = options or MemoryOptions()
+        self.embedder = embedder or Embedder(options.embed_model, threads=options.embed_threads)
         self.vectors = VectorIndex(self.root / "vectors", self.embedder)
         self.index = IndexKeeper(self.store, self.vectors, self.embedder, self.notice)
         self.retriever = Retriever(self.store, self.index, self.count_tokens)

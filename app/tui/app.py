@@ -14,7 +14,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from app.keys import KEYS
-from app.settings import ConfigError, Loaded, apply, save_changes
+from app.settings import ConfigError, Loaded, apply, save_changes, specs
 
 from .commands import DocumentsProvider, SessionsProvider
 from .jobs import job_threads, one_line
@@ -29,7 +29,9 @@ from .screens.help import HelpScreen
 from .screens.settings import SettingsScreen
 
 SPECS = mode_specs()
-ENGINE_FIELDS = ("model", "backend", "threads", "context")
+# a change of these reloads the model (the [engine] and [qnn] options included)
+ENGINE_FIELDS = ("model", "backend", "threads", "context",
+                 *(n for n, (spec, _) in specs().items() if spec.section in ("engine", "qnn")))
 QUIT_WAIT_S = 5.0     # how long Ctrl+Q waits for a cancelled request to store its partial answer
 
 
@@ -48,11 +50,13 @@ class HexaApp(App):
     ]
 
     def __init__(self, loaded: Loaded, locations: Any, *, engine_factory: EngineFactory = app_engine,
-                 memory_factory: MemoryFactory = default_memory,
+                 memory_factory: MemoryFactory | None = None,
                  fallback_memory: Callable = open_temporary_memory,
                  rss_probe: Callable[[], float] = process_rss_mb, start_mode: str | None = None):
         super().__init__()
         self.loaded, self.settings, self.locs = loaded, loaded.settings, locations
+        # the default memory gets the [memory] options of the settings it starts with
+        memory_factory = memory_factory or (lambda locs, engine: default_memory(locs, engine, self.settings))
         self.engine_factory, self.memory_factory = engine_factory, memory_factory
         self.fallback_memory = fallback_memory          # a temporary memory, if the real one fails
         self.rss_probe = rss_probe

@@ -33,8 +33,9 @@ def app_engine(settings, locs, progress: Callable[[str], None]):
     return load_engine(settings, locs, progress)
 
 
-def default_memory(locs, engine):
-    return open_memory(locs, tokenizer=engine.encode)
+def default_memory(locs, engine, settings=None):
+    """The memory in the data folder, with ``settings``' [memory] options (HexaApp passes them)."""
+    return open_memory(locs, tokenizer=engine.encode, settings=settings)
 
 
 @dataclass

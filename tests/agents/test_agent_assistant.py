@@ -40,23 +40,25 @@ def test_cancel_before_start_gives_cancelled_done(real_engine, memory):
     assert done.stop_reason == "cancelled"
 
 
-def test_regenerate_without_messages(real_engine, memory):
-    agent = Assistant(real_engine, memory, Settings(max_tokens=8))
+def test_regenerate_without_messages(tokenizer_engine, memory):
+    agent = Assistant(tokenizer_engine, memory, Settings(max_tokens=8))   # refused before any generation
     sid = memory.new_session("assistant").id
-    with pytest.raises(AgentError):
+    with pytest.raises(AgentError, match="."):
         list(agent.regenerate(sid))
 
 
-def test_context_window_drops_older_turns(real_engine):
+def test_context_window_drops_older_turns(tokenizer_engine):
     turns = [{"role": r, "content": f"message number {i} " * 20}
              for i, r in zip(range(10), ["user", "assistant"] * 5)]
-    full = real_engine.chat_ids([{"role": "system", "content": "sys"}, *turns,
-                                 {"role": "user", "content": "last"}])
-    ids, notices, _ = fit_chat(real_engine, "sys", turns, "last", budget=len(full) // 2)
+    full = tokenizer_engine.chat_ids([{"role": "system", "content": "sys"}, *turns,
+                                      {"role": "user", "content": "last"}])
+    ids, notices, _ = fit_chat(tokenizer_engine, "sys", turns, "last", budget=len(full) // 2)
     assert len(ids) <= len(full) // 2 and notices and "older message" in notices[0]
-    ids, notices, _ = fit_chat(real_engine, "sys", [], "word " * 500 + "What is this?", budget=64)
+    kept = tokenizer_engine.decode(ids)           # the newest turns and the message stay, the oldest go
+    assert kept.endswith("user\nlast\nassistant\n") and "message number 9" in kept and "message number 0" not in kept
+    ids, notices, _ = fit_chat(tokenizer_engine, "sys", [], "word " * 500 + "What is this?", budget=64)
     assert len(ids) <= 64 and "kept its last" in notices[-1]
-    assert "What is this?" in real_engine.decode(ids)      # the oldest words go, as in the engine
+    assert "What is this?" in tokenizer_engine.decode(ids)      # the oldest words go, as in the engine
 
 
 def test_notice_is_yielded_when_context_is_full(real_engine, memory):
@@ -108,12 +110,15 @@ def test_continue_resumes_from_the_responses_own_tokens(real_engine, memory):
     assert grown.text == first.text + [e for e in events if isinstance(e, Done)][0].text
 
 
-def test_context_tokens_counts_the_conversation(real_engine, memory):
-    agent = Assistant(real_engine, memory, Settings(max_tokens=4))
-    sid = memory.new_session("assistant").id
-    empty = agent.context_tokens(sid)
-    memory.add_message(sid, "user", "word " * 50)
-    assert agent.context_tokens(sid) >= empty + 50
+def test_context_tokens_counts_the_conversation(tokenizer_engine, tmp_path, hash_embedder):
+    from memory import Memory
+
+    with Memory.open(tmp_path / "data", tokenizer=tokenizer_engine.encode, embedder=hash_embedder) as memory:
+        agent = Assistant(tokenizer_engine, memory, Settings(max_tokens=4))
+        sid = memory.new_session("assistant").id
+        empty = agent.context_tokens(sid)
+        memory.add_message(sid, "user", "word " * 50)
+        assert agent.context_tokens(sid) >= empty + 50
 
 
 def _done(events) -> Done:

@@ -2,7 +2,7 @@
 say so), a dead one leaves the device serving with one line saying why."""
 from __future__ import annotations
 
-import llama_server
+from support import llama_server
 import pytest
 
 from agents.assistant import Assistant

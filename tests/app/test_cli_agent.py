@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
+from support.cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 

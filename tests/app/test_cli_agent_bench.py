@@ -16,7 +16,7 @@ import pytest
 from agents.events import Acted, EpisodeEnd, Observed
 from agents.harness.task_eval import load_task_files
 from agents.ui.screen import Element
-from cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
+from support.cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
 from engine.events import Done
 
 CLOCK = "com.google.android.deskclock"

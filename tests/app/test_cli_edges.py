@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import build_parser
-from synthetic_gguf import write_gguf
+from support.synthetic_gguf import write_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,7 @@ def test_an_unsupported_architecture_is_refused_from_the_header_at_once(tmp_path
 
 def test_an_unsupported_architecture_is_refused_before_the_engine_imports_torch(tmp_path):
     code = (f"import sys\nfrom app.loading import load_engine\nfrom app.settings import Settings\n"
-            f"from tui_helpers import locations_in\nfrom pathlib import Path\n"
+            f"from support.tui_helpers import locations_in\nfrom pathlib import Path\n"
             f"try:\n    load_engine(Settings(model={str(write_gguf(tmp_path / 'm.gguf', 'phi3'))!r}), "
             f"locations_in(Path({str(tmp_path)!r})))\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
             f"print('torch' in sys.modules)")
@@ -109,7 +109,7 @@ def test_an_unsupported_architecture_is_refused_before_the_engine_imports_torch(
 def test_doctor_says_not_supported(tmp_path):
     from app import doctor
     from app.settings import Settings
-    from tui_helpers import locations_in
+    from support.tui_helpers import locations_in
 
     model = write_gguf(tmp_path / "phi-tiny.gguf", "phi3")
     ok, message = doctor._check_model(Settings(model=str(model)), locations_in(tmp_path))

@@ -10,8 +10,8 @@ import pytest
 
 from app.cli import main
 from app.model_catalog import find_models, remember, remembered
-from synthetic_gguf import write_gguf
-from tui_helpers import locations_in
+from support.synthetic_gguf import write_gguf
+from support.tui_helpers import locations_in
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from serve_helpers import serving, status
+from support.serve_helpers import serving, status
 
 COUNT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"      # the model keeps counting: a long answer
 

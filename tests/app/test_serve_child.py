@@ -10,7 +10,7 @@ import pytest
 from app.serve.client import RemoteEngine
 from engine.errors import EngineError
 from engine.events import Done, Prefill, Step, Text
-from serve_helpers import serving
+from support.serve_helpers import serving
 
 MESSAGES = [{"role": "system", "content": "You are brief."},
             {"role": "user", "content": "Give two tips for sleeping well."}]
@@ -113,7 +113,7 @@ async def test_the_app_with_engine_process_child_chats_and_stops_its_child(tmp_p
     """The real path: the app's own engine factory starts ``hexa serve``, chats through it (the
     answer stored in memory with its token ids, the live figures filled), and stops it on quit."""
     from app.settings import Loaded, Settings
-    from tui_helpers import RecordingApp, chat, hash_memory, locations_in, ready
+    from support.tui_helpers import RecordingApp, chat, hash_memory, locations_in, ready
 
     locs = locations_in(tmp_path)
     app = RecordingApp(Loaded(Settings(engine_process="child", max_tokens=12, retrieval=False), locs.config_file),

@@ -16,7 +16,7 @@ import pytest
 
 from app.cli import main
 from engine.errors import EngineError
-from serve_helpers import serving
+from support.serve_helpers import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,8 +18,8 @@ from app.tui.screens.settings import SettingsScreen
 from app.tui.widgets.composer import Composer
 from app.tui.widgets.transcript import Transcript
 from engine.methods import METHODS
-from fakes import FakeEngine
-from tui_helpers import SIZE, chat, hash_memory, idle, locations_in, make_app, ready, shown, wait
+from support.fakes import FakeEngine
+from support.tui_helpers import SIZE, chat, hash_memory, idle, locations_in, make_app, ready, shown, wait
 
 
 async def test_settings_offer_the_engines_methods_and_save_only_changes(tmp_path):

@@ -16,9 +16,9 @@ from app.tui.screens.confirm import ConfirmAction
 from app.tui.widgets.phone_panel import PhonePanel, draw_screen, scale_box
 from app.tui.widgets.sessions import SessionItem, SessionList
 from app.tui.widgets.step_log import StepLog
-from agent_fakes import FakeDevice
-from fakes import FakeEngine
-from tui_helpers import SIZE, hash_memory, idle, locations_in, make_app, ready, shown, wait
+from support.agent_fakes import FakeDevice
+from support.fakes import FakeEngine
+from support.tui_helpers import SIZE, hash_memory, idle, locations_in, make_app, ready, shown, wait
 
 TASK = "Turn off Bluetooth"
 

@@ -8,8 +8,8 @@ from textual.widgets import Collapsible
 
 from app.tui.widgets.composer import Composer
 from app.tui.widgets.transcript import Transcript
-from fakes import FakeEngine
-from tui_helpers import SIZE, chat, hash_memory, make_app, ready, wait
+from support.fakes import FakeEngine
+from support.tui_helpers import SIZE, chat, hash_memory, make_app, ready, wait
 
 pytestmark = pytest.mark.timeout(120)
 

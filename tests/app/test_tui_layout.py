@@ -5,9 +5,9 @@ from __future__ import annotations
 from textual.widgets import Button
 
 from app.tui.widgets.sessions import SessionItem, SessionList
-from fakes import FakeEngine
+from support.fakes import FakeEngine
 from test_tui_agent import agent_mode, app_on
-from tui_helpers import hash_memory, make_app, ready
+from support.tui_helpers import hash_memory, make_app, ready
 
 
 async def sessions_width(tmp_path, size) -> int:

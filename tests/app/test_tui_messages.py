@@ -6,8 +6,8 @@ from textual.widgets import Button, TextArea
 
 from app.tui.screens.dialogs import ConfirmDialog, EditDialog
 from app.tui.widgets.transcript import Transcript
-from fakes import FakeEngine
-from tui_helpers import chat, hash_memory, idle, make_app, ready, wait
+from support.fakes import FakeEngine
+from support.tui_helpers import chat, hash_memory, idle, make_app, ready, wait
 
 
 async def test_edit_and_resend_reruns_the_answer_below(tmp_path):

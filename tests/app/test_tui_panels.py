@@ -6,8 +6,8 @@ from __future__ import annotations
 from app.tui.metrics import RequestMetrics
 from app.tui.widgets.panels import DevicePanel, LatencyPanel, Panels
 from engine.events import Done, Prefill, Step
-from fakes import FakeEngine
-from tui_helpers import chat, hash_memory, make_app, ready
+from support.fakes import FakeEngine
+from support.tui_helpers import chat, hash_memory, make_app, ready
 
 
 class BigEngine(FakeEngine):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.tui.widgets.transcript import Transcript
-from tui_helpers import SIZE, idle, make_app, palette_highlight, ready, send, wait
+from support.tui_helpers import SIZE, idle, make_app, palette_highlight, ready, send, wait
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 

@@ -9,9 +9,9 @@ from textual.widgets import Input, Label, Select
 
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.settings import PICK, SettingsScreen
-from fakes import FakeEngine
-from synthetic_gguf import write_gguf
-from tui_helpers import SIZE, hash_memory, make_app, ready, wait
+from support.fakes import FakeEngine
+from support.synthetic_gguf import write_gguf
+from support.tui_helpers import SIZE, hash_memory, make_app, ready, wait
 
 
 async def open_settings(pilot):

@@ -10,9 +10,9 @@ from pathlib import Path
 from app.settings import Loaded, Settings
 from app.tui.app import HexaApp
 from engine.events import Done
-from fakes import FakeEngine
+from support.fakes import FakeEngine
 from test_tui_snapshots import settle
-from tui_helpers import hash_memory, idle, locations_in
+from support.tui_helpers import hash_memory, idle, locations_in
 
 SIZE = (120, 40)
 ROOT = Path("/tmp/hexa-snapshot-edges")

@@ -9,8 +9,8 @@ from textual.widgets import Label, ProgressBar
 
 from app.tui.widgets.transcript import Transcript
 from engine.events import Done
-from fakes import FakeEngine
-from tui_helpers import hash_memory, idle, make_app, ready, wait
+from support.fakes import FakeEngine
+from support.tui_helpers import hash_memory, idle, make_app, ready, wait
 
 
 def status(screen) -> str:

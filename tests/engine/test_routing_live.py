@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-import llama_server
+from support import llama_server
 import pytest
 
 from engine.routing.client import Endpoint, ServerClient

@@ -14,7 +14,7 @@ import pytest
 from memory import Memory, ResponseStats, StoreError
 from memory.store import SCHEMA_VERSION
 
-from memory_helpers import child_env
+from support.memory_helpers import child_env
 
 
 def test_error_classes():
