@@ -38,6 +38,8 @@ def read_prompt(prompt: str | None) -> str:
 
 
 def cmd_ask(args) -> int:
+    from agents.sampling import generation_options
+
     from .loading import load_engine
 
     prompt = read_prompt(args.prompt)
@@ -48,7 +50,7 @@ def cmd_ask(args) -> int:
             ([{"role": "system", "content": args.system}] if args.system else [])
             + [{"role": "user", "content": prompt}],
             max_new_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=args.seed,
-            stop=args.stop, method=s.method)
+            stop=args.stop, method=s.method, **generation_options(s, "assistant"))
         return stream(events)
     return ask_in_session(args, engine, prompt)
 

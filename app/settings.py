@@ -71,6 +71,25 @@ class Settings:
     agent_elements: int = option(10, "screen elements shown to the model per step (the best "
                                  "ranked; any the task names are kept)", low=3, high=60)
     keymap: dict[str, str] = option({}, "binding id = keys (see F1)", env=False)
+    # -- answers that do not loop (docs/sampling.md): llama.cpp's knobs; unset: the mode's default
+    repeat_penalty: float | None = option(None, "divide a recent token's logit by this (1: off; default: "
+                                          "per mode)", flag="--repeat-penalty", low=0.5, high=3.0)
+    repeat_last_n: int | None = option(None, "tokens the repeat/frequency/presence penalties look back "
+                                       "(-1: all, 0: off)", flag="--repeat-last-n", low=-1)
+    frequency_penalty: float | None = option(None, "lower a token's logit by this per recent occurrence",
+                                             flag="--frequency-penalty", low=0.0, high=2.0)
+    presence_penalty: float | None = option(None, "lower a recent token's logit by this",
+                                            flag="--presence-penalty", low=0.0, high=2.0)
+    dry_multiplier: float | None = option(None, "DRY: penalty on a token extending a repeated sequence "
+                                          "(0: off)", flag="--dry-multiplier", low=0.0, high=5.0)
+    dry_base: float | None = option(None, "DRY: penalty growth per repeated token", flag="--dry-base",
+                                    low=1.0, high=4.0)
+    dry_allowed_length: int | None = option(None, "DRY: repeats this long go unpenalised",
+                                            flag="--dry-allowed-length", low=1, high=64)
+    dry_last_n: int | None = option(None, "DRY: tokens looked back (-1: all)", flag="--dry-last-n", low=-1)
+    top_k: int | None = option(None, "sampling: keep the k likeliest tokens (0: off)", flag="--top-k", low=0)
+    min_p: float | None = option(None, "sampling: drop tokens under min_p x the likeliest's probability",
+                                 flag="--min-p", low=0.0, high=0.99)
 
     @property
     def speculative(self) -> bool:
@@ -79,7 +98,7 @@ class Settings:
 
 def specs() -> dict[str, tuple[Spec, Any]]:
     """name -> (spec, declared type) for every option."""
-    hints = {"str": str, "str | None": str, "int": int, "int | None": int, "float": float,
+    hints = {"str": str, "str | None": str, "int": int, "int | None": int, "float": float, "float | None": float,
              "bool": bool, "dict[str, str]": dict}
     return {f.name: (f.metadata["spec"], hints[str(f.type)]) for f in fields(Settings)}
 
@@ -102,8 +121,9 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
             where = f"{origin + ': ' if origin else ''}{name} = {raw!r}"
         return ConfigError(f"{where}: {why}")
 
-    if raw is None or (raw == "" and name in ("model", "context", "threads")):
-        if name in ("model", "context", "threads"):
+    optional = ("model", "context", "threads") + SAMPLING_OPTIONS
+    if raw is None or (raw == "" and name in optional):
+        if name in optional:
             return None
         raise bad("a value is needed")
     if kind is bool:
@@ -266,7 +286,10 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
 
 
 MODEL_FLAGS = ("model", "backend", "context", "method", "threads", "soc", "cost_profile")
-GENERATION_FLAGS = ("max_tokens", "temperature", "top_p")
+# unset (None): the mode's default (agents/sampling.py)
+SAMPLING_OPTIONS = ("repeat_penalty", "repeat_last_n", "frequency_penalty", "presence_penalty", "dry_multiplier",
+                    "dry_base", "dry_allowed_length", "dry_last_n", "top_k", "min_p")
+GENERATION_FLAGS = ("max_tokens", "temperature", "top_p") + SAMPLING_OPTIONS
 AGENT_FLAGS = ("device", "agent_steps")
 
 

@@ -34,7 +34,8 @@ from .drafting.accept import accepted_sources, greedy_accept, sample_accept
 from .drafting.tree import DraftTree
 from .events import Done, Event, Notice, Prefill, Step, Text, now
 from .kv_cache import KVCache
-from .penalties import Penalties, PenaltyRun
+from .penalties import Penalties
+from .penalty_run import PenaltyRun
 from .prefix_cache import PrefixStore, ViewRows
 from .sampling import Sampler
 from .speculative import Speculator

@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from engine.penalties import Penalties, PenaltyRun
+from engine.penalties import Penalties
+from engine.penalty_run import PenaltyRun
 from engine.sampling import processed_probs
 
 from test_lossless import SPECULATIVE, outcome, prompt, run

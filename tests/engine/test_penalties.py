@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from engine.drafting.tree import Candidate, TreeBuilder
-from engine.penalties import Penalties, PenaltyRun, breaker_ids, dry_matches
+from engine.penalties import Penalties, breaker_ids
+from engine.penalty_run import PenaltyRun, dry_matches
 from engine.sampling import processed_probs
 
 V = 12
