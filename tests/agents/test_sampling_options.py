@@ -76,3 +76,21 @@ def test_the_summarizers_defaults_reach_the_real_engine(engine, monkeypatch):
     done = [ev for ev in summ._run(ids, 8, [], None) if isinstance(ev, Done)][0]
     assert done.new_tokens >= 1
     assert seen[0]["penalties"] == MODE_PENALTIES["summarizer"]
+
+
+def test_bench_runs_a_method_with_a_modes_options_and_counts_loops():
+    from app.cli_bench import mode_options
+    from engine.bench.methods import EngineMethod, make_method
+    from engine.bench.runner import has_repeated_ngram
+    from engine.errors import EngineError
+
+    opts = mode_options(["vanilla", "hexa@summarizer"], Settings())
+    assert list(opts) == ["hexa@summarizer"] and opts["hexa@summarizer"]["penalties"] == MODE_PENALTIES["summarizer"]
+    runner = make_method("hexa@summarizer", object(), opts["hexa@summarizer"])
+    assert isinstance(runner, EngineMethod) and runner.method == "hexa" and runner.options["top_k"] == 40
+    with pytest.raises(EngineError, match="unknown mode"):
+        mode_options(["hexa@poet"], Settings())
+    with pytest.raises(EngineError, match="unknown bench method"):
+        make_method("pld@summarizer", object(), {})
+    loop = "The report also included details about the pumps. " * 2
+    assert has_repeated_ngram(loop) and not has_repeated_ngram("one two three four five six seven eight nine")
