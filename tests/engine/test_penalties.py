@@ -123,7 +123,7 @@ def test_every_tree_node_is_penalised_after_its_own_path(p):
             b.add(Candidate(toks, [0.9] * len(toks), "context"))
         tree = b.build(16)
         logits = torch.randn(tree.size, V)
-        got = run.apply_tree(logits, tree)
+        got = run.apply_tree(logits.clone(), tree)
         for i in range(tree.size):
             path = [tree.token_list[k] for k in tree.path_to(i)[1:]]
             want = naive(logits[i], ctx + path, p, breakers)
