@@ -79,10 +79,11 @@ class PenaltyRun:
     def apply(self, logits: torch.Tensor, paths: list[list[int]]) -> torch.Tensor:
         """Row i of ``logits`` penalised after the context + ``paths[i]`` (a node's drafts), in
         place (a copy of a step's 33 x 49k logits cost more than the rest: 2.5 MB touched anew)."""
-        if self.p.counts_active:
-            logits = self._counts(logits, paths)
-        if self.p.dry_active:
-            logits = self._dry(logits, paths)
+        with torch.inference_mode():   # the backends' logits may be inference tensors
+            if self.p.counts_active:
+                logits = self._counts(logits, paths)
+            if self.p.dry_active:
+                logits = self._dry(logits, paths)
         return logits
 
     def apply_tree(self, logits: torch.Tensor, tree) -> torch.Tensor:
