@@ -15,8 +15,8 @@ from engine.penalties import Penalties
 # llama.cpp's "off": every knob at its neutral value
 OFF = Penalties()
 MODE_PENALTIES: dict[str, Penalties] = {
-    "assistant": Penalties(dry_multiplier=0.8),
-    "summarizer": Penalties(dry_multiplier=0.8),
+    "assistant": Penalties(dry_multiplier=0.8, penalize_prompt=False),
+    "summarizer": Penalties(dry_multiplier=0.8, penalize_prompt=False),
     "ui": OFF,
 }
 MODE_TRUNCATION: dict[str, tuple[int, float]] = {    # (top_k, min_p): only when sampling

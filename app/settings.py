@@ -87,6 +87,8 @@ class Settings:
     dry_allowed_length: int | None = option(None, "DRY: repeats this long go unpenalised",
                                             flag="--dry-allowed-length", low=1, high=64)
     dry_last_n: int | None = option(None, "DRY: tokens looked back (-1: all)", flag="--dry-last-n", low=-1)
+    penalize_prompt: bool | None = option(None, "the penalties count the prompt's tokens too (as llama.cpp); "
+                                          "off: the answer's alone", flag="--penalize-prompt")
     top_k: int | None = option(None, "sampling: keep the k likeliest tokens (0: off)", flag="--top-k", low=0)
     min_p: float | None = option(None, "sampling: drop tokens under min_p x the likeliest's probability",
                                  flag="--min-p", low=0.0, high=0.99)
@@ -99,7 +101,7 @@ class Settings:
 def specs() -> dict[str, tuple[Spec, Any]]:
     """name -> (spec, declared type) for every option."""
     hints = {"str": str, "str | None": str, "int": int, "int | None": int, "float": float, "float | None": float,
-             "bool": bool, "dict[str, str]": dict}
+             "bool": bool, "bool | None": bool, "dict[str, str]": dict}
     return {f.name: (f.metadata["spec"], hints[str(f.type)]) for f in fields(Settings)}
 
 
@@ -288,7 +290,7 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
 MODEL_FLAGS = ("model", "backend", "context", "method", "threads", "soc", "cost_profile")
 # unset (None): the mode's default (agents/sampling.py)
 SAMPLING_OPTIONS = ("repeat_penalty", "repeat_last_n", "frequency_penalty", "presence_penalty", "dry_multiplier",
-                    "dry_base", "dry_allowed_length", "dry_last_n", "top_k", "min_p")
+                    "dry_base", "dry_allowed_length", "dry_last_n", "penalize_prompt", "top_k", "min_p")
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p") + SAMPLING_OPTIONS
 AGENT_FLAGS = ("device", "agent_steps")
 

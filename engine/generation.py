@@ -295,7 +295,8 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
         logits, topk = prefilled
         constrained = ConstrainedRun(config.constraint) if config.constraint is not None else None
         pen = config.penalties
-        penalties = PenaltyRun(pen, ids, config.breakers) if pen is not None and pen.active else None
+        penalties = (PenaltyRun(pen, ids if pen.penalize_prompt else [], config.breakers)
+                     if pen is not None and pen.active else None)
         if penalties is not None:
             logits = penalties.first(logits)
         if constrained is not None:

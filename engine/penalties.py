@@ -12,7 +12,10 @@ longest such match, capped at the tokens since the last sequence breaker, over t
 ``dry_last_n`` tokens). A breaker token (one whose text holds a breaker string) is never penalised.
 
 The "context" is the prompt and the answer so far, as llama.cpp's server replays the prompt into
-its samplers. ``-1`` for a ``last_n``: the whole context; ``0``: off.
+its samplers; with ``penalize_prompt=False`` (hexa's own knob) it is the answer alone, so that
+quoting the document being summarised is not a repeat (measured: DRY over the prompt turned
+"American Medical Association", copied from the article, into "American MedicalAssociation").
+``-1`` for a ``last_n``: the whole context; ``0``: off.
 
 Lossless speculation: every verified node's logits are penalised with *that node's* context —
 the emitted tokens plus the drafts on its path from the root — so each node's argmax (greedy)
@@ -37,6 +40,7 @@ class Penalties:
     dry_allowed_length: int = 2
     dry_last_n: int = -1
     dry_breakers: tuple[str, ...] = DRY_BREAKERS
+    penalize_prompt: bool = True           # False: the answer alone is the context
 
     def check(self) -> None:
         """A ``ValueError`` naming the first bad knob."""
