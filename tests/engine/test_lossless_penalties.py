@@ -19,6 +19,8 @@ CONFIGS = {
     "repeat": Penalties(repeat_penalty=1.3, repeat_last_n=64),
     "frequency+presence": Penalties(frequency_penalty=0.6, presence_penalty=0.4, repeat_last_n=-1),
     "dry": Penalties(dry_multiplier=0.8, dry_base=1.75, dry_allowed_length=2, dry_last_n=-1),
+    # the modes' DRY counts the answer alone; 48 tokens are too few for 0.8 to change these answers
+    "answer only": Penalties(repeat_penalty=1.3, dry_multiplier=1.0, dry_allowed_length=1, penalize_prompt=False),
     "all, short windows": Penalties(repeat_penalty=1.5, repeat_last_n=8, frequency_penalty=0.3,
                                     dry_multiplier=1.5, dry_allowed_length=2, dry_last_n=24),
 }
