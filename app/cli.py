@@ -12,7 +12,8 @@ import sys
 import traceback
 from importlib.metadata import PackageNotFoundError, version
 
-from . import cli_agent, cli_agent_bench, cli_ask, cli_bench, cli_info, cli_memory, cli_npu, cli_phone, settings
+from . import (cli_agent, cli_agent_bench, cli_ask, cli_bench, cli_info, cli_memory, cli_npu, cli_phone, cli_serve,
+               settings)
 from .locations import locations
 
 
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     settings.add_flags(parser.add_argument_group("model"), settings.MODEL_FLAGS, top_level=True)
     settings.add_flags(parser.add_argument_group("generation"), settings.GENERATION_FLAGS, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (cli_ask, cli_agent, cli_agent_bench, cli_bench, cli_memory, cli_phone, cli_npu, cli_info):
+    for module in (cli_ask, cli_agent, cli_agent_bench, cli_bench, cli_serve, cli_memory, cli_phone, cli_npu,
+                   cli_info):
         module.register(sub)
     return parser
 

@@ -43,7 +43,7 @@ def _task_flags(p, top: bool) -> None:
                    help="allow sensitive actions (delete, send, pay, ...) without asking")
     p.add_argument("--export", type=Path, metavar="FILE", **keep,
                    help="write every stored episode as JSONL to FILE ('-': stdout) and exit")
-    config.add_flags(p.add_argument_group("device"), config.AGENT_FLAGS, top_level=False)
+    config.add_flags(p.add_argument_group("device"), config.AGENT_FLAGS + ("agent_policy",), top_level=False)
     config.add_flags(p.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
 
 

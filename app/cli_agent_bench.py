@@ -48,7 +48,7 @@ def register(sub) -> None:
                    help="run every configuration on the same tasks: " + ", ".join(RUNGS))
     p.add_argument("--rungs", default=None, metavar="RUNG,...", help="with --ladder: only these rungs")
     p.add_argument("--policy", choices=POLICIES, default=None,
-                   help="top (tap the best-ranked element), planner, or model (default)")
+                   help="top (tap the best-ranked element), planner (default), or model")
     p.add_argument("--no-verify", action="store_true", help="do not check each step's effect")
     p.add_argument("--no-recall", action="store_true", help="do not replay what worked before")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="write every run here")
@@ -68,7 +68,7 @@ def plan_rungs(args) -> list[Rung]:
     if not args.ladder:
         if args.rungs:
             raise AgentError("--rungs goes with --ladder")
-        opts = dict(policy=args.policy or "model", verify=not args.no_verify, recall=not args.no_recall)
+        opts = dict(policy=args.policy or "planner", verify=not args.no_verify, recall=not args.no_recall)
         name = opts["policy"] + "+verify" * opts["verify"] + "+recall" * opts["recall"]
         return [Rung(name, opts, args.repeat)]
     if args.policy or args.no_verify or args.no_recall:

@@ -20,6 +20,13 @@ def register(sub) -> None:
     conv.add_argument("-c", "--continue", dest="resume", action="store_true",
                       help="continue the most recent assistant session")
     conv.add_argument("--save", action="store_true", help="store this exchange as a new session")
+    ask.add_argument("-v", "--verbose", action="store_true",
+                     help="show on stderr the notes retrieved from memory and the prompt's size")
+    ctx = ask.add_mutually_exclusive_group()
+    ctx.add_argument("--no-retrieval", dest="retrieve", action="store_false", default=None,
+                     help="send this message without context from memory")
+    ctx.add_argument("--retrieval", dest="retrieve", action="store_true",
+                     help="retrieve context for this message even if retrieval is off")
     config.add_flags(ask.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
     config.add_flags(ask.add_argument_group("generation"), config.GENERATION_FLAGS, top_level=False)
     ask.set_defaults(func=cmd_ask, uses_settings=True)
@@ -39,6 +46,7 @@ def read_prompt(prompt: str | None) -> str:
 
 def cmd_ask(args) -> int:
     from agents.sampling import generation_options
+    from engine.errors import EngineError
 
     from .loading import load_engine
 
@@ -46,6 +54,8 @@ def cmd_ask(args) -> int:
     s = args.loaded.settings
     engine = load_engine(s, args.locations)
     if args.session is None and not args.resume and not args.save:
+        if args.retrieve:
+            raise EngineError("--retrieval needs a conversation in memory (--save, --session or --continue)")
         events = engine.generate(
             ([{"role": "system", "content": args.system}] if args.system else [])
             + [{"role": "user", "content": prompt}],
@@ -78,18 +88,33 @@ def ask_in_session(args, engine, prompt: str) -> int:
             sid = session.id
         if args.system:
             memory.set_system_prompt(sid, args.system)
-        code = stream(Assistant(engine, memory, args.loaded.settings).respond(sid, prompt))
+        from .routing import build_router
+
+        router, note = build_router(engine, args.loaded.settings, args.data_dir)   # a [servers.X] configured
+        agent = Assistant(engine, memory, args.loaded.settings, router, note)
+        code = stream(agent.respond(sid, prompt, retrieval=args.retrieve), verbose=args.verbose)
         print(f"hexa: session {sid} (continue with: hexa ask --session {sid} …)", file=sys.stderr)
         return code
 
 
-def stream(events) -> int:
-    """Write Text deltas to stdout as they come; notices and the closing figures to stderr."""
+def stream(events, verbose: bool = False) -> int:
+    """Write Text deltas to stdout as they come; notices, what was retrieved and the closing
+    figures to stderr (``verbose``: the retrieved notes themselves and the prompt's size)."""
+    from agents.assistant import describe, details
+    from agents.events import Saved
     from engine import Done, Notice, Text
 
     done = None
     for ev in events:
-        if isinstance(ev, Text):
+        if isinstance(ev, Saved) and ev.role == "user":
+            line = describe(ev.context)
+            if line or verbose:
+                print(f"hexa: {line or 'context: none retrieved'}", file=sys.stderr)
+            if verbose:
+                for note in details(ev.context).splitlines():
+                    print(f"hexa:   {note}", file=sys.stderr)
+                print(f"hexa: prompt {ev.prompt_tokens} tokens", file=sys.stderr)
+        elif isinstance(ev, Text):
             sys.stdout.write(ev.delta)
             sys.stdout.flush()
         elif isinstance(ev, Notice):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import cli_bench_route
 from . import settings as config
 
 
@@ -28,6 +29,10 @@ def register(sub) -> None:
     p.add_argument("--app", action="store_true",
                    help="measure the app instead: each prompt sent in the (headless) app, then given "
                         "to the engine alone on the same ids; compares their decode speed")
+    p.add_argument("--child", action="store_true",
+                   help="with --app: also through the app with its engine in a `hexa serve` child process "
+                        "(engine_process = child), in the same run")
+    cli_bench_route.add_flags(p)
     config.add_flags(p.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
     config.add_flags(p.add_argument_group("penalties and truncation (for METHOD@MODE)"), config.SAMPLING_OPTIONS,
                      top_level=False)
@@ -53,6 +58,8 @@ def cmd_bench(args) -> int:
         print(f"hexa: --cost-profile is for the qnn backend: no estimated device times on {settings.backend}",
               file=sys.stderr)
     engine = load_engine(settings, args.locations)
+    if args.route:
+        return cli_bench_route.bench_route(engine, cases, args)
     if args.app:
         return bench_app(engine, cases, methods, args)
     opts = BenchOptions(methods=methods, max_new_tokens=args.max_new_tokens,
@@ -91,7 +98,16 @@ def bench_app(engine, cases, methods: list[str], args) -> int:
 
     from .tui import bench
 
-    rows = bench.run(engine, cases, methods, args.max_new_tokens, log=sys.stderr)
+    child = None
+    if args.child:
+        from .serve.child import start
+
+        child = start(args.loaded.settings)
+    try:
+        rows = bench.run(engine, cases, methods, args.max_new_tokens, log=sys.stderr, child=child)
+    finally:
+        if child is not None:
+            child.close()
     print(bench.format_table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

@@ -40,6 +40,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     q.add_argument("-k", type=int, default=5, help="number of results (default 5)")
     q.add_argument("--kind", choices=("all", "message", "chunk"), default="all")
     q.add_argument("--budget", type=int, default=4000, help="token budget for all results")
+    q.add_argument("--relevant", action="store_true",
+                   help="only what the assistant would send: similarity at least the calibrated threshold")
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(func=cmd_search)
 
@@ -203,15 +205,22 @@ def cmd_stats(args) -> int:
 
 
 def cmd_search(args) -> int:
+    from dataclasses import asdict
+
+    from memory import Policy
+
     kinds = ("message", "chunk") if args.kind == "all" else (args.kind,)
     with _open(args) as mem:
         _loading_note()
         mem.warmup()
         t0 = time.perf_counter()
-        items = mem.context_for(args.query, k=args.k, token_budget=args.budget, kinds=kinds)
+        # a search shows the nearest whatever their similarity (the scores say how near);
+        # --relevant applies the assistant's threshold and ranking
+        policy = Policy() if args.relevant else Policy.legacy()
+        items = mem.context_for(args.query, k=args.k, token_budget=args.budget, kinds=kinds, policy=policy)
         ms = (time.perf_counter() - t0) * 1000
     if args.json:
-        print(json.dumps([it.__dict__ for it in items], ensure_ascii=False, indent=2))
+        print(json.dumps([asdict(it) for it in items], ensure_ascii=False, indent=2))
         return 0
     if not items:
         print("no results")

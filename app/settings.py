@@ -65,12 +65,44 @@ class Settings:
     top_p: float = option(1.0, "nucleus sampling mass", flag="--top-p", low=0.01, high=1.0)
     retrieval: bool = option(True, "retrieve context from memory for each request")
     history_drafting: bool = option(True, "past responses become drafting sources")
+    # retrieval (issue 24): the most context one message may bring; a short question brings less
+    # (8 tokens per token of it, at least 64: see memory.retrieval.budget_for)
+    retrieval_tokens: int = option(384, "most tokens of retrieved context per message (a short "
+                                   "question gets less)", low=0, high=4096)
     device: str = option("127.0.0.1:5555", "the phone the UI agent drives: HOST:PORT of its adbd "
                          "(a phone after `adb tcpip 5555`, or `hexa phone serve`)", flag="--device")
     agent_steps: int = option(15, "most actions of one UI-agent episode", flag="--max-steps", low=1, high=100)
+    agent_policy: str = option("planner", "how the UI agent picks each step: planner (paths through the "
+                               "explored apps), model (the language model settles close calls), top "
+                               "(tap the best-ranked element)", flag="--policy",
+                               choices=("planner", "model", "top"))
     agent_elements: int = option(10, "screen elements shown to the model per step (the best "
                                  "ranked; any the task names are kept)", low=3, high=60)
     keymap: dict[str, str] = option({}, "binding id = keys (see F1)", env=False)
+    # -- hexa serve: the engine behind an OpenAI-compatible HTTP API (docs/serve.md)
+    serve_host: str = option("127.0.0.1", "address `hexa serve` listens on (any but a loopback address "
+                             "needs an API key)", flag="--host")
+    serve_port: int = option(8765, "port `hexa serve` listens on (0: any free port, printed at start)",
+                             flag="--port", low=0, high=65535)
+    serve_queue: int = option(8, "requests `hexa serve` keeps waiting behind the one decoding; more "
+                              "are answered 429", flag="--queue", low=0, high=100000)
+    engine_process: str = option("inline", "where the app runs the engine: inline (in the app's process) or "
+                                 "child (a `hexa serve` process of its own: drawing never waits for it)",
+                                 choices=("inline", "child"))
+    engine_url: str | None = option(None, "the app uses the `hexa serve` already running at this URL (its "
+                                    "key in the serve_api_key_env variable) instead of loading a model")
+    serve_api_key_env: str = option("HEXA_SERVE_API_KEY", "the environment variable holding the API key "
+                                    "`hexa serve` requires of clients (needed on a non-loopback address)")
+    # -- device and server (DiSCo routing; docs/routing.md) --
+    servers: dict[str, dict] = option({}, "OpenAI-compatible endpoints: [servers.NAME] url, model, api_key_env "
+                                      "(the NAME of an environment variable holding the key), price_in, "
+                                      "price_out (per token)", env=False)
+    route: str = option("disco", "where requests run when a server is configured", flag="--route-policy",
+                        choices=("device", "server", "disco", "random"))
+    route_budget: float = option(0.3, "routing budget b: the share of prompt tokens the dear side (the device "
+                                 "or the server, from the prices) may take", low=0.01, high=0.99)
+    device_price_in: float = option(0.0, "the device's cost per prompt token (its energy, priced by you)", low=0.0)
+    device_price_out: float = option(0.0, "the device's cost per generated token", low=0.0)
     # -- answers that do not loop (docs/sampling.md): llama.cpp's knobs; unset: the mode's default
     repeat_penalty: float | None = option(None, "divide a recent token's logit by this (1: off; default: "
                                           "per mode)", flag="--repeat-penalty", low=0.5, high=3.0)
@@ -101,7 +133,7 @@ class Settings:
 def specs() -> dict[str, tuple[Spec, Any]]:
     """name -> (spec, declared type) for every option."""
     hints = {"str": str, "str | None": str, "int": int, "int | None": int, "float": float, "float | None": float,
-             "bool": bool, "bool | None": bool, "dict[str, str]": dict}
+             "bool": bool, "bool | None": bool, "dict[str, str]": dict, "dict[str, dict]": dict}
     return {f.name: (f.metadata["spec"], hints[str(f.type)]) for f in fields(Settings)}
 
 
@@ -123,7 +155,7 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
             where = f"{origin + ': ' if origin else ''}{name} = {raw!r}"
         return ConfigError(f"{where}: {why}")
 
-    optional = ("model", "context", "threads") + SAMPLING_OPTIONS
+    optional = ("model", "context", "threads", "engine_url") + SAMPLING_OPTIONS
     if raw is None or (raw == "" and name in optional):
         if name in optional:
             return None
@@ -151,6 +183,8 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
                     else f"at least {spec.low:g}")
             raise bad(f"expected {what} {span}")
         return value
+    if name == "servers":
+        return parse_servers(raw, origin)
     if kind is dict:
         if not isinstance(raw, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
                                                    for k, v in raw.items()):
@@ -165,6 +199,29 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
     if spec.choices and raw.strip() not in spec.choices:
         raise bad(f"expected one of {', '.join(spec.choices)}")
     return raw.strip()
+
+
+SERVER_KEYS = {"url": str, "model": str, "api_key_env": str, "price_in": float, "price_out": float}
+
+
+def parse_servers(raw: Any, origin: str) -> dict[str, dict]:
+    """[servers.NAME] tables, each checked in one line: an http(s) url, known keys of the right type."""
+    where = f"{origin + ': ' if origin else ''}[servers"
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}]: expected tables [servers.NAME] with url = \"http://...\"")
+    out = {}
+    for name, table in raw.items():
+        if not isinstance(table, Mapping) or not str(table.get("url", "")).startswith(("http://", "https://")):
+            raise ConfigError(f"{where}.{name}]: needs url = \"http://HOST:PORT/v1\" (an OpenAI-compatible base URL)")
+        for key, value in table.items():
+            kind = SERVER_KEYS.get(key)
+            ok = kind is not None and (isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+                                       if kind is float else isinstance(value, str))
+            if not ok:
+                raise ConfigError(f"{where}.{name}]: {key} = {value!r} is not allowed (keys: "
+                                  f"{', '.join(SERVER_KEYS)}; prices are numbers >= 0)")
+        out[str(name)] = {k: (float(v) if SERVER_KEYS[k] is float else v) for k, v in table.items()}
+    return out
 
 
 # -- the file --------------------------------------------------------------------------------------
@@ -195,9 +252,9 @@ def save_changes(path: Path, changes: Mapping[str, Any]) -> Path:
     defaults = Settings()
     for name, value in changes.items():
         parse(name, value, "settings")                     # never write a value we would refuse
-        if name == "keymap":
-            value = {**table.get("keymap", {}), **value} if isinstance(table.get("keymap"), dict) else value
-        if value is None or (value == getattr(defaults, name) and name != "keymap"):
+        if name in ("keymap", "servers"):
+            value = {**table.get(name, {}), **value} if isinstance(table.get(name), dict) else value
+        if value is None or (value == getattr(defaults, name) and name not in ("keymap", "servers")):
             table.pop(name, None)
         else:
             table[name] = value
@@ -293,6 +350,7 @@ SAMPLING_OPTIONS = ("repeat_penalty", "repeat_last_n", "frequency_penalty", "pre
                     "dry_base", "dry_allowed_length", "dry_last_n", "penalize_prompt", "top_k", "min_p")
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p") + SAMPLING_OPTIONS
 AGENT_FLAGS = ("device", "agent_steps")
+SERVE_FLAGS = ("serve_host", "serve_port", "serve_queue")
 
 
 def apply(settings: Settings, **changes: Any) -> Settings:

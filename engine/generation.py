@@ -62,7 +62,9 @@ class GenerationConfig:
 
 
 def fit_prompt(ids: list[int], window: int, max_new: int) -> tuple[list[int], int, str | None]:
-    """Cut a prompt that leaves too little room: keep its head and its most recent tokens."""
+    """Cut a prompt that leaves too little room: keep its head and its most recent tokens (hexa's
+    one fitting policy; chats are fitted by whole messages before they get here, see
+    ``agents.common.fit_chat``)."""
     max_new = max(1, min(max_new, window // 2)) if len(ids) + max_new > window else max_new
     room = window - max_new
     if len(ids) <= room:

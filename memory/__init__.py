@@ -5,7 +5,8 @@
 """
 from .errors import DocumentError, IngestCancelled, StoreError
 from .memory import Memory
-from .models import ContextItem, Document, Message, Session
+from .models import ContextItem, Document, Message, ResponseStats, SentContext, Session
+from .retrieval import Policy, budget_for
 
 __all__ = ["Memory", "StoreError", "DocumentError", "IngestCancelled", "Session", "Message",
-           "Document", "ContextItem"]
+           "Document", "ContextItem", "ResponseStats", "SentContext", "Policy", "budget_for"]

@@ -21,7 +21,7 @@ from .keys import bind
 from .messages import RuntimeReady
 from .metrics import DeviceInfo, process_rss_mb
 from .modes import mode_specs
-from .runtime import (EngineFactory, MemoryFactory, Runtime, build_runtime, default_memory, load_engine,
+from .runtime import (EngineFactory, MemoryFactory, Runtime, app_engine, build_runtime, default_memory,
                       open_temporary_memory)
 from .screens.base import ModeScreen
 from .screens.help import HelpScreen
@@ -46,7 +46,7 @@ class HexaApp(App):
         *[bind(spec.binding_id, f"mode('{spec.name}')", show=False) for spec in SPECS],
     ]
 
-    def __init__(self, loaded: Loaded, locations: Any, *, engine_factory: EngineFactory = load_engine,
+    def __init__(self, loaded: Loaded, locations: Any, *, engine_factory: EngineFactory = app_engine,
                  memory_factory: MemoryFactory = default_memory,
                  fallback_memory: Callable = open_temporary_memory,
                  rss_probe: Callable[[], float] = process_rss_mb, start_mode: str | None = None):

@@ -14,6 +14,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from engine.events import CONSTRAINT_SOURCE, SOURCES, Done, Prefill, Step, Text
+from memory import ResponseStats
 
 SPARK_STEPS = 60      # steps drawn in the sparkline (the mean and histogram count every step)
 
@@ -134,22 +135,23 @@ class RequestMetrics:
                 if s != CONSTRAINT_SOURCE or self.sources.get(s)]
 
 
-def footer_text(stats: dict) -> str:
-    """One line of final figures kept under a response ("" for a message that is not one: a user
-    message's stats hold only the context it was sent with)."""
-    if not stats or "new_tokens" not in stats:
+def footer_text(stats: ResponseStats | None) -> str:
+    """One line of final figures kept under a response ("" for a message that is not one)."""
+    if stats is None:
         return ""
-    parts = [f"{stats['new_tokens']} tok"]
-    if stats.get("mean_accepted"):
-        parts.append(f"{stats['mean_accepted']:.2f} acc/step")
-    if stats.get("ttft_ms") is not None:
-        parts.append(f"TTFT {stats['ttft_ms']:.0f} ms")
-    if stats.get("decode_tok_s"):
-        parts.append(f"{stats['decode_tok_s']:.1f} tok/s")
-    if stats.get("ms_per_token"):
-        parts.append(f"{stats['ms_per_token']:.1f} ms/tok")
-    parts.append(str(stats.get("method", "")))
-    reason = stats.get("stop_reason")
+    parts = [f"{stats.new_tokens} tok"]
+    if stats.mean_accepted:
+        parts.append(f"{stats.mean_accepted:.2f} acc/step")
+    if stats.ttft_ms is not None:
+        parts.append(f"TTFT {stats.ttft_ms:.0f} ms")
+    if stats.decode_tok_s:
+        parts.append(f"{stats.decode_tok_s:.1f} tok/s")
+    if stats.ms_per_token:
+        parts.append(f"{stats.ms_per_token:.1f} ms/tok")
+    parts.append(stats.method)
+    if stats.served_by:
+        parts.append(f"served by {stats.served_by}")
+    reason = stats.stop_reason
     if reason == "max_tokens":
         parts.append("token limit (F5 continues)")
     elif reason and reason != "eos":

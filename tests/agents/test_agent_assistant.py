@@ -23,7 +23,7 @@ def test_respond_stores_turns_and_indexes(real_engine, memory):
     assert [s.role for s in saved] == ["user", "assistant"]
     stored = memory.messages(sid)
     assert stored[1].text == done.text and stored[1].token_ids == list(done.token_ids)
-    assert stored[1].stats["new_tokens"] == done.new_tokens
+    assert stored[1].stats.new_tokens == done.new_tokens
     assert memory.get_session(sid).title.startswith("What is the capital")
     # second turn sees the first in its prompt; regenerate replaces the last answer
     list(agent.respond(sid, "And of Italy?"))
@@ -54,8 +54,9 @@ def test_context_window_drops_older_turns(real_engine):
                                  {"role": "user", "content": "last"}])
     ids, notices, _ = fit_chat(real_engine, "sys", turns, "last", budget=len(full) // 2)
     assert len(ids) <= len(full) // 2 and notices and "older message" in notices[0]
-    ids, notices, _ = fit_chat(real_engine, "sys", [], "word " * 500, budget=64)
-    assert len(ids) <= 64 and "cut" in notices[-1]
+    ids, notices, _ = fit_chat(real_engine, "sys", [], "word " * 500 + "What is this?", budget=64)
+    assert len(ids) <= 64 and "kept its last" in notices[-1]
+    assert "What is this?" in real_engine.decode(ids)      # the oldest words go, as in the engine
 
 
 def test_notice_is_yielded_when_context_is_full(real_engine, memory):
@@ -96,7 +97,7 @@ def test_continue_resumes_from_the_responses_own_tokens(real_engine, memory):
     sid = memory.new_session("assistant").id
     list(agent.respond(sid, "Write a long story about a dragon who learns to cook."))
     first = memory.messages(sid)[1]
-    assert first.stats["stop_reason"] == "max_tokens"
+    assert first.stats.stop_reason == "max_tokens"
     events = list(agent.continue_last(sid))
     grown = memory.messages(sid)[1]
     assert grown.id == first.id and grown.token_ids[:6] == first.token_ids and len(grown.token_ids) == 12
@@ -129,7 +130,7 @@ def test_a_turn_with_retrieved_context_leaves_the_next_turn_its_whole_kv(real_en
     sid = memory.new_session("assistant").id
     first = _done(agent.respond(sid, "Which museum in Paris is the largest?"))
     user = memory.messages(sid)[0]
-    assert "Louvre" in user.stats["retrieved_context"]        # turn 1 was sent with retrieved context
+    assert "Louvre" in user.context.text        # turn 1 was sent with retrieved context
     second = _done(agent.respond(sid, "And when was it built?"))
     assert second.reused_tokens >= first.prompt_tokens + first.new_tokens - 1
     # regenerate sends the message with the context it was sent with: the whole prompt is reused

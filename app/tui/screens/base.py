@@ -290,6 +290,8 @@ class ModeScreen(SessionActions, Screen):
             user = self.query_one(Transcript).last("user")
             if user is not None and user.message_id is None:
                 user.message_id = event.message_id
+                if event.context is not None:
+                    await user.set_context(event.context)
             await self.refresh_sessions()
 
     def action_cancel(self) -> None:

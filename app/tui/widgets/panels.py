@@ -87,6 +87,9 @@ class LatencyPanel(Lines):
             f"draft     {m.draft_ms:.2f} ms/step",
             f"verify    {m.verify_ms:.2f} ms/step",
         ]
+        served = getattr(m.done, "served_by", "") if m.done is not None else ""
+        if served:   # routed: which endpoint served each part, and any migration
+            lines.append(f"served    {served}")
         if m.total_blocks:
             lines.append(f"graphs    {_bar(m.switched / m.total_blocks, 8)} {m.switched}/{m.total_blocks}")
             lines.append(f"exposed   {m.exposed_load_ms:.1f} ms load")
