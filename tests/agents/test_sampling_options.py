@@ -70,8 +70,7 @@ def test_the_summarizers_defaults_reach_the_real_engine(engine, monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(engine, "generate", spy)
-    summ = Summarizer.__new__(Summarizer)
-    summ.engine, summ.settings = engine, Settings(max_tokens=8)
+    summ = Summarizer(engine, None, Settings(max_tokens=8))
     ids = engine.chat_ids([{"role": "user", "content": "Summarize: the pumps failed, the pumps failed."}])
     done = [ev for ev in summ._run(ids, 8, [], None) if isinstance(ev, Done)][0]
     assert done.new_tokens >= 1
