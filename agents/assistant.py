@@ -25,6 +25,7 @@ from . import prompts
 from .common import (MIN_PROMPT_TOKENS, AgentError, fit_chat, keep_response, prompt_budget, stats_of,
                      with_context)
 from .events import Saved
+from .sampling import generation_options
 
 MODE = "assistant"
 DEFAULT_TITLE = "New chat"
@@ -217,6 +218,7 @@ class Assistant:
             self.router_note = ""
         yield from (self.router or self.engine).generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
                                     top_p=self.settings.top_p, method=self.settings.method,
+                                    **generation_options(self.settings, MODE),
                                     sources=sources, cancel=cancel, keep_answer=True)   # the next turn continues it
 
     def _prompt(self, session_id, history, user_text: str, context: SentContext | None = None,

@@ -16,6 +16,7 @@ from engine.events import Done, Notice, Prefill, Step
 from . import prompts
 from .common import AgentError, cancelled_done, keep_response, prompt_budget
 from .events import Part, Saved
+from .sampling import generation_options
 
 MODE = "summarizer"
 
@@ -132,6 +133,7 @@ class Summarizer:
         return (self.router or self.engine).generate(ids, max_new_tokens=max_new,
                                                      temperature=self.settings.temperature,
                                                      top_p=self.settings.top_p, method=self.settings.method,
+                                                     **generation_options(self.settings, MODE),
                                                      sources=sources, cancel=cancel)
 
 

@@ -25,7 +25,13 @@ def hexa_version() -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (the full usage is one ``--help`` away)."""
+    """argparse with one-line usage errors (the full usage is one ``--help`` away), and no
+    abbreviated options: with the sampling flags, `agent-bench --repeat 2` became ambiguous with
+    `--repeat-penalty`; abbreviations break whenever an option is added."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

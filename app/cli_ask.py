@@ -45,6 +45,7 @@ def read_prompt(prompt: str | None) -> str:
 
 
 def cmd_ask(args) -> int:
+    from agents.sampling import generation_options
     from engine.errors import EngineError
 
     from .loading import load_engine
@@ -59,7 +60,7 @@ def cmd_ask(args) -> int:
             ([{"role": "system", "content": args.system}] if args.system else [])
             + [{"role": "user", "content": prompt}],
             max_new_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=args.seed,
-            stop=args.stop, method=s.method)
+            stop=args.stop, method=s.method, **generation_options(s, "assistant"))
         return stream(events)
     return ask_in_session(args, engine, prompt)
 

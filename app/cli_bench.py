@@ -18,7 +18,8 @@ def register(sub) -> None:
     p.add_argument("--methods", default="vanilla,pld", metavar="METHOD,...",
                    help="comma-separated methods: the engine's, transformers' hf/pld/pld3/pld10, and llamacpp "
                         "(llama.cpp on the same GGUF; `pip install -e .[peers]`); the reference is vanilla, "
-                        "else the first")
+                        "else the first. An engine method with @MODE (hexa@summarizer) runs with that mode's "
+                        "penalties and the sampling settings on top (docs/sampling.md), compared with vanilla@MODE")
     p.add_argument("--history", action="store_true",
                    help="stream the data set: earlier responses of a task become drafting sources")
     p.add_argument("--turns", action="store_true",
@@ -33,6 +34,8 @@ def register(sub) -> None:
                         "(engine_process = child), in the same run")
     cli_bench_route.add_flags(p)
     config.add_flags(p.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
+    config.add_flags(p.add_argument_group("penalties and truncation (for METHOD@MODE)"), config.SAMPLING_OPTIONS,
+                     top_level=False)
     p.set_defaults(func=cmd_bench, uses_settings=True)
 
 
@@ -60,7 +63,8 @@ def cmd_bench(args) -> int:
     if args.app:
         return bench_app(engine, cases, methods, args)
     opts = BenchOptions(methods=methods, max_new_tokens=args.max_new_tokens,
-                        max_prompt_tokens=args.max_prompt_tokens, history=args.history)
+                        max_prompt_tokens=args.max_prompt_tokens, history=args.history,
+                        method_options=mode_options(methods, settings))
     if args.turns:
         result = run_turns(engine, cases, opts)
         print(format_turns(result))
@@ -71,6 +75,22 @@ def cmd_bench(args) -> int:
         write_json(result, args.json)
         print(f"hexa: wrote {args.json}", file=sys.stderr)
     return 0
+
+
+def mode_options(methods: list[str], settings) -> dict[str, dict]:
+    """``hexa@summarizer`` -> the summarizer's ``Engine.generate`` options (penalties, top-k, min-p)."""
+    from agents.sampling import MODE_PENALTIES, generation_options
+    from engine.errors import EngineError
+
+    out = {}
+    for m in methods:
+        mode = m.partition("@")[2]
+        if not mode:
+            continue
+        if mode not in MODE_PENALTIES:
+            raise EngineError(f"unknown mode {mode!r} in --methods {m} (available: {', '.join(MODE_PENALTIES)})")
+        out[m] = generation_options(settings, mode)
+    return out
 
 
 def bench_app(engine, cases, methods: list[str], args) -> int:

@@ -115,6 +115,27 @@ class Settings:
                                  "or the server, from the prices) may take", low=0.01, high=0.99)
     device_price_in: float = option(0.0, "the device's cost per prompt token (its energy, priced by you)", low=0.0)
     device_price_out: float = option(0.0, "the device's cost per generated token", low=0.0)
+    # -- answers that do not loop (docs/sampling.md): llama.cpp's knobs; unset: the mode's default
+    repeat_penalty: float | None = option(None, "divide a recent token's logit by this (1: off; default: "
+                                          "per mode)", flag="--repeat-penalty", low=0.5, high=3.0)
+    repeat_last_n: int | None = option(None, "tokens the repeat/frequency/presence penalties look back "
+                                       "(-1: all, 0: off)", flag="--repeat-last-n", low=-1)
+    frequency_penalty: float | None = option(None, "lower a token's logit by this per recent occurrence",
+                                             flag="--frequency-penalty", low=0.0, high=2.0)
+    presence_penalty: float | None = option(None, "lower a recent token's logit by this",
+                                            flag="--presence-penalty", low=0.0, high=2.0)
+    dry_multiplier: float | None = option(None, "DRY: penalty on a token extending a repeated sequence "
+                                          "(0: off)", flag="--dry-multiplier", low=0.0, high=5.0)
+    dry_base: float | None = option(None, "DRY: penalty growth per repeated token", flag="--dry-base",
+                                    low=1.0, high=4.0)
+    dry_allowed_length: int | None = option(None, "DRY: repeats this long go unpenalised",
+                                            flag="--dry-allowed-length", low=1, high=64)
+    dry_last_n: int | None = option(None, "DRY: tokens looked back (-1: all)", flag="--dry-last-n", low=-1)
+    penalize_prompt: bool | None = option(None, "the penalties count the prompt's tokens too (as llama.cpp); "
+                                          "off: the answer's alone", flag="--penalize-prompt")
+    top_k: int | None = option(None, "sampling: keep the k likeliest tokens (0: off)", flag="--top-k", low=0)
+    min_p: float | None = option(None, "sampling: drop tokens under min_p x the likeliest's probability",
+                                 flag="--min-p", low=0.0, high=0.99)
 
     # -- advanced: the engine's and the memory's knobs ([engine], [qnn], [memory] in the file;
     # the environment names they had before they were settings are kept)
@@ -155,7 +176,7 @@ class Settings:
 
 def specs() -> dict[str, tuple[Spec, Any]]:
     """name -> (spec, declared type) for every option."""
-    hints = {"str": str, "str | None": str, "int": int, "int | None": int, "float": float,
+    hints = {"str": str, "str | None": str, "int": int, "int | None": int, "float": float, "float | None": float,
              "bool": bool, "bool | None": bool, "dict[str, str]": dict, "dict[str, dict]": dict}
     return {f.name: (f.metadata["spec"], hints[str(f.type)]) for f in fields(Settings)}
 
@@ -181,8 +202,11 @@ def key(name: str) -> str:
 
 
 # options that may be left unset (the empty string from a variable means unset too)
+# unset (None): the mode's default (agents/sampling.py)
+SAMPLING_OPTIONS = ("repeat_penalty", "repeat_last_n", "frequency_penalty", "presence_penalty", "dry_multiplier",
+                    "dry_base", "dry_allowed_length", "dry_last_n", "penalize_prompt", "top_k", "min_p")
 NULLABLE = ("model", "context", "threads", "engine_url", "engine_cc", "qnn_switch", "qnn_shared", "memory_embed_model",
-            "memory_embed_threads")
+            "memory_embed_threads") + SAMPLING_OPTIONS
 
 
 def parse(name: str, raw: Any, origin: str = "") -> Any:
@@ -425,7 +449,7 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
 
 METAVARS = {"model": "GGUF|DIR|HUB_ID", "device": "HOST:PORT", "cost_profile": "FILE|DEVICE"}
 MODEL_FLAGS = ("model", "backend", "context", "method", "threads", "soc", "cost_profile")
-GENERATION_FLAGS = ("max_tokens", "temperature", "top_p")
+GENERATION_FLAGS = ("max_tokens", "temperature", "top_p") + SAMPLING_OPTIONS
 AGENT_FLAGS = ("device", "agent_steps")
 SERVE_FLAGS = ("serve_host", "serve_port", "serve_queue")
 

@@ -75,7 +75,8 @@ class RemoteEngine:
                  seed: int | None = None, stop: Sequence[str] = (), method: str = "vanilla",
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
                  chunk_size: int = 256, constraint=None, reuse: bool = True,
-                 keep_answer: bool = False) -> Iterator[Event]:
+                 keep_answer: bool = False, top_k: int = 0, min_p: float = 0.0,
+                 penalties=None) -> Iterator[Event]:
         if isinstance(prompt, str):
             ids = self.chat_ids([{"role": "user", "content": prompt}])
         elif prompt and isinstance(prompt[0], dict):
@@ -90,6 +91,13 @@ class RemoteEngine:
                          "reuse": reuse, "index": False, "request_id": rid}}
         if constraint is not None:
             body["hexa"]["grammar"] = grammar_json(getattr(constraint, "grammar", constraint))
+        body.update(top_k=top_k, min_p=min_p)
+        if penalties is not None:   # llama.cpp server's names (app/serve/schemas.py)
+            body.update(frequency_penalty=penalties.frequency_penalty, presence_penalty=penalties.presence_penalty,
+                        repeat_penalty=penalties.repeat_penalty, repeat_last_n=penalties.repeat_last_n,
+                        dry_multiplier=penalties.dry_multiplier, dry_base=penalties.dry_base,
+                        dry_allowed_length=penalties.dry_allowed_length, dry_penalty_last_n=penalties.dry_last_n)
+            body["hexa"]["penalize_prompt"] = penalties.penalize_prompt
         return self._stream(body, rid, cancel)
 
     def _stream(self, body: dict, rid: str, cancel: threading.Event | None) -> Iterator[Event]:

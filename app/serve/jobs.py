@@ -32,6 +32,9 @@ class Generation:
     reuse: bool = True
     index: bool = True            # keep the finished answer as a drafting source
     grammar: Any = None           # an engine.constraint.Grammar the answer must follow
+    penalties: Any = None         # engine.penalties.Penalties, or None
+    top_k: int = 0
+    min_p: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ def plan(req: ChatRequest | CompletionRequest, engine: Any, settings: Any) -> Ge
             raise ApiError(400, f"hexa.grammar: {exc}", "hexa.grammar") from None
     wanted = req.wanted_tokens() or settings.max_tokens
     chat = isinstance(req, ChatRequest)
+    penalties = _penalties(req)
     return Generation(
         ids=ids, max_new_tokens=min(wanted, room),
         temperature=settings.temperature if req.temperature is None else req.temperature,
@@ -88,7 +92,22 @@ def plan(req: ChatRequest | CompletionRequest, engine: Any, settings: Any) -> Ge
         # a chat client sends the whole conversation again with the next message: keeping the
         # answer's KV lets that prompt reuse all of it (the app does the same)
         keep_answer=chat if opts.keep_answer is None else opts.keep_answer, reuse=opts.reuse,
-        index=settings.history_drafting if opts.index is None else opts.index, grammar=grammar)
+        index=settings.history_drafting if opts.index is None else opts.index, grammar=grammar,
+        penalties=penalties, top_k=req.top_k or 0, min_p=req.min_p or 0.0)
+
+
+def _penalties(req: ChatRequest | CompletionRequest):
+    """The request's penalties (llama.cpp's names and definitions), None when it sets none."""
+    from engine.penalties import Penalties
+
+    names = {"frequency_penalty": "frequency_penalty", "presence_penalty": "presence_penalty",
+             "repeat_penalty": "repeat_penalty", "repeat_last_n": "repeat_last_n", "dry_multiplier": "dry_multiplier",
+             "dry_base": "dry_base", "dry_allowed_length": "dry_allowed_length", "dry_last_n": "dry_penalty_last_n"}
+    given = {k: getattr(req, field) for k, field in names.items() if getattr(req, field) is not None}
+    if not given:
+        return None
+    pen = Penalties(**given, penalize_prompt=req.hexa.penalize_prompt)
+    return pen if pen.active else None
 
 
 def run(engine: Any, gen: Generation, cancel: threading.Event, emit: Emit, finished) -> None:
@@ -102,7 +121,8 @@ def run(engine: Any, gen: Generation, cancel: threading.Event, emit: Emit, finis
         for event in engine.generate(gen.ids, max_new_tokens=gen.max_new_tokens, temperature=gen.temperature,
                                      top_p=gen.top_p, seed=gen.seed, stop=gen.stop, method=gen.method,
                                      sources=gen.sources, cancel=cancel, reuse=gen.reuse,
-                                     keep_answer=gen.keep_answer, constraint=constraint):
+                                     keep_answer=gen.keep_answer, constraint=constraint,
+                                     penalties=gen.penalties, top_k=gen.top_k, min_p=gen.min_p):
             if isinstance(event, Done):
                 done = event
             emit(event)

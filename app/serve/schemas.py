@@ -32,6 +32,7 @@ class HexaOptions(BaseModel):
     request_id: str | None = Field(None, max_length=100)   # the client's name for it: POST /hexa/cancel/{id}
     # the answer must be one of these alternatives (strings and free-text segments): constrained decoding
     grammar: list[list[str | FreeText]] | None = Field(None, min_length=1, max_length=512)
+    penalize_prompt: bool = True                  # the penalties count the prompt too (docs/sampling.md)
 
 
 class TextPart(BaseModel):
@@ -65,6 +66,18 @@ class Common(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
     seed: int | None = None
+    # repetition penalties and truncation: OpenAI's two, then llama.cpp server's names (docs/sampling.md);
+    # unset: off. Accepted as numbers given as ints too (JSON has one number type)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    repeat_penalty: float | None = Field(None, gt=0, le=10)
+    repeat_last_n: int | None = Field(None, ge=-1)
+    dry_multiplier: float | None = Field(None, ge=0, le=100)
+    dry_base: float | None = Field(None, ge=1, le=100)
+    dry_allowed_length: int | None = Field(None, ge=1)
+    dry_penalty_last_n: int | None = Field(None, ge=-1)
+    top_k: int | None = Field(None, ge=0)
+    min_p: float | None = Field(None, ge=0, lt=1)
     stop: str | list[str] | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None

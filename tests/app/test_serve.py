@@ -197,6 +197,9 @@ def test_queue_full_is_429_and_waiting_requests_are_served(client, model, server
     ({"prompt": list(range(5000))}, 400, "context window"),
     ({"prompt": "hi", "hexa": {"grammar": [[{"free": 5}, {"free": 5}]]}}, 400, "hexa.grammar"),
     ({"prompt": "hi", "hexa": {"grammar": [[{"free": 0}]]}}, 400, "grammar"),
+    ({"prompt": "hi", "repeat_penalty": 0}, 400, "repeat_penalty"),
+    ({"prompt": "hi", "dry_base": 0.5}, 400, "dry_base"),
+    ({"prompt": "hi", "min_p": 1}, 400, "min_p"),
 ])
 def test_bad_completion_requests_are_4xx_json(server, model, payload, status_code, words):
     if isinstance(payload, dict):

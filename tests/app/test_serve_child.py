@@ -128,3 +128,16 @@ async def test_the_app_with_engine_process_child_chats_and_stops_its_child(tmp_p
         stored = app.runtime.memory.messages(app.screen.session_id)[-1]
         assert stored.role == "assistant" and list(stored.token_ids) == list(done.token_ids)
     assert child.proc.wait(15) is not None
+
+
+def test_penalties_and_truncation_cross_the_server(engine, remote):
+    """A mode's penalties reach the served engine (docs/sampling.md): the same answer as in process,
+    and not the answer without them."""
+    from engine.penalties import Penalties
+
+    ids = engine.chat_ids([{"role": "user", "content": "List 20 tips for cooking with a food processor."}])
+    pen = Penalties(repeat_penalty=1.3, dry_multiplier=0.8, penalize_prompt=False)
+    local = list(engine.generate(ids, max_new_tokens=60, method="hexa", reuse=False, penalties=pen))[-1]
+    plain = list(engine.generate(ids, max_new_tokens=60, method="hexa", reuse=False))[-1]
+    done = list(remote.generate(ids, max_new_tokens=60, method="hexa", penalties=pen, top_k=40, min_p=0.05))[-1]
+    assert done.token_ids == local.token_ids != plain.token_ids

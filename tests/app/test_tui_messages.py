@@ -65,6 +65,13 @@ async def test_deleting_a_message_keeps_the_scroll_position(tmp_path):
         await screen.open_session(session.id)
         transcript = screen.query_one(Transcript)
         await wait(pilot, lambda: transcript.max_scroll_y > 50, 10, "a long transcript")
+        # the transcript lays itself out over several frames on a busy machine: wait until it stops growing
+        last = -1
+        for _ in range(50):
+            if transcript.max_scroll_y == last and len(transcript.messages()) == 80:
+                break
+            last = transcript.max_scroll_y
+            await pilot.pause(0.1)
         views = transcript.messages()
         target = views[40]
         transcript.scroll_to_widget(target, animate=False, top=True)
