@@ -38,7 +38,9 @@ run: $(STAMP)
 test: $(STAMP) $(PEER)
 	$(BIN)/python -m pytest -q
 
+# the benchmark tier of the tests (speed ratios, e.g. the app against the engine alone), then the bench
 bench: $(STAMP) $(PEER)
+	$(BIN)/python -m pytest -q -m bench
 	$(BIN)/hexa bench --data ../shared/bench/dev.jsonl --tasks summary,rag --n 10 --methods vanilla,pld
 
 clean:

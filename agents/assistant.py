@@ -6,6 +6,11 @@ reuses the rest), stores the user turn with the context it is sent with before t
 (nothing typed is lost on a crash; later turns render it as sent, see ``common.with_context``),
 runs the engine, then stores the response with its token ids and stats and indexes it for
 drafting. Every method runs on the caller's worker thread: memory and engine work alike.
+
+Retrieval is switched by the ``retrieval`` setting, then a session's own switch
+(``Memory.set_session_retrieval``), then the message's (``respond(..., retrieval=False)``): the
+most specific one that is set wins. What is sent is what ``memory.retrieval`` finds relevant enough
+(a calibrated threshold) within a budget that grows with the question.
 """
 from __future__ import annotations
 
@@ -14,16 +19,18 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from engine.events import Done, Notice
+from memory import SentContext, budget_for
 
 from . import prompts
 from .common import (MIN_PROMPT_TOKENS, AgentError, fit_chat, keep_response, prompt_budget, stats_of,
                      with_context)
 from .events import Saved
+from .sampling import generation_options
 
 MODE = "assistant"
 DEFAULT_TITLE = "New chat"
-CONTEXT = "retrieved_context"   # a user message's stats key: the context it was sent with
 TITLE_CHARS = 40
+CONTEXT_ITEMS = 4       # most notes one message brings
 
 
 @dataclass(frozen=True)
@@ -31,13 +38,38 @@ class Prompt:
     ids: list[int]
     max_new: int
     notices: list[str]     # what retrieval and fitting the window had to say
-    context: str           # the retrieved context the prompt holds ("" for none)
+    context: SentContext | None   # the retrieved context the prompt holds (None: none)
 
 
-def sent_with(message) -> str | None:
-    """The retrieved context a stored user message was sent with; None if not recorded (older)."""
-    value = (message.stats or {}).get(CONTEXT)
-    return value if isinstance(value, str) else None
+def sent_with(message) -> str:
+    """The retrieved context text a stored user message was sent with ("" for none)."""
+    return message.context.text if getattr(message, "context", None) is not None else ""
+
+
+def describe(context: SentContext | None) -> str:
+    """One line for what a message was sent with: "context: 2 notes from 'Dragon story'"."""
+    if context is None or not context.text:
+        return ""
+    if not context.items:                  # stored before schema v4: the text only
+        return "context: notes from memory"
+    titles: list[str] = []
+    for it in context.items:
+        title = it.title or it.source
+        if title not in titles:
+            titles.append(title)
+    n = len(context.items)
+    shown = ", ".join(f"'{t}'" for t in titles[:3]) + (f" and {len(titles) - 3} more" if len(titles) > 3 else "")
+    return f"context: {n} note{'s' if n != 1 else ''} from {shown}"
+
+
+def details(context: SentContext | None) -> str:
+    """The notes one per line with their similarity, for the expanded line and ``hexa ask -v``."""
+    if context is None or not context.text:
+        return ""
+    if not context.items:
+        return context.text
+    return "\n".join(f"[{it.score:.2f}] {it.title or it.source} ({it.tokens} tok): "
+                     f"{' '.join(it.text.split())}" for it in context.items)
 
 
 def title_of(text: str) -> str:
@@ -48,14 +80,18 @@ def title_of(text: str) -> str:
 class Assistant:
     mode = MODE
 
-    def __init__(self, engine: Any, memory: Any, settings: Any):
+    def __init__(self, engine: Any, memory: Any, settings: Any, router: Any = None, router_note: str = ""):
         self.engine = engine
         self.memory = memory
         self.settings = settings
+        self.router = router            # engine.routing.Router: device and server together (None: device)
+        self.router_note = router_note  # why routing is off though a server is configured, said once
 
     # -- requests ---------------------------------------------------------------------------------
-    def respond(self, session_id, user_text: str, cancel: threading.Event | None = None) -> Iterator:
-        """Answer ``user_text`` in session ``session_id`` (None: a new session, titled after it)."""
+    def respond(self, session_id, user_text: str, cancel: threading.Event | None = None,
+                retrieval: bool | None = None) -> Iterator:
+        """Answer ``user_text`` in session ``session_id`` (None: a new session, titled after it).
+        ``retrieval``: this message's switch (None: the session's, else the setting's)."""
         user_text = user_text.strip()
         if not user_text:
             raise AgentError("Nothing to send.")
@@ -63,12 +99,22 @@ class Assistant:
             session_id = self.memory.new_session(MODE, title=title_of(user_text),
                                                  model=self.engine.model_name).id
         history = self.memory.messages(session_id)
-        prompt = self._prompt(session_id, history, user_text)
+        prompt = self._prompt(session_id, history, user_text, retrieval=retrieval)
         msg = self.memory.add_message(session_id, "user", user_text, mode=MODE,
-                                      model=self.engine.model_name, stats={CONTEXT: prompt.context})
+                                      model=self.engine.model_name, context=prompt.context)
         self._maybe_title(session_id, history, user_text)
-        yield Saved(session_id, msg.id, "user", user_text)
+        yield Saved(session_id, msg.id, "user", user_text, context=prompt.context,
+                    prompt_tokens=len(prompt.ids))
         yield from self._generate(session_id, prompt, user_text, cancel)
+
+    def retrieval_on(self, session_id, message: bool | None = None) -> bool:
+        """Whether a message is sent with retrieved context: its own switch, else the session's,
+        else the setting."""
+        if message is not None:
+            return message
+        session = self.memory.get_session(session_id) if session_id is not None else None
+        on = getattr(session, "retrieval", None)
+        return bool(self.settings.retrieval) if on is None else on
 
     def regenerate(self, session_id, cancel: threading.Event | None = None) -> Iterator:
         """Drop the last response of the session and answer its last user message again."""
@@ -79,8 +125,8 @@ class Assistant:
             raise AgentError("Nothing to regenerate: send a message first.")
         user = history.pop()
         # with the context it was sent with, so the prompt is the last answer's (its KV is reused)
-        yield from self._generate(session_id, self._prompt(session_id, history, user.text, sent_with(user)),
-                                  user.text, cancel)
+        prompt = self._prompt(session_id, history, user.text, user.context or SentContext())
+        yield from self._generate(session_id, prompt, user.text, cancel)
 
     def continue_last(self, session_id, cancel: threading.Event | None = None) -> Iterator:
         """Generate more of the session's last response (one cut by the token limit, say); the
@@ -95,7 +141,7 @@ class Assistant:
         budget, max_new = prompt_budget(self.engine, self.settings.max_tokens)
         room = budget - len(done_ids)
         ids, cuts, _ = fit_chat(self.engine, self._system(session_id), self._turns(history[:-2]), user.text,
-                                room, sent_with(user) or "") if room >= MIN_PROMPT_TOKENS else ([], [], "")
+                                room, sent_with(user)) if room >= MIN_PROMPT_TOKENS else ([], [], "")
         if not ids or len(ids) > room:
             raise AgentError("The response already fills the context window: it cannot be continued.")
         for note in cuts:
@@ -137,19 +183,26 @@ class Assistant:
     @staticmethod
     def _turns(messages) -> list[dict]:
         """The conversation as the model read it: user messages with the context they were sent with."""
-        return [{"role": m.role, "content": with_context(m.text, sent_with(m) or "")} for m in messages
+        return [{"role": m.role, "content": with_context(m.text, sent_with(m))} for m in messages
                 if m.role in ("user", "assistant") and m.text]
 
-    def _context(self, session_id, user_text: str, history) -> tuple[str, list[str]]:
-        if not self.settings.retrieval:
-            return "", []
+    def _context(self, session_id, user_text: str, history,
+                 retrieval: bool | None = None) -> tuple[SentContext | None, list[str]]:
+        """The notes relevant enough to send with ``user_text`` (None: none, or switched off)."""
+        if not self.retrieval_on(session_id, retrieval):
+            return None, []
+        budget = budget_for(len(self.engine.encode(user_text)), int(self.settings.retrieval_tokens))
         try:
-            items = self.memory.context_for(user_text, k=4, token_budget=512, session_id=session_id)
+            items = self.memory.context_for(user_text, k=CONTEXT_ITEMS, token_budget=budget,
+                                            session_id=session_id)
         except Exception as exc:  # retrieval is best effort: answer anyway
-            return "", [f"Retrieval skipped: {exc}"]
+            return None, [f"Retrieval skipped: {exc}"]
         seen = {m.text.strip() for m in history} | {user_text}
-        lines = [f"- {it.text.strip()}" for it in items if it.text.strip() not in seen]
-        return (prompts.render("context", context="\n".join(lines)) if lines else ""), []
+        items = [it for it in items if it.text.strip() not in seen]   # already in the prompt
+        if not items:
+            return None, []
+        text = prompts.render("context", context="\n".join(f"- {it.text.strip()}" for it in items))
+        return SentContext(text, items), []
 
     def _sources(self, user_text: str) -> list[list[int]]:
         if not self.settings.history_drafting:
@@ -160,20 +213,25 @@ class Assistant:
             return []
 
     def _run(self, ids: list[int], max_new: int, sources, cancel) -> Iterator:
-        return self.engine.generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
+        if self.router_note:
+            yield Notice(self.router_note)
+            self.router_note = ""
+        yield from (self.router or self.engine).generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
                                     top_p=self.settings.top_p, method=self.settings.method,
+                                    **generation_options(self.settings, MODE),
                                     sources=sources, cancel=cancel, keep_answer=True)   # the next turn continues it
 
-    def _prompt(self, session_id, history, user_text: str, context: str | None = None) -> Prompt:
+    def _prompt(self, session_id, history, user_text: str, context: SentContext | None = None,
+                retrieval: bool | None = None) -> Prompt:
         """The request for ``user_text`` after ``history``: the context is retrieved unless given
         (the one a stored message was sent with)."""
         notes: list[str] = []
         if context is None:
-            context, notes = self._context(session_id, user_text, history)
+            context, notes = self._context(session_id, user_text, history, retrieval)
         budget, max_new = prompt_budget(self.engine, self.settings.max_tokens)
         ids, cuts, kept = fit_chat(self.engine, self._system(session_id), self._turns(history), user_text,
-                                   budget, context)
-        return Prompt(ids, max_new, notes + cuts, kept)
+                                   budget, context.text if context is not None else "")
+        return Prompt(ids, max_new, notes + cuts, context if kept else None)
 
     def _generate(self, session_id, prompt: Prompt, user_text: str, cancel) -> Iterator:
         for note in prompt.notices:

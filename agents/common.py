@@ -5,6 +5,7 @@ from dataclasses import asdict
 from typing import Any, Sequence
 
 from engine.events import Done
+from memory import ResponseStats
 
 MIN_PROMPT_TOKENS = 32
 
@@ -13,12 +14,9 @@ class AgentError(Exception):
     """A user-facing one-line problem with a request (nothing to regenerate, empty document...)."""
 
 
-def stats_of(done: Done) -> dict[str, Any]:
-    """The figures of a finished request, JSON-ready, for the message footer and memory."""
-    stats = asdict(done)
-    for key in ("text", "token_ids", "t"):
-        stats.pop(key, None)
-    return stats
+def stats_of(done: Done) -> ResponseStats:
+    """The figures of a finished request, for the message footer and memory."""
+    return ResponseStats.from_dict(asdict(done)) or ResponseStats()
 
 
 def cancelled_done(method: str = "") -> Done:
@@ -63,8 +61,16 @@ def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, bu
              context: str = "") -> tuple[list[int], list[str], str]:
     """Chat-template ids for system + turns + the new user message (+ context), within ``budget``.
 
-    Older turns are dropped first (a whole user/assistant exchange at a time), then the retrieved
-    context, then the user message is cut. Returns the ids, one notice per kind of cut made, and
+    The one prompt-fitting policy of hexa: keep the start (the system prompt: who the model is,
+    the task) and the most recent; leave out the oldest in between. The engine applies it to raw
+    token prompts (``engine.generation.fit_prompt``: the first 64 tokens and the last ones); here
+    it is applied by whole messages, which the engine cannot see: older exchanges go first (a
+    user/assistant pair at a time, so no answer is left without its question), then the
+    retrieved context (the least certain part: a similarity match, not something anyone said in
+    this chat), and last the user message loses its *oldest* tokens (a long paste ends with what
+    is asked of it: "...summarise this"). It used to keep the message's first tokens, the
+    opposite of the engine's cut. A prompt fitted here always fits the engine's window, so the
+    engine's cut never fires on a chat. Returns the ids, one notice per kind of cut made, and
     the context the prompt kept ("" when it was left out).
     """
     notices: list[str] = []
@@ -93,9 +99,9 @@ def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, bu
         text_ids = engine.encode(user_text)
         overhead = len(ids) - len(text_ids)
         keep = max(1, budget - overhead - 2)
-        ids = build(context, engine.decode(text_ids[:keep]))
+        ids = build(context, engine.decode(text_ids[-keep:]))
         while len(ids) > budget and keep > 1:        # decode/encode may not round-trip exactly
             keep = max(1, keep - max(1, (len(ids) - budget)))
-            ids = build(context, engine.decode(text_ids[:keep]))
-        notices.append(f"Message too long for the context window: cut to its first {keep} tokens.")
+            ids = build(context, engine.decode(text_ids[-keep:]))
+        notices.append(f"Message too long for the context window: kept its last {keep} tokens.")
     return ids, notices, context

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.events import now
+from memory import SentContext
 
 
 @dataclass(frozen=True)
@@ -14,6 +15,8 @@ class Saved:
     role: str
     text: str = ""
     t: float = field(default_factory=now)
+    context: SentContext | None = None   # a user message: the SentContext it is sent with (None: none)
+    prompt_tokens: int = 0     # a user message: the tokens of the prompt sent for it, exactly
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from engine.events import Done, Notice, Prefill, Step
 from . import prompts
 from .common import AgentError, cancelled_done, keep_response, prompt_budget
 from .events import Part, Saved
+from .sampling import generation_options
 
 MODE = "summarizer"
 
@@ -23,11 +24,13 @@ MODE = "summarizer"
 class Summarizer:
     mode = MODE
 
-    def __init__(self, engine: Any, memory: Any, settings: Any, part_tokens: int | None = None):
+    def __init__(self, engine: Any, memory: Any, settings: Any, part_tokens: int | None = None,
+                 router: Any = None):
         self.engine = engine
         self.memory = memory
         self.settings = settings
         self.part_tokens = part_tokens      # force smaller parts (tests, slow devices)
+        self.router = router                # engine.routing.Router (a document's long prompt may race a server)
 
     def ingest(self, path: str | Path, progress: Callable[[int, int], None] | None = None,
                session_id=None, cancel: threading.Event | None = None):
@@ -127,9 +130,11 @@ class Summarizer:
             return []
 
     def _run(self, ids, max_new: int, sources, cancel) -> Iterator:
-        return self.engine.generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
-                                    top_p=self.settings.top_p, method=self.settings.method,
-                                    sources=sources, cancel=cancel)
+        return (self.router or self.engine).generate(ids, max_new_tokens=max_new,
+                                                     temperature=self.settings.temperature,
+                                                     top_p=self.settings.top_p, method=self.settings.method,
+                                                     **generation_options(self.settings, MODE),
+                                                     sources=sources, cancel=cancel)
 
 
 __all__ = ["Summarizer"]

@@ -27,7 +27,8 @@ RUNGS: dict[str, dict[str, Any]] = {
     "model": dict(policy="model", verify=False, recall=False),
     "model+verify": dict(policy="model", verify=True, recall=False),
     "planner+verify": dict(policy="planner", verify=True, recall=False),  # no model at all
-    "repeats": dict(policy="model", verify=True, recall=True),          # attempts 2+ recall 1
+    "repeats": dict(policy="planner", verify=True, recall=True),        # the default agent; attempts
+                                                                        # 2+ recall 1
 }
 INDEX = re.compile(r"^(?:tap|long_press|type)\((\d+)")
 

@@ -12,7 +12,8 @@ import sys
 import traceback
 from importlib.metadata import PackageNotFoundError, version
 
-from . import cli_agent, cli_agent_bench, cli_ask, cli_bench, cli_info, cli_memory, cli_npu, cli_phone, settings
+from . import (cli_agent, cli_agent_bench, cli_ask, cli_bench, cli_info, cli_memory, cli_models, cli_npu, cli_phone,
+               cli_serve, settings)
 from .locations import locations
 
 
@@ -24,7 +25,13 @@ def hexa_version() -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (the full usage is one ``--help`` away)."""
+    """argparse with one-line usage errors (the full usage is one ``--help`` away), and no
+    abbreviated options: with the sampling flags, `agent-bench --repeat 2` became ambiguous with
+    `--repeat-penalty`; abbreviations break whenever an option is added."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -39,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     settings.add_flags(parser.add_argument_group("model"), settings.MODEL_FLAGS, top_level=True)
     settings.add_flags(parser.add_argument_group("generation"), settings.GENERATION_FLAGS, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (cli_ask, cli_agent, cli_agent_bench, cli_bench, cli_memory, cli_phone, cli_npu, cli_info):
+    for module in (cli_ask, cli_agent, cli_agent_bench, cli_bench, cli_serve, cli_memory, cli_models, cli_phone, cli_npu,
+                   cli_info):
         module.register(sub)
     return parser
 

@@ -43,7 +43,7 @@ def _task_flags(p, top: bool) -> None:
                    help="allow sensitive actions (delete, send, pay, ...) without asking")
     p.add_argument("--export", type=Path, metavar="FILE", **keep,
                    help="write every stored episode as JSONL to FILE ('-': stdout) and exit")
-    config.add_flags(p.add_argument_group("device"), config.AGENT_FLAGS, top_level=False)
+    config.add_flags(p.add_argument_group("device"), config.AGENT_FLAGS + ("agent_policy",), top_level=False)
     config.add_flags(p.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
 
 
@@ -86,7 +86,7 @@ def cmd_agent(args) -> int:
 
     s = args.loaded.settings
     if args.export is not None:
-        with open_memory(args.locations) as memory:
+        with open_memory(args.locations, settings=s) as memory:
             text = memory.episodes.export_jsonl()
         if str(args.export) == "-":
             sys.stdout.write(text)
@@ -104,7 +104,7 @@ def cmd_agent(args) -> int:
               file=sys.stderr)
         engine = load_engine(s, args.locations)
         confirm = (lambda q: True) if args.yes else ask_user
-        with open_memory(args.locations, tokenizer=engine.encode) as memory:
+        with open_memory(args.locations, tokenizer=engine.encode, settings=s) as memory:
             if not known_apps(memory):
                 print("hexa: no app explored yet: run `hexa agent explore` first (the agent works "
                       "without, worse)", file=sys.stderr)

@@ -35,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, default=None, metavar="N", help="the first N tasks only")
     p.add_argument("--variants", type=int, default=0, metavar="K",
                    help="add K freshly drawn variants of each app's task templates")
-    p.add_argument("--seed", type=int, default=0, help="the variants' seed (default 0: the same tasks each run)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="the variants' seed (default 0: the same tasks each run)")
     p.add_argument("--only-variants", action="store_true", help="run the drawn variants only")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="attempts per task (default 1; the ladder's repeats rung makes at least 2)")
@@ -48,7 +48,7 @@ def register(sub) -> None:
                    help="run every configuration on the same tasks: " + ", ".join(RUNGS))
     p.add_argument("--rungs", default=None, metavar="RUNG,...", help="with --ladder: only these rungs")
     p.add_argument("--policy", choices=POLICIES, default=None,
-                   help="top (tap the best-ranked element), planner, or model (default)")
+                   help="top (tap the best-ranked element), planner (default), or model")
     p.add_argument("--no-verify", action="store_true", help="do not check each step's effect")
     p.add_argument("--no-recall", action="store_true", help="do not replay what worked before")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="write every run here")
@@ -68,7 +68,7 @@ def plan_rungs(args) -> list[Rung]:
     if not args.ladder:
         if args.rungs:
             raise AgentError("--rungs goes with --ladder")
-        opts = dict(policy=args.policy or "model", verify=not args.no_verify, recall=not args.no_recall)
+        opts = dict(policy=args.policy or "planner", verify=not args.no_verify, recall=not args.no_recall)
         name = opts["policy"] + "+verify" * opts["verify"] + "+recall" * opts["recall"]
         return [Rung(name, opts, args.repeat)]
     if args.policy or args.no_verify or args.no_recall:
@@ -156,7 +156,7 @@ def cmd_agent_bench(args) -> int:
         else:
             base = Path(tempfile.mkdtemp(prefix="hexa-bench-memory-"))
             folders.append(base)
-        explored = explore(device, control, base, engine, apps, args.explore_budget)
+        explored = explore(device, control, base, engine, apps, args.explore_budget, config.memory_options(s))
         if explored:
             print(exploration_table(explored))
         runs = []
@@ -188,7 +188,8 @@ def _copy(base: Path, name: str, folders: list[Path]) -> Path:
     return folder
 
 
-def explore(device, control, folder: Path, engine, apps: list[tuple[str, str]], budget: int) -> list[dict]:
+def explore(device, control, folder: Path, engine, apps: list[tuple[str, str]], budget: int,
+            options=None) -> list[dict]:
     """Every app the tasks involve, explored into the memory at ``folder`` from a fresh phone; the
     cost per app (this run's actions, the graph's size, minutes)."""
     from agents.ui.knowledge import Knowledge
@@ -205,7 +206,7 @@ def explore(device, control, folder: Path, engine, apps: list[tuple[str, str]], 
         line.clear()
         print(summary_text(r), file=sys.stderr, flush=True)
 
-    with Memory.open(folder, tokenizer=engine.encode) as memory:
+    with Memory.open(folder, tokenizer=engine.encode, options=options) as memory:
         reports = explore_apps(device, Knowledge(memory.ui_graphs), apps, budget,
                                progress=lambda i, name, r: line.show(progress_text(i, len(apps), name, r), r),
                                explored=explored, before=lambda package: control.reset())
@@ -223,5 +224,5 @@ def run_rung_in(folder: Path, engine, device, control, settings, rung: Rung, tas
     from .phone_agent import agent_options
 
     options = agent_options(settings, virtual=True, **rung.options)
-    with Memory.open(folder, tokenizer=engine.encode) as memory:
+    with Memory.open(folder, tokenizer=engine.encode, options=config.memory_options(settings)) as memory:
         return run_rung(UIAgent, engine, memory, device, control, options, rung, tasks)

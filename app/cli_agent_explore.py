@@ -43,11 +43,11 @@ def cmd_explore(args) -> int:
     from .phone_agent import connect, describe, explore_apps, forget_app, known_apps, resolve_apps
 
     if args.list:
-        with open_memory(args.locations) as memory:
+        with open_memory(args.locations, settings=args.loaded.settings) as memory:
             print(list_table(known_apps(memory)))
         return 0
     if args.forget:
-        with open_memory(args.locations) as memory:
+        with open_memory(args.locations, settings=args.loaded.settings) as memory:
             for given in args.forget:
                 print(f"hexa: forgot {forget_app(memory, given)}", file=sys.stderr)
         return 0
@@ -61,7 +61,7 @@ def cmd_explore(args) -> int:
         print(f"hexa: exploring {', '.join(n for n, _ in apps)} on {describe(device)}, at most "
               f"{args.budget} actions each", file=sys.stderr)
         line, stop = LiveLine(args.budget), threading.Event()
-        with open_memory(args.locations) as memory:
+        with open_memory(args.locations, settings=args.loaded.settings) as memory:
             knowledge = Knowledge(memory.ui_graphs)
 
             def explored(i, name, report) -> None:

@@ -26,7 +26,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 
     a = sub.add_parser("add", help="ingest documents (txt, md, pdf, docx, html, source files)")
     a.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    a.add_argument("--session", type=int, default=None, help="attach to this session id")
+    a.add_argument("--session", type=int, default=None, metavar="ID", help="attach to this session id")
     a.add_argument("--max-mb", type=float, default=20.0, metavar="MIB",
                    help="size limit per file in MiB (default 20)")
     a.set_defaults(func=cmd_add)
@@ -37,9 +37,11 @@ def register(subparsers) -> argparse.ArgumentParser:
 
     q = sub.add_parser("search", help="search past turns and document chunks")
     q.add_argument("query")
-    q.add_argument("-k", type=int, default=5, help="number of results (default 5)")
+    q.add_argument("-k", type=int, default=5, metavar="N", help="number of results (default 5)")
     q.add_argument("--kind", choices=("all", "message", "chunk"), default="all")
-    q.add_argument("--budget", type=int, default=4000, help="token budget for all results")
+    q.add_argument("--budget", type=int, default=4000, metavar="N", help="token budget for all results")
+    q.add_argument("--relevant", action="store_true",
+                   help="only what the assistant would send: similarity at least the calibrated threshold")
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(func=cmd_search)
 
@@ -57,7 +59,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     e = sub.add_parser("export", help="export a session as Markdown or JSON")
     e.add_argument("--session", type=int, required=True, metavar="ID")
     e.add_argument("--format", choices=("md", "json"), default="md")
-    e.add_argument("--output", "-o", type=Path, default=None, help="write to a file, not stdout")
+    e.add_argument("--output", "-o", type=Path, default=None, metavar="FILE", help="write to a file, not stdout")
     e.set_defaults(func=cmd_export)
 
     r = sub.add_parser("reindex", help="rebuild the vector index from the SQLite store")
@@ -74,7 +76,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     k.set_defaults(func=cmd_check)
 
     ls = sub.add_parser("sessions", help="list sessions")
-    ls.add_argument("--mode", default=None)
+    ls.add_argument("--mode", default=None, metavar="MODE")
     ls.set_defaults(func=cmd_sessions)
 
     d = sub.add_parser("docs", help="list documents")
@@ -104,8 +106,15 @@ def _data_dir(args) -> Path:
 
 def _open(args, **kw):
     from memory import Memory
-    return Memory.open(_data_dir(args), tokenizer=None,
-                       on_notice=lambda m: _err(f"notice: {m}"), **kw)
+
+    from . import settings
+    from .locations import locations
+
+    # the [memory] options (checked: a bad value stops here, in one line, as every command does)
+    loaded = getattr(args, "loaded", None) or settings.load(
+        (getattr(args, "locations", None) or locations()).config_file)
+    return Memory.open(_data_dir(args), tokenizer=None, on_notice=lambda m: _err(f"notice: {m}"),
+                       options=settings.memory_options(loaded.settings), **kw)
 
 
 def _fail(msg: str) -> int:
@@ -213,15 +222,22 @@ def cmd_stats(args) -> int:
 
 
 def cmd_search(args) -> int:
+    from dataclasses import asdict
+
+    from memory import Policy
+
     kinds = ("message", "chunk") if args.kind == "all" else (args.kind,)
     with _open(args) as mem:
         _loading_note()
         mem.warmup()
         t0 = time.perf_counter()
-        items = mem.context_for(args.query, k=args.k, token_budget=args.budget, kinds=kinds)
+        # a search shows the nearest whatever their similarity (the scores say how near);
+        # --relevant applies the assistant's threshold and ranking
+        policy = Policy() if args.relevant else Policy.legacy()
+        items = mem.context_for(args.query, k=args.k, token_budget=args.budget, kinds=kinds, policy=policy)
         ms = (time.perf_counter() - t0) * 1000
     if args.json:
-        print(json.dumps([it.__dict__ for it in items], ensure_ascii=False, indent=2))
+        print(json.dumps([asdict(it) for it in items], ensure_ascii=False, indent=2))
         return 0
     if not items:
         print("no results")

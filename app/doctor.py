@@ -75,14 +75,16 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         from engine.kernels import native_kernel
         from engine.threads import configure
 
+        from .settings import engine_options
+
         kernel, why_not = native_kernel(Path(locs.cache), configure(settings.threads),
-                                        progress=lambda text: print(f"hexa: {text}", file=sys.stderr))
+                                        progress=lambda text: print(f"hexa: {text}", file=sys.stderr),
+                                        options=engine_options(settings))
     except ImportError as exc:
         return False, f"cannot import engine: {exc}"
     if kernel is None:
         return False, f"{why_not}; torch's linear is used"
     from engine.kernels import cpu_features
-    from engine.transformer import decode_choice
 
     flags = cpu_features()
     unused = sorted(f for f in flags if f.startswith(UNUSED_FEATURES.get(kernel.isa, ())))
@@ -92,7 +94,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         isa += " with dot product (sdot)" if "asimddp" in flags else " (no dot product instructions)"
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K/Q8_0 as 8-bit codes; F16 and other types as fp32 panels) "
-                  f"({decode_choice()} decoding arithmetic, exact fp32 prefill), on {kernel.threads} pool threads; "
+                  f"({settings.engine_decode} decoding arithmetic, exact fp32 prefill), on {kernel.threads} pool threads; "
                   f"{_packed_weights(settings, locs, kernel)}{note}")
 
 
@@ -134,4 +136,21 @@ def run(loaded, locs) -> int:
         rows.append((dist, v != "not installed", v))
     for name, ok, msg in rows:
         print(f"{'ok ' if ok else '-- '} {name:<22} {msg}")
+    print_settings(loaded)
     return 0 if all(ok for _, ok, _ in rows[:3]) else 1
+
+
+def print_settings(loaded) -> None:
+    """Every option, its value in effect and where it came from (docs/settings.md explains them)."""
+    from .settings import env_var, key, specs
+
+    print("settings (value, from: default, config.toml, a variable or a flag):")
+    for name in specs():
+        value = getattr(loaded.settings, name)
+        if name == "keymap":
+            value = f"{len(value)} binding(s) changed" if value else "{}"
+        elif value is None:
+            value = "auto"
+        var = env_var(name)
+        print(f"    {key(name):<24} {str(value):<24} {loaded.origins.get(name, 'default')}"
+              + (f"  [{var}]" if var and var != loaded.origins.get(name) else ""))

@@ -18,6 +18,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "chat.cancel": ("escape", "Cancel generation"),
     "chat.regenerate": ("ctrl+r", "Regenerate the last response"),
     "chat.continue": ("f5", "Continue the last response"),
+    "chat.memory": ("ctrl+l", "Memory for the next message: on/off (context retrieved from past chats)"),
     "session.new": ("ctrl+n", "New session"),
     "session.rename": ("f6", "Rename session"),
     "session.delete": ("f7", "Delete session"),

@@ -23,7 +23,8 @@ ExploreProgress = Callable[[int, str, Any], None]
 
 def agent_options(settings, *, virtual: bool, **overrides) -> AgentOptions:
     """The agent's options from the user's settings (``overrides``: the bench's rungs)."""
-    return AgentOptions(**{"max_steps": settings.agent_steps, "elements": settings.agent_elements,
+    return AgentOptions(**{"policy": settings.agent_policy, "max_steps": settings.agent_steps,
+                           "elements": settings.agent_elements,
                            "method": settings.method, "history_drafting": settings.history_drafting,
                            "settle_s": 0.0 if virtual else REAL_PHONE_SETTLE_S, **overrides})
 

@@ -1,27 +1,17 @@
-"""Which arithmetic the torch backend computes with: the knobs ``HEXA_LINEAR`` (whose kernel runs
-the projections) and ``HEXA_DECODE`` (decoding's arithmetic on codes), each read in one place."""
+"""Which arithmetic the torch backend computes with: the library linear behind the options
+``linear`` (whose kernel runs the projections) and ``decode`` (decoding's arithmetic on codes),
+both given by ``EngineOptions`` (engine/options.py); nothing here reads the environment."""
 from __future__ import annotations
 
 import functools
-import os
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
-from .errors import EngineError
+from . import options as _options
 
-LINEAR_CHOICES = ("native", "onednn", "mkl")
-
-
-def linear_choice() -> str:
-    """``HEXA_LINEAR``, the one place it is read: which kernel computes the projections on the
-    torch backend. ``native`` (default): hexa's own kernels (``engine/kernels``) when they build
-    and pass their self-check, else oneDNN; ``onednn``: oneDNN's linear; ``mkl``: ``F.linear``."""
-    value = os.environ.get("HEXA_LINEAR", "").strip().lower() or "native"
-    if value not in LINEAR_CHOICES:
-        raise EngineError(f"HEXA_LINEAR={value} is not one of {', '.join(LINEAR_CHOICES)}")
-    return value
+LINEAR_CHOICES, DECODE_CHOICES = _options.LINEAR_CHOICES, _options.DECODE_CHOICES
 
 
 @functools.cache
@@ -49,23 +39,8 @@ def _onednn_linear():
     return linear
 
 
-DECODE_CHOICES = ("int8", "exact")
-
-
-def decode_choice() -> str:
-    """``HEXA_DECODE``, the one place it is read: the arithmetic of decoding steps and draft trees
-    on weights held as Q4_1/Q8_0 codes. ``int8`` (default): integer dot products on 8-bit
-    activations, as llama.cpp decodes the same GGUF; ``exact``: the fp32 weights' arithmetic, as
-    prefill always is (the reference transformers computes). Lossless either way: plain and
-    speculative decoding share it, and a row never depends on the batch."""
-    value = os.environ.get("HEXA_DECODE", "").strip().lower() or "int8"
-    if value not in DECODE_CHOICES:
-        raise EngineError(f"HEXA_DECODE={value} is not one of {', '.join(DECODE_CHOICES)}")
-    return value
-
-
 def library_linear(choice: str = "native") -> tuple[Callable, str]:
-    """(linear, name) of the library kernel for a ``linear_choice()``: oneDNN unless ``mkl`` was
+    """(linear, name) of the library kernel for the ``linear`` option: oneDNN unless ``mkl`` was
     chosen or this torch build lacks it. The native kernels fall back to it for unpacked weights."""
     onednn = None if choice == "mkl" else _onednn_linear()
     return (onednn, "onednn") if onednn is not None else (F.linear, "mkl")

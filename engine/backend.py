@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class SwitchStatus(Protocol):
-    """Progressive graph switching during a prefill (DESIGN.md §1, technique 1)."""
+    """Progressive graph switching during a prefill (docs/architecture.md, technique 1)."""
     switched: int          # blocks already holding their decoding graphs
     total: int
     exposed_ms: float      # time this request waited for graph loads

@@ -17,6 +17,8 @@ from .generation import GenerationConfig, generate
 from .methods import BACKENDS, DEFAULT_CONTEXT, METHODS, MethodSpec, check_backend, method_spec
 from .model_cache import ensure_cached
 from .model_source import resolve
+from .options import EngineOptions
+from .penalties import Penalties, breaker_ids
 from .profiling import OnlineCost, device_cost_model, load_or_profile, profile_cpu_side, profile_key
 from .speculative import MAX_DEPTH, DraftingSpeculator, PlainDecoding, Speculator
 
@@ -43,6 +45,7 @@ class Engine:
         self._online_cost: OnlineCost | None = None   # the profile corrected by observed verification times
         self._confidence: dict[str, ConfidenceMap] = {}   # per method, learned across requests
         self._vocab = None                   # the vocabulary index constraints compile against
+        self._breakers: dict[tuple[str, ...], frozenset[int]] = {}   # DRY's breaker tokens, by breakers
         self.eos_ids = set(model.config.eos_ids)
         for tok in END_OF_TURN + ((tokenizer.eos_token,) if tokenizer.eos_token else ()):
             tid = tokenizer.convert_tokens_to_ids(tok)
@@ -66,17 +69,18 @@ class Engine:
     @classmethod
     def load(cls, model: str | None, cache_dir: Path, backend: str = "torch", threads: int | None = None,
              context_window: int | None = None, progress: Callable[[str], None] | None = None,
-             soc: str | None = None, cost_profile: str | None = None) -> "Engine":
+             soc: str | None = None, cost_profile: str | None = None,
+             options: EngineOptions | None = None) -> "Engine":
         """Load ``model`` (None: the embedded one) for ``backend``. ``threads``: None uses every
         usable core. ``progress`` hears about the slow first-start steps (converting the model,
         compiling the native kernels or the QNN graphs). qnn only: ``soc`` names the Snapdragon
         the graphs are built for; ``cost_profile`` (a file or a profiled device's name) replaces
-        the measured costs in tree sizing and switching plans."""
+        the measured costs in tree sizing and switching plans. ``options``: the advanced knobs
+        (kernel, arithmetic, pool spin, graph layout), checked by the caller's settings."""
         check_backend(backend)
         t0 = time.perf_counter()
-        from .transformer import linear_choice
-
-        linear = linear_choice()
+        options = options or EngineOptions()
+        linear = options.linear
         source = resolve(model)
         if source.kind == "gguf":   # an architecture hexa cannot run is refused here, in one line
             from .gguf_model import architecture
@@ -98,15 +102,15 @@ class Engine:
         if backend == "torch" and linear == "native":
             from .kernels import native_kernel
 
-            kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress)
+            kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress, options)
         if direct and kernel is None:   # torch's kernels run the fp32 conversion
             direct = False
             folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         if progress:
             progress("loading weights")
         try:
-            compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear) if direct
-                       else CompactTransformer.load(folder, linear, kernel))
+            compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear, options.decode) if direct
+                       else CompactTransformer.load(folder, linear, kernel, options.decode))
             tokenizer = ChatTokenizer(folder)
         except EngineError:
             raise
@@ -120,7 +124,8 @@ class Engine:
             from .qnn import QnnTransformer
 
             runtime = QnnTransformer(compact, Path(cache_dir), folder.name, window, progress=progress,
-                                     soc=soc, cost_profile=cost_profile)
+                                     soc=soc, cost_profile=cost_profile, progressive=options.qnn_switch,
+                                     shared=options.qnn_shared, early_switch=options.qnn_early_switch)
             graph_context, window = window, window - runtime.max_draft - 1   # the last step's tree must fit too
             if window < 16:
                 raise EngineError(f"context {graph_context} is too small for the qnn graphs")
@@ -155,13 +160,16 @@ class Engine:
                  stop: Sequence[str] = (), method: str = "vanilla",
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
                  chunk_size: int = 256, constraint: Constraint | Grammar | None = None,
-                 reuse: bool = True, keep_answer: bool = False) -> Iterator[Event]:
+                 reuse: bool = True, keep_answer: bool = False, top_k: int = 0, min_p: float = 0.0,
+                 penalties: Penalties | None = None) -> Iterator[Event]:
         """Stream one request's events. ``constraint``: only the tokens it allows are emitted
         (a ``Grammar`` is compiled here; compile once with ``constraint()`` to reuse it).
         ``reuse``: serve the prompt's start from a recent prompt's KV when they share it (the
         output is a cold run's), and keep this prompt's for later requests. ``keep_answer``: keep
         prompt + answer instead (a chat, whose next prompt continues with both), at the cost of
-        prefilling the answer once more before ``Done``; a one-shot request has no use for it."""
+        prefilling the answer once more before ``Done``; a one-shot request has no use for it.
+        ``top_k``/``min_p`` (sampling only) and ``penalties`` are llama.cpp's samplers of the same
+        names (``engine/sampling.py``, ``engine/penalties.py``); every method stays lossless."""
         spec = method_spec(method)
         if isinstance(constraint, Grammar):
             constraint = self.constraint(constraint)
@@ -169,8 +177,14 @@ class Engine:
             raise EngineError("the constraint was compiled for another engine's vocabulary")
         if max_new_tokens < 1:
             raise EngineError("max_new_tokens must be at least 1")
-        if temperature < 0 or not 0 < top_p <= 1:
-            raise EngineError("temperature must be >= 0 and top_p in (0, 1]")
+        from .sampling import check_sampling
+
+        try:
+            check_sampling(temperature, top_p, top_k, min_p)
+            if penalties is not None:
+                penalties.check()
+        except ValueError as exc:
+            raise EngineError(str(exc)) from None
         if isinstance(prompt, str):
             ids = self.chat_ids([{"role": "user", "content": prompt}])
         elif prompt and isinstance(prompt[0], dict):
@@ -181,7 +195,10 @@ class Engine:
             raise EngineError("empty prompt")
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                   seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
-                                  constraint=constraint, keep_answer=keep_answer)
+                                  constraint=constraint, keep_answer=keep_answer, top_k=top_k, min_p=min_p,
+                                  penalties=penalties if penalties is not None and penalties.active else None,
+                                  breakers=self.breakers(penalties.dry_breakers)
+                                  if penalties is not None and penalties.dry_active else frozenset())
         return generate(self.model, self.tokenizer, ids, config, self.eos_ids, self.context_window,
                         self._speculator(method, spec, sources), cancel,
                         prefixes=self.prefixes if reuse else None)
@@ -196,6 +213,15 @@ class Engine:
     def forget_prefixes(self) -> None:
         """Drop every kept prompt's KV: the next request prefills its whole prompt (a cold run)."""
         self.prefixes.clear()
+
+    def breakers(self, breakers: tuple[str, ...]) -> frozenset[int]:
+        """The tokens holding one of DRY's sequence breakers (found once per set: ~0.3 s for 49k tokens)."""
+        if breakers not in self._breakers:
+            from .vocab import token_texts
+
+            self._breakers[breakers] = breaker_ids(token_texts(self.tokenizer, self.model.config.vocab_size),
+                                                   breakers)
+        return self._breakers[breakers]
 
     def constraint(self, grammar: Grammar) -> Constraint:
         """``grammar`` compiled against this engine's vocabulary and end-of-turn tokens. The

@@ -84,6 +84,7 @@ class Done:
     method: str = "vanilla"
     t: float = field(default_factory=now)
     reused_tokens: int = 0    # prompt tokens served from a kept prefix, not prefilled
+    served_by: str = ""       # routing: which endpoint served each part ("" : the device alone)
 
 
 Event = Notice | Prefill | Step | Text | Done

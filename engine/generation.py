@@ -12,6 +12,10 @@ emits none and ends with ``Done(stop_reason="cancelled")``.
 With a ``Constraint`` (``GenerationConfig.constraint``) every pick is made from logits masked by
 the constraint (``constrained.ConstrainedRun``): the first token, every verified node, the bonus.
 Without one, the loop does no extra work.
+
+With ``GenerationConfig.penalties`` active, every pick is made from logits penalised after its own
+prefix (``penalties.PenaltyRun``): the first token after the prompt, each verified node after the
+emitted tokens plus the drafts on its path.
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ from .drafting.accept import accepted_sources, greedy_accept, sample_accept
 from .drafting.tree import DraftTree
 from .events import Done, Event, Notice, Prefill, Step, Text, now
 from .kv_cache import KVCache
+from .penalties import Penalties
+from .penalty_run import PenaltyRun
 from .prefix_cache import PrefixStore, ViewRows
 from .sampling import Sampler
 from .speculative import Speculator
@@ -43,6 +49,10 @@ class GenerationConfig:
     max_new_tokens: int = 256
     temperature: float = 0.0
     top_p: float = 1.0
+    top_k: int = 0                         # 0: off
+    min_p: float = 0.0                     # 0: off
+    penalties: Penalties | None = None     # repetition penalties (None or inactive: off)
+    breakers: frozenset[int] = frozenset()  # DRY's sequence-breaker tokens
     seed: int | None = None
     stop: Sequence[str] = ()
     method: str = "vanilla"
@@ -52,7 +62,9 @@ class GenerationConfig:
 
 
 def fit_prompt(ids: list[int], window: int, max_new: int) -> tuple[list[int], int, str | None]:
-    """Cut a prompt that leaves too little room: keep its head and its most recent tokens."""
+    """Cut a prompt that leaves too little room: keep its head and its most recent tokens (hexa's
+    one fitting policy; chats are fitted by whole messages before they get here, see
+    ``agents.common.fit_chat``)."""
     max_new = max(1, min(max_new, window // 2)) if len(ids) + max_new > window else max_new
     room = window - max_new
     if len(ids) <= room:
@@ -183,10 +195,11 @@ def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
 
 
 def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler,
-           constrain: Callable[[torch.Tensor], torch.Tensor] | None = None
-           ) -> tuple[list[int], list[int], torch.Tensor]:
+           constrain: Callable[[torch.Tensor], torch.Tensor] | None = None,
+           penalties: PenaltyRun | None = None) -> tuple[list[int], list[int], torch.Tensor]:
     """Feed the tree after the cache in one pass and keep the accepted path's KV entries.
-    ``constrain`` (a constraint's) sets each node's disallowed logits to -inf before any pick.
+    ``penalties`` penalise each node's logits after its own path; ``constrain`` (a constraint's)
+    then sets each node's disallowed logits to -inf, before any pick.
     Returns (accepted node path, root first; emitted tokens, bonus last; argmax after each node)."""
     n = tree.size
     mask = None
@@ -194,6 +207,8 @@ def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler,
         mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), tree.mask], dim=1)
     hidden = model.forward(tree.tokens, tree.depths + cache.length, cache, mask)
     logits = model.logits(hidden)
+    if penalties is not None:
+        logits = penalties.apply_tree(logits, tree)
     if constrain is not None:
         logits = constrain(logits)
     next_ids = logits.argmax(-1)
@@ -208,7 +223,8 @@ def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler,
 
 
 def decode_step(model: Backend, cache: KVCache, speculator: Speculator, sampler: Sampler,
-                constrained: ConstrainedRun | None = None) -> tuple[list[int], Step] | None:
+                constrained: ConstrainedRun | None = None, penalties: PenaltyRun | None = None
+                ) -> tuple[list[int], Step] | None:
     """Propose, verify, report back: (emitted tokens, the step's event), or None if the tree
     does not fit in the cache."""
     t0 = now()
@@ -220,10 +236,12 @@ def decode_step(model: Backend, cache: KVCache, speculator: Speculator, sampler:
     if cache.length + tree.size > cache.capacity:
         return None
     past = cache.length
-    path, emitted, next_ids = verify(model, cache, tree, sampler, constrain)
+    path, emitted, next_ids = verify(model, cache, tree, sampler, constrain, penalties)
     t2 = now()
     if constrained is not None:
         constrained.commit(emitted)
+    if penalties is not None:
+        penalties.commit(emitted)
     speculator.observe(tree, emitted, next_ids, verify_ms=(t2 - t1) * 1000, past=past)
     return emitted, Step(proposed=tree.n, accepted=len(emitted), sources=accepted_sources(tree, path),
                          draft_ms=(t1 - t0) * 1000, verify_ms=(t2 - t1) * 1000,
@@ -231,13 +249,13 @@ def decode_step(model: Backend, cache: KVCache, speculator: Speculator, sampler:
 
 
 def decode(model: Backend, cache: KVCache, speculator: Speculator, sampler: Sampler, out: Output,
-           totals: Totals, cancelled: Callable[[], bool], constrained: ConstrainedRun | None = None
-           ) -> Generator[Event, None, str]:
+           totals: Totals, cancelled: Callable[[], bool], constrained: ConstrainedRun | None = None,
+           penalties: PenaltyRun | None = None) -> Generator[Event, None, str]:
     """Steps until a stop; yields ``Step`` and ``Text`` events, returns the stop reason."""
     while True:
         if cancelled():
             return "cancelled"
-        result = decode_step(model, cache, speculator, sampler, constrained)
+        result = decode_step(model, cache, speculator, sampler, constrained, penalties)
         if result is None:
             return "context_full"
         emitted, step = result
@@ -256,7 +274,7 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
     t_start = now()
     if not prompt_ids:
         raise ValueError("empty prompt")
-    sampler = Sampler(config.temperature, config.top_p, config.seed)
+    sampler = Sampler(config.temperature, config.top_p, config.seed, config.top_k, config.min_p)
     ids, max_new, warning = fit_prompt(list(prompt_ids), window, config.max_new_tokens)
     totals = Totals(len(ids), config.method, t_start)
     if warning:
@@ -278,11 +296,18 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
         # the first token comes from prefill, like every later bonus token comes from verification
         logits, topk = prefilled
         constrained = ConstrainedRun(config.constraint) if config.constraint is not None else None
+        pen = config.penalties
+        penalties = (PenaltyRun(pen, ids if pen.penalize_prompt else [], config.breakers)
+                     if pen is not None and pen.active else None)
+        if penalties is not None:
+            logits = penalties.first(logits)
         if constrained is not None:
             logits = constrained.first(logits)
         first = sampler.pick(logits)
         if constrained is not None:
             constrained.commit([first])
+        if penalties is not None:
+            penalties.commit([first])
         # the speculator's set-up (indexing, calibration) delays the first token's emission: in TTFT
         totals.calibration_ms = speculator.start(ids, first, topk)
         totals.ttft_ms = (now() - totals.t_start) * 1000
@@ -291,7 +316,7 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
             prefixes.put(ids, cache, topk, view_key)
         if not stop_reason:
             stop_reason = yield from decode(model, cache, speculator, sampler, out, totals, cancelled,
-                                            constrained)
+                                            constrained, penalties)
     tail = out.stream.flush()
     if tail:
         yield Text(tail)

@@ -22,11 +22,10 @@ import torch
 from .errors import EngineError
 from .gguf_codes import NATIVE, as_layout7, decode, pack
 from .kernels import PANEL
+from .gguf_header import ARCHITECTURES, check_architecture
 from .model_source import ModelSource
 
 Progress = Callable[[str], None]
-# what the native forward pass runs from a GGUF (the fp32 conversion path runs llama and qwen2)
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "gemma3")
 GEMMA3_LOCAL_BASE = 10000.0   # llama.cpp's gemma3: local layers' RoPE base (not in the file)
 GEMMA3_PATTERN = 6            # llama.cpp's gemma3: every 6th layer global, the rest sliding-window
 
@@ -39,58 +38,13 @@ def reader(path: Path):
         raise EngineError(f"{path.name}: not a readable GGUF file ({exc.__class__.__name__})") from None
 
 
-def header_value(path: Path, key: str):
-    """One metadata value read straight from a GGUF's header, stopping there (``general.architecture``
-    comes first): GGUFReader builds an object for every vocabulary entry (Gemma's 262k tokens held
-    ~0.8 GB and took seconds), which a start that reads its packed codes never needs."""
-    import struct
-    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-    formats = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-    try:
-        with open(path, "rb") as f:
-            def read(fmt):
-                return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
-
-            def text():
-                return f.read(read("<Q")).decode("utf-8", "replace")
-
-            def value(kind):
-                if kind == 8:
-                    return text()
-                if kind == 9:
-                    inner, n = read("<I"), read("<Q")
-                    if inner in sizes:
-                        f.seek(sizes[inner] * n, 1)
-                    else:
-                        for _ in range(n):
-                            value(inner)
-                    return None
-                return read(formats[kind])
-            if f.read(4) != b"GGUF":
-                raise ValueError("not a GGUF file")
-            read("<I"), read("<Q")
-            for _ in range(read("<Q")):
-                name, kind = text(), read("<I")
-                found = value(kind)
-                if name == key:
-                    return found
-    except (OSError, ValueError, KeyError, struct.error) as exc:
-        raise EngineError(f"{Path(path).name}: not a readable GGUF file ({exc.__class__.__name__})") from None
-    return None
-
-
 def field(r, key: str, default=None):
     f = r.fields.get(key)
     return default if f is None else f.contents()
 
 
 def architecture(path: Path, label: str, supported: tuple[str, ...] = ARCHITECTURES) -> str:
-    arch = header_value(path, "general.architecture")
-    if arch not in supported:
-        only = "; qwen3 and gemma3 run on the torch backend's native kernels only" if arch in ARCHITECTURES else ""
-        raise EngineError(f"{label}: architecture {arch!r} is not supported here "
-                          f"(supported: {', '.join(supported)}{only})")
-    return arch
+    return check_architecture(path, label, supported)
 
 
 def config_dict(r, label: str) -> dict:

@@ -71,6 +71,9 @@ def resolve(spec: str | None) -> ModelSource:
         with path.open("rb") as f:
             if f.read(4) != b"GGUF":
                 raise EngineError(f"{spec}: not a valid GGUF file (bad magic bytes)")
+        from .gguf_header import check_architecture as check_gguf
+
+        check_gguf(path, path.stem)     # from the header, before anything is converted
         return ModelSource("gguf", path.stem, path)
     if path.is_dir():
         config = path / "config.json"

@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .arithmetic import (DECODE_CHOICES, LINEAR_CHOICES, decode_choice, library_linear,  # noqa: F401
-                         linear_choice)
+from .arithmetic import DECODE_CHOICES, LINEAR_CHOICES, library_linear  # noqa: F401
+from .errors import EngineError
 from .kv_cache import KVCache
 from .model_config import ModelConfig
 
@@ -38,7 +38,8 @@ class CompactTransformer:
     decode_lengths: tuple[int, ...] = ()
     switch_status = None
 
-    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor], linear: str = "native"):
+    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor], linear: str = "native",
+                 decode: str = "int8"):
         p = "model."
         embed = weights[p + "embed_tokens.weight"]
         layers = []
@@ -58,11 +59,11 @@ class CompactTransformer:
                 wdown=weights[q + "mlp.down_proj.weight"],
             ))
         self._setup(config, embed, embed if config.tie_embeddings else weights["lm_head.weight"],
-                    weights[p + "norm.weight"], layers, linear)
+                    weights[p + "norm.weight"], layers, linear, decode)
 
     @classmethod
     def from_packed(cls, config: ModelConfig, state: dict, kernel, name: str,
-                    linear: str = "native") -> "CompactTransformer":
+                    linear: str = "native", decode: str = "int8") -> "CompactTransformer":
         """The model from ``packed_weights.load``'s state: the kernel's packed weights as saved,
         no fp32 copy ever read."""
         from .kernels import PackedWeight
@@ -80,12 +81,12 @@ class CompactTransformer:
         if isinstance(embed, dict):   # an untied embedding kept as codes (a GGUF's own)
             embed = weight(embed)
         model = cls.__new__(cls)
-        model._setup(config, head if state["tied"] else embed, head, state["norm"], layers, linear)
+        model._setup(config, head if state["tied"] else embed, head, state["norm"], layers, linear, decode)
         model._use_packed(kernel, name)
         return model
 
     def _setup(self, config: ModelConfig, embed, lm_head, norm: torch.Tensor, layers: list[Layer],
-               linear: str) -> None:
+               linear: str, decode: str = "int8") -> None:
         self.config = c = config
         self.embed, self.lm_head, self.norm, self.layers = embed, lm_head, norm, layers
         self._inv = {"global": c.inv_freq(), "local": c.inv_freq(c.rope_local_base) if c.local_layers else None}
@@ -99,7 +100,9 @@ class CompactTransformer:
         self.fused = None        # its one-call forward pass for steps and trees (FusedForward)
         # fp32 arithmetic for every pass (else decoding passes take integer dot products on codes);
         # prefill is always exact, so a prompt's KV never depends on how it was chunked or reused
-        self.exact = decode_choice() == "exact"
+        if decode not in DECODE_CHOICES:
+            raise EngineError(f"decode {decode!r} is not one of {', '.join(DECODE_CHOICES)}")
+        self.exact = decode == "exact"
         self._prefilling = False
         self.kernel = self._library
         self.kernel_build = ""   # the native kernel's source digest, if in use
@@ -132,7 +135,6 @@ class CompactTransformer:
         self.linear = linear
         c = self.config
         if c.head_dim not in HEAD_DIMS and (c.model_type in ("qwen3", "gemma3") or c.local_layers):
-            from .errors import EngineError
             raise EngineError(f"{c.name or c.model_type}: heads of {c.head_dim} dims; the native pass a "
                               f"{c.model_type} model needs takes {', '.join(map(str, HEAD_DIMS))}")
         if self.config.head_dim in HEAD_DIMS:
@@ -159,7 +161,8 @@ class CompactTransformer:
         self._rope_rows = rows
 
     @classmethod
-    def load_gguf(cls, folder: Path, gguf: Path, kernel, linear: str = "native") -> "CompactTransformer":
+    def load_gguf(cls, folder: Path, gguf: Path, kernel, linear: str = "native",
+                  decode: str = "int8") -> "CompactTransformer":
         """A GGUF model as its own codes (``gguf_model.py``): packed from the file's blocks on the
         first start, from the packed file beside ``folder``'s config afterwards."""
         from . import gguf_model, packed_weights
@@ -169,7 +172,7 @@ class CompactTransformer:
         fresh = state is None
         if fresh:
             state = gguf_model.packed_state(gguf_model.reader(gguf), config, kernel)
-        model = cls.from_packed(config, state, kernel, kernel.isa, linear)
+        model = cls.from_packed(config, state, kernel, kernel.isa, linear, decode)
         if fresh:
             try:
                 packed_weights.save(model, folder, kernel.build)
@@ -178,7 +181,7 @@ class CompactTransformer:
         return model
 
     @classmethod
-    def load(cls, folder: Path, linear: str = "native", kernel=None) -> "CompactTransformer":
+    def load(cls, folder: Path, linear: str = "native", kernel=None, decode: str = "int8") -> "CompactTransformer":
         """The model in the cache ``folder``; with a native ``kernel``, packed for it — read from
         the packed file an earlier start wrote (``packed_weights``) when there is one, else packed
         from the fp32 weights and that file written."""
@@ -190,8 +193,8 @@ class CompactTransformer:
         if kernel is not None:
             state = packed_weights.load(folder, kernel.build)
             if state is not None:
-                return cls.from_packed(config, state, kernel, kernel.isa, linear)
-        model = cls(config, load_file(str(folder / "model.safetensors")), linear)
+                return cls.from_packed(config, state, kernel, kernel.isa, linear, decode)
+        model = cls(config, load_file(str(folder / "model.safetensors")), linear, decode)
         if kernel is not None:
             model.use_native_kernel(kernel, kernel.isa)
             try:

@@ -5,7 +5,9 @@
 """
 from .errors import DocumentError, IngestCancelled, StoreError
 from .memory import Memory
-from .models import ContextItem, Document, Message, Session
+from .models import ContextItem, Document, Message, ResponseStats, SentContext, Session
+from .options import MemoryOptions
+from .retrieval import Policy, budget_for
 
-__all__ = ["Memory", "StoreError", "DocumentError", "IngestCancelled", "Session", "Message",
-           "Document", "ContextItem"]
+__all__ = ["Memory", "MemoryOptions", "StoreError", "DocumentError", "IngestCancelled", "Session", "Message",
+           "Document", "ContextItem", "ResponseStats", "SentContext", "Policy", "budget_for"]

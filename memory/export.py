@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from .errors import StoreError
+from .models import ResponseStats
 from .repository import Repository
 from .store import Store
 
@@ -19,8 +21,8 @@ def export_session(repo: Repository, session_id: int, fmt: str = "md") -> str:
     messages = [(m, repo.summary_sources(m.id)) for m in repo.messages(session_id)]
     if fmt == "json":
         return json.dumps({
-            "session": s.__dict__,
-            "messages": [{**m.__dict__, "sources": [{"id": d.id, "name": d.name} for d in srcs]}
+            "session": asdict(s),
+            "messages": [{**asdict(m), "sources": [{"id": d.id, "name": d.name} for d in srcs]}
                          for m, srcs in messages],
         }, ensure_ascii=False, indent=2)
     lines = [f"# {s.title}", "",
@@ -67,14 +69,16 @@ def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
-def _stats_line(st: dict) -> str:
-    parts = []
-    if isinstance(st.get("ttft_ms"), (int, float)):
-        parts.append(f"TTFT {st['ttft_ms']:.0f} ms")
-    if isinstance(st.get("ms_per_token"), (int, float)):
-        parts.append(f"{st['ms_per_token']:.1f} ms/token")
-    if isinstance(st.get("mean_accepted"), (int, float)):
-        parts.append(f"{st['mean_accepted']:.2f} accepted/step")
+def _stats_line(st: ResponseStats | None) -> str:
+    parts: list[str] = []
+    if st is None:
+        return ""
+    if st.ttft_ms is not None:
+        parts.append(f"TTFT {st.ttft_ms:.0f} ms")
+    if st.ms_per_token:
+        parts.append(f"{st.ms_per_token:.1f} ms/token")
+    if st.mean_accepted:
+        parts.append(f"{st.mean_accepted:.2f} accepted/step")
     return " · ".join(parts)
 
 

@@ -25,9 +25,10 @@ from . import chunking, export, ingest
 from .embeddings import Embedder
 from .episodes import EpisodeLog
 from .indexing import IndexKeeper, Progress
-from .models import ContextItem, Document, Message, Session
+from .models import ContextItem, Document, Message, ResponseStats, SentContext, Session
+from .options import MemoryOptions
 from .repository import UNCHANGED, Repository
-from .retrieval import Retriever
+from .retrieval import Policy, Retriever
 from .store import Store
 from .ui_graph import TextVectors, UIGraphStore
 from .vectors import VectorIndex
@@ -40,7 +41,8 @@ Tokenizer = Callable[[str], list[int]]
 class Memory:
     def __init__(self, data_dir: Path, tokenizer: Tokenizer | None = None,
                  max_file_mb: float = 20.0, chunk_tokens: int = 200, chunk_overlap: int = 32,
-                 on_notice: Callable[[str], None] | None = None, embedder: Embedder | None = None):
+                 on_notice: Callable[[str], None] | None = None, embedder: Embedder | None = None,
+                 options: MemoryOptions | None = None):
         self.data_dir = Path(data_dir)
         self.root = self.data_dir / "memory"
         self.tokenizer: Tokenizer = tokenizer or chunking.estimate_tokenizer  # the app swaps it
@@ -51,7 +53,8 @@ class Memory:
         self.notices: list[str] = []
         self.store = Store(self.root / "hexa.db")
         self.repo = Repository(self.store)
-        self.embedder = embedder or Embedder()
+        options = options or MemoryOptions()
+        self.embedder = embedder or Embedder(options.embed_model, threads=options.embed_threads)
         self.vectors = VectorIndex(self.root / "vectors", self.embedder)
         self.index = IndexKeeper(self.store, self.vectors, self.embedder, self.notice)
         self.retriever = Retriever(self.store, self.index, self.count_tokens)
@@ -115,6 +118,10 @@ class Memory:
     def set_session_model(self, id: int, model: str) -> None:
         self.repo.update_session(id, "model", model)
 
+    def set_session_retrieval(self, id: int, on: bool | None) -> None:
+        """Switch retrieval on or off for one session (None: follow the setting again)."""
+        self.repo.set_session_retrieval(id, on)
+
     def delete_session(self, id: int) -> None:
         with self.index.lock:  # see IndexKeeper.drop
             self.index.drop(messages=self.repo.delete_session(id))
@@ -122,15 +129,17 @@ class Memory:
     # -- messages -----------------------------------------------------------------------------
     def add_message(self, session_id: int, role: str, text: str,
                     token_ids: Sequence[int] | None = None, mode: str = "", model: str = "",
-                    stats: dict | None = None) -> Message:
-        msg = self.repo.add_message(session_id, role, text, token_ids, mode, model,
-                                    dict(stats or {}))
+                    stats: ResponseStats | dict | None = None,
+                    context: SentContext | None = None) -> Message:
+        """Store a message; ``stats``: a response's figures, ``context``: the retrieved context a
+        user message is sent with."""
+        msg = self.repo.add_message(session_id, role, text, token_ids, mode, model, stats, context)
         self.index.catch_up()  # a failure only leaves the vectors pending (with a notice)
         return msg
 
     def update_message(self, message_id: int, *, text: str | None = None,
                        token_ids: Sequence[int] | None = UNCHANGED,  # type: ignore[assignment]
-                       stats: dict | None = None) -> None:
+                       stats: ResponseStats | dict | None = None) -> None:
         """Edit a message in place (an edit, a continued reply). ``token_ids=None`` clears them;
         left out, they are kept. Its vectors are rewritten."""
         with self.index.lock:  # see IndexKeeper.drop
@@ -192,14 +201,17 @@ class Memory:
     # -- retrieval ----------------------------------------------------------------------------
     def context_for(self, query: str, k: int = 4, token_budget: int = 512,
                     session_id: int | None = None,
-                    kinds: Iterable[str] = ("message", "chunk")) -> list[ContextItem]:
+                    kinds: Iterable[str] = ("message", "chunk"),
+                    policy: Policy = Policy()) -> list[ContextItem]:
         """The ``k`` most relevant past turns and document chunks for ``query``, best first,
         together within ``token_budget`` tokens (the last item may be cut to fit).
 
         ``session_id``: the conversation in progress; its own messages are left out (the agent
-        already has them in the prompt). Documents are searched whatever session they came with.
+        already has them in the prompt). Documents are searched whatever session they came with
+        (those given in this session rank first). ``policy``: the relevance threshold and rank
+        bonuses (``Policy.legacy()``: the k nearest, whatever their similarity).
         """
-        return self.retriever.context_for(query, k, token_budget, session_id, kinds)
+        return self.retriever.context_for(query, k, token_budget, session_id, kinds, policy)
 
     def drafting_sources(self, query: str, max_count: int = 8, max_tokens: int = 4096,
                          mode: str | None = None) -> list[list[int]]:

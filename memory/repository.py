@@ -14,8 +14,8 @@ from typing import Iterable, Sequence
 from .chunking import Chunk
 from .documents import Extracted
 from .errors import StoreError
-from .models import Document, Message, Session
-from .store import Store, dumps, now, pack_ids, unpack_ids
+from .models import Document, Message, ResponseStats, SentContext, Session
+from .store import Store, now, pack_ids, unpack_ids
 
 UNCHANGED = object()  # "leave this column as it is" where None already means "clear it"
 SESSION_COLUMNS = ("title", "mode", "model", "system_prompt")
@@ -59,6 +59,13 @@ class Repository:
         if not n:
             raise StoreError(f"no session {id}")
 
+    def set_session_retrieval(self, id: int, on: bool | None) -> None:
+        with self.store.write() as c:
+            n = c.execute("UPDATE sessions SET retrieval = ? WHERE id = ?",
+                          (None if on is None else int(bool(on)), id)).rowcount
+        if not n:
+            raise StoreError(f"no session {id}")
+
     def delete_session(self, id: int) -> list[int]:
         """Delete a session and its messages; returns the ids of the messages deleted."""
         with self.store.write() as c:
@@ -70,8 +77,10 @@ class Repository:
 
     # -- messages -----------------------------------------------------------------------------
     def add_message(self, session_id: int, role: str, text: str, token_ids: Sequence[int] | None,
-                    mode: str, model: str, stats: dict) -> Message:
+                    mode: str, model: str, stats: ResponseStats | dict | None,
+                    context: SentContext | None = None) -> Message:
         t = now()
+        stats = _typed(stats)
         with self.store.write() as c:
             srow = c.execute("SELECT mode, model FROM sessions WHERE id = ?",
                              (session_id,)).fetchone()
@@ -81,16 +90,17 @@ class Repository:
             model = model or srow["model"]
             cur = c.execute(
                 "INSERT INTO messages(session_id, role, text, token_ids, mode, model, stats,"
-                " ttft_ms, ms_per_token, mean_accepted, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " ttft_ms, ms_per_token, mean_accepted, created, context)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (session_id, role, text, pack_ids(token_ids), mode, model, *_stats_columns(stats),
-                 t))
+                 t, context.to_json() if context is not None else ""))
             c.execute("UPDATE sessions SET updated = ? WHERE id = ?", (t, session_id))
         return Message(cur.lastrowid, session_id, role, text, [int(i) for i in token_ids or []],
-                       mode, model, stats, t)
+                       mode, model, stats, t, context)
 
     def update_message(self, message_id: int, text: str | None = None,
                        token_ids: Sequence[int] | None | object = UNCHANGED,
-                       stats: dict | None = None) -> None:
+                       stats: ResponseStats | dict | None = None) -> None:
         """Change a message in place and mark its vectors (and those of the reply that was
         embedded by its text) for rewriting."""
         columns: dict[str, object] = {}
@@ -100,7 +110,7 @@ class Repository:
             columns["token_ids"] = pack_ids(token_ids)
         if stats is not None:
             columns.update(zip(("stats", "ttft_ms", "ms_per_token", "mean_accepted"),
-                               _stats_columns(stats)))
+                               _stats_columns(_typed(stats))))
         with self.store.write() as c:
             row = c.execute("SELECT session_id FROM messages WHERE id = ?",
                             (message_id,)).fetchone()
@@ -212,8 +222,9 @@ class Repository:
 
 # -- row conversion -----------------------------------------------------------------------------
 def _session(r: sqlite3.Row) -> Session:
+    on = r["retrieval"]
     return Session(r["id"], r["title"], r["mode"], r["model"], r["system_prompt"], r["created"],
-                   r["updated"])
+                   r["updated"], None if on is None else bool(on))
 
 
 def _message(r: sqlite3.Row) -> Message:
@@ -222,7 +233,12 @@ def _message(r: sqlite3.Row) -> Message:
     except ValueError:
         stats = {}
     return Message(r["id"], r["session_id"], r["role"], r["text"], unpack_ids(r["token_ids"]),
-                   r["mode"], r["model"], stats, r["created"])
+                   r["mode"], r["model"], ResponseStats.from_dict(stats if isinstance(stats, dict) else {}),
+                   r["created"], SentContext.from_json(r["context"]))
+
+
+def _typed(stats: ResponseStats | dict | None) -> ResponseStats | None:
+    return stats if isinstance(stats, ResponseStats) or stats is None else ResponseStats.from_dict(stats)
 
 
 def _document(r: sqlite3.Row) -> Document:
@@ -230,16 +246,10 @@ def _document(r: sqlite3.Row) -> Document:
                     r["created"], r["session_id"])
 
 
-def _stats_columns(stats: dict) -> tuple:
+def _stats_columns(stats: ResponseStats | None) -> tuple:
     """(stats JSON, ttft_ms, ms_per_token, mean_accepted): the figures are copied into columns
     for ``stats()``'s averages."""
-    return (dumps(stats), _number(stats, "ttft_ms", "ttft"), _number(stats, "ms_per_token"),
-            _number(stats, "mean_accepted", "mean_accepted_per_step"))
-
-
-def _number(d: dict, *keys: str) -> float | None:
-    for k in keys:
-        v = d.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-    return None
+    if stats is None:
+        return "{}", None, None, None
+    return (stats.to_json(), stats.ttft_ms, stats.ms_per_token or None,
+            stats.mean_accepted or None)

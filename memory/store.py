@@ -132,7 +132,22 @@ MIGRATIONS: list[str] = [
         vector BLOB NOT NULL            -- little-endian float32
     );
     """,
-    # 3 -> 4: the embeddings of the vector index, so it is rebuilt without re-embedding and small
+    # 3 -> 4 (retrieval: what was sent): a user message's retrieved context gets its own column,
+    # JSON {"text": what the prompt held, "items": [ContextItem...]} ('' for none; models.SentContext);
+    # it lived in the metrics JSON under "retrieved_context", read back by a string key. Rows from
+    # v3 keep their text (no items: what it was made of was not recorded). A session may switch
+    # retrieval off or on for itself (NULL: the setting decides).
+    """
+    ALTER TABLE messages ADD COLUMN context TEXT NOT NULL DEFAULT '';
+    UPDATE messages SET context = json_object('text', json_extract(stats, '$.retrieved_context'),
+                                              'items', json('[]'))
+        WHERE json_valid(stats) AND json_type(stats, '$.retrieved_context') = 'text'
+          AND json_extract(stats, '$.retrieved_context') <> '';
+    UPDATE messages SET stats = json_remove(stats, '$.retrieved_context')
+        WHERE json_valid(stats) AND json_type(stats, '$.retrieved_context') IS NOT NULL;
+    ALTER TABLE sessions ADD COLUMN retrieval INTEGER;
+    """,
+    # 4 -> 5: the embeddings of the vector index, so it is rebuilt without re-embedding and small
     # collections are searched exactly (memory/stored.py); filled from chromadb once for an
     # older store (indexing.IndexKeeper's backfill, flagged in vector_state).
     """

@@ -7,6 +7,8 @@ does not convert it again. Tests never touch the user's own hexa folders.
 Tiers: ``pytest -m "not slow"`` is the fast tier. A test that asks for the real model (``engine``,
 ``real_engine``) or the native kernels (``kernel``) is marked slow here, so none slips into the
 fast tier by accident; tests that reach the real MiniLM, the HTP emulator or tmux mark themselves.
+``-m bench`` is the benchmark tier (speed ratios; ``make bench``), left out of ``pytest -q`` by
+pyproject's addopts. Shared helpers live in ``tests/support/``.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes import HashEmbedder
+from support.fakes import HashEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_CACHE = Path(os.environ.get("HEXA_TEST_CACHE", ROOT / ".test-cache"))
@@ -46,6 +48,14 @@ def engine():
 @pytest.fixture(scope="session")
 def real_engine(engine):
     return engine
+
+
+@pytest.fixture(scope="session")
+def tokenizer_engine():
+    """The embedded model's tokenizer behind the engine's text methods, no weights (fast tier)."""
+    from support.tokenizer import TokenizerEngine
+
+    return TokenizerEngine(TEST_CACHE)
 
 
 @pytest.fixture

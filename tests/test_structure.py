@@ -1,14 +1,28 @@
 """The house rules, checked from the source: no import cycles (imports inside functions count
 too: a lazy import hides a cycle from Python, not from a reader), data flows one way
-(app -> agents -> memory, engine), and no module grows past 400 lines."""
+(app -> agents -> memory, engine), the virtual phone stands alone, and modules stay short (a
+warning from 600 lines, a failure past 800)."""
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import re
+import sys
+import tomllib
+import warnings
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("app", "agents", "memory", "engine", "assets")
-MAX_LINES = 400
+# A module past WARN_LINES is reported (split it by purpose: a sub-package, not prefix-named flat
+# modules or a mixin with an implicit host). A hard 400 made files split where they should not
+# (issue 25); nothing in the tree is near 800, twice the old rule: past it a module is two
+# modules' worth, and the suite fails.
+WARN_LINES = 600
+MAX_LINES = 800
+PHONE = "agents.phone"      # the virtual phone (`hexa phone serve`)
 # what each package may import from the others (the arrow of the design: app -> agents -> memory, engine)
 ALLOWED = {"app": {"agents", "memory", "engine", "assets"}, "agents": {"memory", "engine", "assets"},
            "memory": set(), "engine": set(), "assets": set()}
@@ -85,10 +99,26 @@ def test_data_flows_one_way():
     assert not bad, "\n".join(bad)
 
 
-def test_no_module_over_400_lines():
-    long = {str(p.relative_to(ROOT)): n for p in modules().values()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    assert not long, long
+def line_counts() -> dict[str, int]:
+    return {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in modules().values()}
+
+
+def test_modules_stay_short():
+    counts = line_counts()
+    long = {p: n for p, n in counts.items() if n > WARN_LINES}
+    if long:
+        warnings.warn(f"modules over {WARN_LINES} lines (split them by purpose): {long}", stacklevel=1)
+    too_long = {p: n for p, n in long.items() if n > MAX_LINES}
+    assert not too_long, f"modules over {MAX_LINES} lines: {too_long}"
+
+
+def test_the_line_rule_warns_before_it_fails(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "line_counts", lambda: {"a.py": WARN_LINES + 1})
+    with pytest.warns(UserWarning, match="a.py"):
+        test_modules_stay_short()
+    monkeypatch.setattr(sys.modules[__name__], "line_counts", lambda: {"a.py": MAX_LINES + 1})
+    with pytest.warns(UserWarning), pytest.raises(AssertionError, match="a.py"):
+        test_modules_stay_short()
 
 
 def test_the_checks_can_fail(tmp_path):
@@ -105,3 +135,67 @@ def test_the_ui_agent_is_a_pure_adb_client():
     bad = sorted(f"{m} imports {t}" for m, ts in graph().items() if m.startswith("agents.ui")
                  for t in ts if t.startswith(("agents.phone", "agents.harness")))
     assert not bad, "\n".join(bad)
+
+
+# ---- the virtual phone stands alone: it could ship as its own package
+def phone_modules() -> dict[str, Path]:
+    return {m: p for m, p in modules().items() if m == PHONE or m.startswith(PHONE + ".")}
+
+
+def test_the_virtual_phone_imports_nothing_of_hexas():
+    bad = sorted(f"{m} imports {t}" for m, ts in graph().items() if m in phone_modules()
+                 for t in ts if not (t == PHONE or t.startswith(PHONE + ".")))
+    assert not bad, "\n".join(bad)
+
+
+def test_the_virtual_phone_reads_its_assets_through_importlib_resources():
+    """No path walked from ``__file__`` to the assets: ``importlib.resources`` finds them wherever
+    the package is installed (a wheel, a zip)."""
+    walks = sorted(f"{p.relative_to(ROOT)}:{no}" for p in phone_modules().values()
+                   for no, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                   if "__file__" in line.split("#")[0])
+    assert not walks, walks
+    apps = (ROOT / "agents" / "phone" / "apps.py").read_text(encoding="utf-8")
+    assert 'files("assets.phone")' in apps
+
+
+def third_party_imports(paths) -> set[str]:
+    """Top-level modules imported that are neither the standard library's nor hexa's."""
+    found: set[str] = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                found.add(node.module.split(".")[0])
+    return {m for m in found if m not in sys.stdlib_module_names and m not in PACKAGES and m != "__future__"}
+
+
+def declared_distributions() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return {re.split(r"[<>=!~\[;\s]", d, maxsplit=1)[0].lower().replace("_", "-") for d in project["dependencies"]}
+
+
+def test_every_module_the_virtual_phone_imports_is_declared():
+    dists = importlib.metadata.packages_distributions()
+    declared = declared_distributions()
+    imported = third_party_imports(phone_modules().values())
+    assert "cryptography" in imported                 # the check sees what it is about
+    missing = sorted(m for m in imported
+                     if not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & declared)
+    assert not missing, f"imported by the virtual phone but not in pyproject's dependencies: {missing}"
+
+
+def test_the_dependency_check_can_fail(tmp_path):
+    (tmp_path / "x.py").write_text("import os\nimport yaml\nfrom .y import z\nfrom app import settings\n")
+    assert third_party_imports([tmp_path / "x.py"]) == {"yaml"} and "yaml" not in declared_distributions()
+
+
+def test_test_helpers_live_in_tests_support():
+    """A helper beside the tests that use it is found only when pytest happened to put its folder
+    on the path first; tests/support is imported by name (``support.fakes``) from anywhere."""
+    tests = ROOT / "tests"
+    stray = sorted(str(p.relative_to(tests)) for p in tests.rglob("*.py")
+                   if not p.name.startswith("test_") and p.name != "conftest.py"
+                   and "support" not in p.relative_to(tests).parts and "__snapshots__" not in p.parts)
+    assert not stray, f"helpers outside tests/support: {stray}"

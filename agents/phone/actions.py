@@ -1,6 +1,6 @@
 """What a tap does: the action steps of app definitions, run against the device.
 
-A step is a one-operator object (see ``assets/phone/README.md``); values are templates rendered
+A step is a one-operator object (see ``docs/phone.md``); values are templates rendered
 in the context of the tapped element (its list ``item``, the screen's ``local`` and ``args``).
 Writes go through that context, so ``local.query`` lands in the screen's locals and
 ``settings.wifi`` in the device state.

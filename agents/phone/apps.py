@@ -1,19 +1,22 @@
 """Loads the phone's catalogue: ``assets/phone/device.json`` (properties and installed packages)
 and the app definitions ``assets/phone/apps/*.json``, validated at load so a typo in a definition
-fails with the file and the screen named instead of misbehaving at a tap.
+fails with the file and the screen named instead of misbehaving at a tap. They are read through
+``importlib.resources`` (the phone imports nothing of hexa's; tests/test_structure.py checks both).
 """
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from .actions import op_of
 from .checks import check
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "phone"
+ASSETS = files("assets.phone")
 RESERVED = {"data", "local", "args", "item", "index", "foreground", "visited", "files"}
 WIDGETS = {"group", "row", "list", "grid", "spacer", "text", "category", "image", "button", "icon_button",
            "icon", "tile", "edit", "slider", "choice", "tabs", "main_switch", "pref", "dial"}
@@ -53,12 +56,13 @@ class Catalog:
 
 
 @lru_cache(maxsize=4)
-def load_catalog(root: Path = ASSETS) -> Catalog:
+def load_catalog(root: Traversable | Path = ASSETS) -> Catalog:
     """The catalogue under ``root`` (cached: it is read-only; devices copy the state they change)."""
     device = _json(root / "device.json")
     apps: dict[str, App] = {}
-    for path in sorted((root / "apps").glob("*.json")):
-        app = load_app(path)
+    folder = root / "apps"
+    for path in sorted((p for p in folder.iterdir() if p.name.endswith(".json")), key=lambda p: p.name):
+        app = load_app(path, folder)
         if app.id in apps:
             raise ValueError(f"{path.name}: app id {app.id!r} defined twice")
         apps[app.id] = app
@@ -81,10 +85,12 @@ def load_catalog(root: Path = ASSETS) -> Catalog:
     return Catalog(device["properties"], apps, by_package, packages, home, device.get("state", {}))
 
 
-def load_app(path: Path) -> App:
+def load_app(path: Traversable | Path, folder: Traversable | Path | None = None) -> App:
+    """One app definition; ``folder`` holds its includes (default: the file's own folder)."""
     raw = _json(path)
+    folder = Path(path).parent if folder is None else folder
     for extra in raw.pop("include", []):  # big apps split their screens/data over files
-        more = _json(path.parent / extra)
+        more = _json(folder.joinpath(*extra.split("/")))
         for key in ("screens", "data", "state"):
             raw.setdefault(key, {}).update(more.get(key, {}))
     where = path.name
@@ -103,7 +109,7 @@ def load_app(path: Path) -> App:
                data=raw.get("data", {}), launcher=raw.get("launcher"), subactivity=raw.get("subactivity"))
 
 
-def _json(path: Path) -> Any:
+def _json(path: Traversable | Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:

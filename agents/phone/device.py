@@ -1,5 +1,5 @@
 """``VirtualPhone``: the device model behind the ``Phone`` protocol — a Pixel 7 on Android 14 whose
-apps are interpreted from ``assets/phone`` definitions (see ``assets/phone/README.md``).
+apps are interpreted from ``assets/phone`` definitions (see ``docs/phone.md``).
 
 Model: one back stack of frames per task (the launcher's task plus one per started app); a frame is
 an app screen, a dialog or a popup menu, with its own ``args``, ``local`` values, scroll offsets

@@ -3,7 +3,7 @@
 Every builder takes ``(widget, ctx, x, width)`` and returns ``(nodes, height)`` with the nodes laid
 out from y=0; containers stack or place them. ``ctx`` is the template context (state namespaces,
 ``data``, ``local``, ``args`` and, inside a list, ``item``/``index``). The widget catalogue is
-documented in ``assets/phone/README.md``; the classes and resource ids are those of AndroidX
+documented in ``docs/phone.md``; the classes and resource ids are those of AndroidX
 Preference / AppCompat / Material views, so dumps look like a real Pixel's.
 """
 from __future__ import annotations

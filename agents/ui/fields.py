@@ -25,6 +25,9 @@ def field_fit(label: str, s: Slot, task: str, password: bool) -> float:
     near = words_of(" ".join(re.findall(r"[a-z]+", before)[-4:]))
     if password:
         return 1.0 if re.search(r"\b(password|passcode|pin)\b", before) else 0.0
+    if "search" in words and s.kind == "text" and not re.search(r"\b(search|find|look)", task, re.I):
+        return 0.0          # a search box takes a name to look for (a city, a contact), not a value
+                            # to enter (a file name, a message)
     if s.kind in KIND_WORDS:
         if words & KIND_WORDS[s.kind]:
             return 1.1

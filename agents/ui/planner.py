@@ -86,6 +86,11 @@ class Planner:
                 d = dist.get(goal.screen) if goal.screen in g.screens else None
                 goal.score += NEAR.get(d, -0.1 if d is not None else -0.3) if goal.key else 0.0
             goals.sort(key=lambda x: -x.score)
+        cur = p.goal
+        if cur is not None and here is not None and cur.kind == "commit" and cur.screen == here.id and \
+                cur.id not in p.done_ids() and all(x.id != cur.id for x in goals) and \
+                any(element_key(e) == cur.key for e in screen.elements):
+            goals.insert(0, cur)      # the confirmation a goal opened (a picker's Save): it finishes it
         goal = self._pick(goals, p)
         out: list[Step] = []
         if goal is not None:
@@ -158,6 +163,8 @@ class Planner:
         if fill:
             for s in fill:
                 s.score, s.goal = base + 0.3, goal
+                # typing into the goal's own field acts on the goal (a search box: nothing to confirm)
+                s.finishes = goal.kind == "field" and s.element is not None and element_key(s.element) == goal.key
             return fill
         entry = self.forms.entry(screen, p)
         if entry is not None:
@@ -172,10 +179,12 @@ class Planner:
                 return [Step("swipe", text="up", why=f"scroll to {goal.label}", score=base - 0.2, goal=goal)]
             return []
         named = [e for e in els if e.label == goal.label or e.desc == goal.label]
-        if len(els) > 1 and named and len(set(x.label for x in els)) > 1 and not any(
+        if len(els) > 1 and named and len(set(x.label for x in els)) > 1 and (goal.kind == "choice" or not any(
                 e.row and here.elements.get(goal.key, None) is not None and here.elements[goal.key].varies
-                for e in els):
-            el = named[0]                       # the option the task names
+                for e in els)):
+            # the option the task names; a choice's options share one id and vary by label (a
+            # dialog's radio rows), unlike rows of objects, whose explored labels mean nothing
+            el = named[0]
         else:
             el = self.objects.row(els, p, screen) if len(els) > 1 or els[0].row else els[0]
         if el is None:
@@ -184,6 +193,13 @@ class Planner:
             return [Step("done", goal=goal, why=f"{el.label} is already {'on' if el.checked else 'off'}",
                          score=base, finishes=True)]
         if goal.kind == "choice" and el.checked:
+            confirm = next((e for e in screen.elements if e.rid == "button1"), None)
+            if confirm is not None and screen.kind in ("dialog", "sheet") and self.rel.lexical(el.label) < 0.3:
+                # an option the task does not name, already chosen in a dialog the task goes
+                # through (the account an export reads): the dialog's own confirmation is the step
+                return [Step("tap", confirm, goal=Goal(goal.screen, element_key(confirm), "tap", "commit",
+                                                       confirm.label, goal.score, covers=goal.covers),
+                             why=f"{el.label} is chosen: {confirm.label}", score=base, finishes=True)]
             return [Step("done", goal=goal, why=f"{el.label} is chosen", score=base, finishes=True)]
         if goal.kind == "relabel" and not self.rel.verb_hit(el.label) and self.rel.verb_hit(goal.label, *[
                 x for e2 in [g.edge(here.id, goal.key, "tap")] if e2 is not None for x in e2.detail.get("labels", [])]):

@@ -100,12 +100,12 @@ def analyze(task: str) -> TaskInfo:
 
     for m in QUOTED.finditer(text):
         add("text", m, group=next(g for g in ("q", "q2", "q3", "q4") if m.group(g) is not None))
+    for m in FILE.finditer(text):           # before "named X": "named backup.vcf" names a file
+        add("text", m)
     for m in CALLED.finditer(text):
         add("name", m, group="n")
     for m in EMAIL.finditer(text):
         add("email", m)
-    for m in FILE.finditer(text):
-        add("text", m)
     for m in PHONE.finditer(text):
         add("phone", m, re.sub(r"\D", "", m.group(0)))
     for m in TIME.finditer(text):
@@ -122,6 +122,8 @@ def analyze(task: str) -> TaskInfo:
         add("number", m, float(m.group(0).rstrip("%").replace(",", ".")))
     for m in NAME.finditer(text):
         name = _name(m.group(0), m.start() == 0 or text[:m.start()].rstrip().endswith((".", "!", "?", ",")))
+        if name and re.match(r"\s+(folder|directory)\b", text[m.end():], re.I):
+            continue                        # "in the Downloads folder": a place on screen, not typed
         if name:
             a = m.start() + m.group(0).find(name)
             if free(a, a + len(name)):

@@ -10,10 +10,11 @@ from typing import Any, Callable, Iterable
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from app.keys import KEYS
-from app.settings import ConfigError, Loaded, apply, save_changes
+from app.settings import ConfigError, Loaded, apply, save_changes, specs
 
 from .commands import DocumentsProvider, SessionsProvider
 from .jobs import job_threads, one_line
@@ -21,14 +22,16 @@ from .keys import bind
 from .messages import RuntimeReady
 from .metrics import DeviceInfo, process_rss_mb
 from .modes import mode_specs
-from .runtime import (EngineFactory, MemoryFactory, Runtime, build_runtime, default_memory, load_engine,
+from .runtime import (EngineFactory, MemoryFactory, Runtime, app_engine, build_runtime, default_memory,
                       open_temporary_memory)
 from .screens.base import ModeScreen
 from .screens.help import HelpScreen
 from .screens.settings import SettingsScreen
 
 SPECS = mode_specs()
-ENGINE_FIELDS = ("model", "backend", "threads", "context")
+# a change of these reloads the model (the [engine] and [qnn] options included)
+ENGINE_FIELDS = ("model", "backend", "threads", "context",
+                 *(n for n, (spec, _) in specs().items() if spec.section in ("engine", "qnn")))
 QUIT_WAIT_S = 5.0     # how long Ctrl+Q waits for a cancelled request to store its partial answer
 
 
@@ -46,12 +49,14 @@ class HexaApp(App):
         *[bind(spec.binding_id, f"mode('{spec.name}')", show=False) for spec in SPECS],
     ]
 
-    def __init__(self, loaded: Loaded, locations: Any, *, engine_factory: EngineFactory = load_engine,
-                 memory_factory: MemoryFactory = default_memory,
+    def __init__(self, loaded: Loaded, locations: Any, *, engine_factory: EngineFactory = app_engine,
+                 memory_factory: MemoryFactory | None = None,
                  fallback_memory: Callable = open_temporary_memory,
                  rss_probe: Callable[[], float] = process_rss_mb, start_mode: str | None = None):
         super().__init__()
         self.loaded, self.settings, self.locs = loaded, loaded.settings, locations
+        # the default memory gets the [memory] options of the settings it starts with
+        memory_factory = memory_factory or (lambda locs, engine: default_memory(locs, engine, self.settings))
         self.engine_factory, self.memory_factory = engine_factory, memory_factory
         self.fallback_memory = fallback_memory          # a temporary memory, if the real one fails
         self.rss_probe = rss_probe
@@ -85,6 +90,12 @@ class HexaApp(App):
         parts = getattr(getattr(self.runtime, "engine", None), "resident_bytes", None)
         if parts is not None:
             self.device.engine_mb = {k: v / 1e6 for k, v in parts().items()}
+        for screen in self.mode_screens:    # idle panels show it now, not at the next request
+            if screen.is_current and not screen.busy:
+                try:
+                    screen.show_panels()
+                except NoMatches:           # the screen is being taken down (quitting)
+                    pass
 
     def set_status(self, text: str) -> None:
         self.status = text

@@ -27,8 +27,10 @@ from .result import RunResult
 
 
 class EngineMethod:
-    def __init__(self, engine, method: str):
-        self.engine, self.method = engine, method
+    """``options``: more ``Engine.generate`` arguments (a mode's penalties: ``hexa@summarizer``)."""
+
+    def __init__(self, engine, method: str, options: dict | None = None):
+        self.engine, self.method, self.options = engine, method, dict(options or {})
 
     def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True,
             session: bool = False) -> RunResult:
@@ -40,7 +42,7 @@ class EngineMethod:
         done = None
         # in a session (a chat), the next turn continues this prompt and answer: keep both
         for ev in self.engine.generate(ids, max_new_tokens=max_new, method=self.method, sources=history,
-                                       keep_answer=session):
+                                       keep_answer=session, **self.options):
             if isinstance(ev, Done):
                 done, seconds = ev, ev.t - t0   # stamped when the answer was complete (then the answer's KV is kept)
         extra = {"ttft_ms": done.ttft_ms, "prefill_ms": done.prefill_ms, "reused_tokens": done.reused_tokens,
@@ -124,7 +126,14 @@ PEERS = {"hf": 0, "pld": 10, "pld10": 10, "pld3": 3}
 LLAMACPP = "llamacpp"   # llama.cpp (llama-cpp-python) on the engine's GGUF
 
 
-def make_method(name: str, engine):
+def make_method(name: str, engine, options: dict | None = None):
+    """``name``: a method, or an engine method with a suffix (``hexa@summarizer``) that
+    ``options`` (its extra ``Engine.generate`` arguments) defines."""
+    base, _, suffix = name.partition("@")
+    if suffix:
+        if base not in METHODS or options is None:
+            raise EngineError(f"unknown bench method {name!r} (a suffix needs an engine method and its options)")
+        return EngineMethod(engine, base, options)
     if name in PEERS:
         return TransformersMethod(engine, lookup_tokens=PEERS[name])
     if name == LLAMACPP:

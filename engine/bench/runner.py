@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 
 from ..errors import EngineError
@@ -45,6 +45,7 @@ class BenchOptions:
     max_prompt_tokens: int = 1536
     history: bool = False        # earlier responses of the same task become drafting sources
     warmup: bool = True
+    method_options: dict = field(default_factory=dict)   # "hexa@summarizer" -> its Engine.generate options
 
 
 def _warm_up(engine, cases: list[Case], runners: dict) -> None:
@@ -60,7 +61,7 @@ def _figures(res: RunResult) -> dict:
 
 
 def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> dict:
-    runners = {m: make_method(m, engine) for m in opts.methods}
+    runners = {m: make_method(m, engine, opts.method_options.get(m)) for m in opts.methods}
     if opts.warmup:
         _warm_up(engine, cases, runners)
     per_prompt: list[dict] = []
@@ -75,7 +76,10 @@ def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
             row["results"][name] = _figures(runner.run(ids, opts.max_new_tokens, sources))
         ref_tokens = row["results"][reference]["tokens"]
         for name in runners:
-            row["results"][name]["matches_reference"] = row["results"][name]["tokens"] == ref_tokens
+            # "hexa@x" is compared with "vanilla@x" when it runs: the same options, plain decoding
+            ref = _reference_for(name, reference, runners)
+            row["results"][name]["matches_reference"] = row["results"][name]["tokens"] == row["results"][ref]["tokens"]
+            row["results"][name]["repeated_8gram"] = has_repeated_ngram(engine.decode(row["results"][name]["tokens"]))
         row["text"] = engine.decode(ref_tokens)
         if opts.history:
             history.setdefault(case.task, []).append(ref_tokens)
@@ -84,6 +88,18 @@ def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
         print(f"[{k}/{len(cases)}] {case.task:<8} {case.id:<14} {len(ids):>5} tok  {times}", file=log, flush=True)
     result = summarize(per_prompt, opts, reference, engine)
     return _with_device_note(_with_peer_info(result, runners), engine)
+
+
+def _reference_for(name: str, reference: str, runners: dict) -> str:
+    suffix = name.partition("@")[2]
+    return f"vanilla@{suffix}" if suffix and f"vanilla@{suffix}" in runners else reference
+
+
+def has_repeated_ngram(text: str, n: int = 8) -> bool:
+    """Whether some n words (lowercased, split on whitespace) occur twice in ``text``: a loop."""
+    words = text.lower().split()
+    grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
+    return len(set(grams)) < len(grams)
 
 
 def _with_device_note(result: dict, engine) -> dict:
@@ -134,7 +150,8 @@ def summarize(per_prompt: list[dict], opts: BenchOptions, reference: str, engine
                                    "accepted_per_step": _ratio(emitted, steps),
                                    "max_new_tokens": max((len(x["tokens"]) for x in res), default=0),
                                    "over_cap": sum(len(x["tokens"]) > cap for x in res),
-                                   "mismatches": sum(not x["matches_reference"] for x in res)}
+                                   "mismatches": sum(not x["matches_reference"] for x in res),
+                                   "repeated_8gram": sum(x.get("repeated_8gram", False) for x in res)}
             if res and all("estimated_device_seconds" in x for x in res):
                 device_s = sum(x["estimated_device_seconds"] for x in res)
                 runs[m]["tasks"][t].update(estimated_device_seconds=device_s,
@@ -155,7 +172,9 @@ def summarize(per_prompt: list[dict], opts: BenchOptions, reference: str, engine
 
 def _header(engine, opts: BenchOptions) -> dict:
     return {"model": engine.model_name, "backend": engine.backend_name, "threads": engine.threads,
-            "kernel": engine.model.kernel, "options": vars(opts)}
+            "kernel": engine.model.kernel, "options": {**vars(opts), "method_options": {
+                m: {k: asdict(v) if is_dataclass(v) else v for k, v in o.items()}
+                for m, o in opts.method_options.items()}}}
 
 
 def _title(result: dict) -> str:
@@ -184,14 +203,14 @@ def format_table(result: dict) -> str:
                          f"{r['speedup_vs_vanilla']:>7.2f}x" + (f" {r['vs_llamacpp']:>11.2f}x" if peer else ""))
     lines.append("")
     lines += _rule(f"{'task':<8} {'method':<12} {'new tok':>8} {'seconds':>8} {'acc/step':>9} "
-                   f"{'max new/cap':>11} {'over cap':>8} {'identical':>10}")
+                   f"{'max new/cap':>11} {'over cap':>8} {'identical':>10} {'repeat 8g':>9}")
     for t in tasks:
         for m, run in runs.items():
             r = run["tasks"][t]
             ident = "yes" if r["mismatches"] == 0 else f"no ({r['mismatches']})"
             most = f"{r['max_new_tokens']}/{cap}"
             lines.append(f"{t:<8} {m:<12} {r['new_tokens']:>8} {r['seconds']:>8.2f} {r['accepted_per_step']:>9.2f} "
-                         f"{most:>11} {r['over_cap']:>8} {ident:>10}")
+                         f"{most:>11} {r['over_cap']:>8} {ident:>10} {r.get('repeated_8gram', 0):>4}/{r['n']:<4}")
     if "device_estimate" in result:
         lines += [""] + _device_table(result)
     return "\n".join(lines)
@@ -221,7 +240,7 @@ def _device_table(result: dict) -> list[str]:
 def can_keep_prefix(method: str) -> bool:
     """Methods whose runs can continue from the previous request's KV cache (the engine's kept
     prefixes, llama.cpp's prefix match); transformers' ``generate`` starts from nothing."""
-    return method in METHODS or method == LLAMACPP
+    return method.partition("@")[0] in METHODS or method == LLAMACPP
 
 
 def run_turns(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> dict:
@@ -240,7 +259,7 @@ def run_turns(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
     kept = [m for m in opts.methods if can_keep_prefix(m)]
     if not kept:
         raise EngineError("--turns needs an engine method or llamacpp in --methods")
-    runners = {m: make_method(m, engine) for m in kept}
+    runners = {m: make_method(m, engine, opts.method_options.get(m)) for m in kept}
     if opts.warmup:
         _warm_up(engine, multi, runners)
     rows: list[dict] = []

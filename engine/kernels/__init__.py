@@ -23,6 +23,7 @@ from typing import Callable
 
 import torch
 
+from ..options import EngineOptions
 from .binding import HEADER
 
 KERNELS = Path(__file__).parent
@@ -229,8 +230,9 @@ def cpu_features() -> set[str]:
     return set(line.partition(":")[2].split())
 
 
-def host_isa() -> tuple[str | None, str | None]:
-    """(the kernels' instruction set for this CPU, None) or (None, why there is none)."""
+def host_isa(prefer: str = "auto") -> tuple[str | None, str | None]:
+    """(the kernels' instruction set for this CPU, None) or (None, why there is none). ``prefer``:
+    the engine option ``isa`` ("avx2" keeps the AVX2 kernels on a CPU with AVX-VNNI)."""
     machine = platform.machine().lower()
     if machine in ("x86_64", "amd64"):
         flags = cpu_features()
@@ -239,7 +241,7 @@ def host_isa() -> tuple[str | None, str | None]:
         missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
         if missing:
             return None, f"CPU lacks {', '.join(missing)}"
-        vnni = "avx_vnni" in flags and os.environ.get("HEXA_ISA", "").strip().lower() != "avx2"
+        vnni = "avx_vnni" in flags and prefer != "avx2"
         return ("avx-vnni" if vnni else "avx2"), None
     if machine in ("aarch64", "arm64", "armv8l"):
         if platform.system() == "Windows":
@@ -251,8 +253,8 @@ def host_isa() -> tuple[str | None, str | None]:
     return None, f"no native kernels for {platform.machine()}"
 
 
-def _build(out: Path, isa: str) -> str | None:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+def _build(out: Path, isa: str, cc: str | None = None) -> str | None:
+    cc = cc or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
         return "no C compiler (cc/gcc/clang) on PATH"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -311,11 +313,13 @@ def _self_check(kernel: NativeKernel) -> str | None:
 COMPILING = "compiling the native kernels (first start only, about a minute)"
 
 
-def native_kernel(cache_dir: Path, threads: int, progress: Callable[[str], None] | None = None
-                  ) -> tuple[NativeKernel | None, str | None]:
+def native_kernel(cache_dir: Path, threads: int, progress: Callable[[str], None] | None = None,
+                  options: EngineOptions | None = None) -> tuple[NativeKernel | None, str | None]:
     """The kernels built for this CPU (compiled into ``cache_dir/kernels`` on first use, saying so
-    through ``progress``), or None and the reason they cannot be used."""
-    isa, why = host_isa()
+    through ``progress``), or None and the reason they cannot be used. ``options``: the engine's
+    ``isa`` and the pool's ``spin_us``, handed to the library before its workers start."""
+    options = options or EngineOptions()
+    isa, why = host_isa(options.isa)
     if why:
         return None, why
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources(isa) + headers(isa))
@@ -324,11 +328,12 @@ def native_kernel(cache_dir: Path, threads: int, progress: Callable[[str], None]
     if not path.exists():
         if progress:
             progress(COMPILING)
-        why = _build(path, isa)
+        why = _build(path, isa, options.cc)
         if why:
             return None, why
     try:
         kernel = NativeKernel(ctypes.CDLL(str(path)), threads, digest, str(path), isa)
+        kernel.fn["hexa_pool_spin"](options.spin_us)
     except OSError as exc:
         return None, f"cannot load {path.name}: {exc}"
     why = _self_check(kernel)

@@ -68,6 +68,10 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count, int32_t N, int32_t K, int32_t bits, float *out);
 
+/* the worker pool (pool.c): how long idle workers spin before sleeping, 0..1000000 us (default
+   200); the engine sets it when it loads the library */
+void hexa_pool_spin(int32_t us);
+
 /* the rest of a layer */
 void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out, int32_t H, int32_t R, int32_t L, int32_t D, int64_t head_stride, int32_t S, int32_t pass, int32_t threads);
 void hexa_rmsnorm(const float *x, const float *w, float *out, int32_t M, int32_t D, float eps, int32_t threads);

@@ -6,8 +6,8 @@
  * parallel regions, and one step has ~150 of them (a linear per projection, an attention per
  * layer); waking a sleeping vCPU cost ~100 us each on the 2-core VM, ~20 ms of a ~45 ms step.
  *
- * This pool keeps both properties. Workers spin for a short while after each job (HEXA_SPIN_US,
- * default 200 us: longer than the Python glue between two kernel calls of a step, far shorter
+ * This pool keeps both properties. Workers spin for a short while after each job (hexa_pool_spin,
+ * the engine option spin_us, default 200 us: longer than the Python glue between two kernel calls of a step, far shorter
  * than the gap between requests), yielding the CPU now and then, and sleep on a futex after
  * that. Work items are claimed one at a time from a shared counter, so a worker that another
  * process has descheduled never holds the step up: the caller runs the items it does not claim.
@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hexa.h"
 #include "pool.h"
 
 /* a spinning thread tells the core it is waiting (frees the sibling hyperthread, saves power) */
@@ -46,7 +47,7 @@ static _Atomic int finished;       /* items of the current job done */
 static _Atomic int sleepers;
 static int workers;                /* started so far */
 static int cannot_start;           /* pthread_create failed once: do not retry on every call */
-static int64_t spin_ns = 200000;
+static _Atomic int64_t spin_ns = 200000;   /* hexa_pool_spin; read relaxed by the spinning workers */
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;   /* one job at a time */
 
 static int64_t now_ns(void) {
@@ -95,7 +96,7 @@ static void *worker_main(void *arg) {
         while ((gen = atomic_load(&generation)) == seen) {
             cpu_relax();
             if ((++spins & 255) == 0) {
-                if (now_ns() - t0 > spin_ns) {   /* idle for a while: sleep until the next job */
+                if (now_ns() - t0 > atomic_load_explicit(&spin_ns, memory_order_relaxed)) {   /* idle for a while: sleep until the next job */
                     atomic_fetch_add(&sleepers, 1);
                     if (atomic_load(&generation) == seen)
                         syscall(SYS_futex, &generation, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
@@ -112,14 +113,14 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* The caller (the engine, from its options) says how long workers spin; the settings check the
+   bounds before load, and a value outside them is ignored here (the default stays). */
+void hexa_pool_spin(int32_t us) {
+    if (us >= 0 && us <= 1000000) atomic_store(&spin_ns, (int64_t)us * 1000);
+}
+
 /* called under run_lock */
 static void start_workers(int n) {
-    if (workers == 0) {
-        const char *env = getenv("HEXA_SPIN_US");   /* a bad value keeps the default */
-        char *end = NULL;
-        const long us = env ? strtol(env, &end, 10) : -1;
-        if (env && *env && *end == '\0' && us >= 0 && us <= 1000000) spin_ns = (int64_t)us * 1000;
-    }
     for (; workers < n && workers < MAX_WORKERS; workers++) {
         pthread_t t;
         pthread_attr_t attr;

@@ -13,7 +13,6 @@ measured here and as on that device (the bench's estimated device time).
 from __future__ import annotations
 
 import math
-import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import astuple, dataclass, replace
@@ -57,7 +56,8 @@ class GraphLedger:
 class BlockGraphs:
     def __init__(self, paths: dict[tuple[int, int], Path], builders: dict[tuple[int, int], Callable],
                  n_blocks: int, prefill_length: int, decode_lengths: tuple[int, ...], progressive: bool,
-                 progress: Callable[[str], None] | None = None, cost_profile: DeviceCostProfile | None = None):
+                 progress: Callable[[str], None] | None = None, cost_profile: DeviceCostProfile | None = None,
+                 early: bool = False):
         self.paths = paths
         self.builders = builders
         self.n = n_blocks
@@ -67,8 +67,8 @@ class BlockGraphs:
         # Switching a block before its last prefill chunk runs that chunk on G2 sub-chunks. On the
         # HTP that is not bit-identical to one G1 run (measured: hidden states differ by up to 0.1),
         # and the plan depends on measured times, so the same prompt could prefill differently from
-        # one request to the next and greedy outputs would differ. Off unless HEXA_QNN_EARLY_SWITCH=1.
-        self.early = os.environ.get("HEXA_QNN_EARLY_SWITCH") == "1"
+        # one request to the next and greedy outputs would differ. Off unless the qnn.early_switch option.
+        self.early = early
         self.load_ms: dict[tuple[int, int], float] = {}
         self.run_ms: dict[tuple[int, int], float] = {}     # per (block, S): moving average of one run
         self.device = cost_profile     # plan with its times instead of load_ms/run_ms, price the ledger

@@ -208,10 +208,11 @@ def _model_folder(model: str | None, cache_dir: Path, say: Say) -> Path:
 def load_cpu_model(model: str | None, cache_dir: Path, say: Say):
     """(CompactTransformer, model name) as ``Engine.load`` finds them, without the QNN provider:
     building the ONNX graphs needs only the weights."""
-    from ..transformer import CompactTransformer, linear_choice
+    from ..transformer import CompactTransformer
 
     folder = _model_folder(model, cache_dir, say)
-    return CompactTransformer.load(folder, linear_choice()), folder.name
+    # the graphs are built from the raw weights: which CPU linear the model would run does not matter
+    return CompactTransformer.load(folder), folder.name
 
 
 def model_config(model: str | None, cache_dir: Path, say: Say):

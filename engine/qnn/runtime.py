@@ -46,7 +46,7 @@ class QnnTransformer:
                  prefill_length: int = PREFILL_LENGTH, decode_lengths: tuple[int, ...] = DECODE_LENGTHS,
                  block_layers: int = BLOCK_LAYERS, progressive: bool | None = None,
                  progress: Callable[[str], None] | None = None, soc: str | None = None,
-                 cost_profile: str | None = None):
+                 cost_profile: str | None = None, shared: bool | None = None, early_switch: bool = False):
         self.cpu = cpu
         self.soc = soc                      # the Snapdragon the graphs are built for (None: the default)
         self.cost_profile_spec = cost_profile
@@ -66,16 +66,16 @@ class QnnTransformer:
         self._group = c.num_heads // c.num_kv_heads
         self.lm_head = cpu.lm_head
         self.linear = cpu.linear
-        self.layout = layout = choose_layout(soc)     # raises on a bad --soc, before any graph work
+        self.layout = layout = choose_layout(soc, shared=shared)   # raises on a bad --soc, before any graph work
         if layout.note and progress:
             progress(layout.note)
         self.kernel = (f"qnn htp ({backend_version()}, soc {layout.soc.id} {layout.soc.chip}, "
                        f"{layout.word} context binaries), graphs S={'/'.join(map(str, self.lengths))} "
                        f"C={context}, {len(self.blocks)} blocks; cpu: {cpu.kernel}")
-        if progressive is None:   # HEXA_QNN_SWITCH=0 keeps every graph loaded, =1 switches
+        if progressive is None:   # the qnn.switch option: False keeps every graph loaded, True switches
             # a block's shared binary holds one weight copy for all its graphs: nothing to save by
             # switching, and reloading one graph would load the whole binary again
-            progressive = os.environ.get("HEXA_QNN_SWITCH", "0" if layout.shared else "1") != "0"
+            progressive = not layout.shared
         self.progressive = progressive
         self.kernel += ", progressive graph switching" if progressive else ", all graphs loaded"
         self.kernel_build = cpu.kernel_build
@@ -86,7 +86,7 @@ class QnnTransformer:
         if layout.shared:   # a block's graphs are compiled together, before any is loaded
             _build_shared(paths, builders, bins, self.lengths, layout, progress)
         self.graphs = BlockGraphs(paths, builders, len(self.blocks), prefill_length, self.decode_lengths,
-                                  progressive, progress, cost_profile=self.cost_profile)
+                                  progressive, progress, cost_profile=self.cost_profile, early=early_switch)
         self._in_prefill = False
 
     # ---- progressive graph switching, driven by the generation loop

@@ -11,7 +11,8 @@ binary (it segfaults), so:
 - hexa on x86-64 (the emulator): separate binaries, also when ``--soc`` names a real device; the
   shared ones for that device are an export (``write_shared_binaries``, ``hexa npu build``).
 
-``HEXA_QNN_SHARED=0`` forces separate binaries on a device; ``=1`` on x86-64 is refused.
+The qnn.shared option (``HEXA_QNN_SHARED``) false forces separate binaries on a device; true on
+x86-64 is refused.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ SOCS = (
     Soc("88", "SC8480XP", "81", ""),
     Soc("103", "SM8975", "85", ""),
 )
-DEFAULT_SOC = "57"        # what the emulator compiles for unless told otherwise (HEXA_QNN_SOC)
+DEFAULT_SOC = "57"        # what the emulator compiles for unless told otherwise (the soc setting)
 
 
 def soc_list() -> str:
@@ -55,9 +56,9 @@ def soc_list() -> str:
 
 
 def resolve_soc(value: str | None, origin: str = "--soc") -> Soc:
-    """A QNN SoC id ("57") or part number ("SM8650"); None: HEXA_QNN_SOC, else the default."""
+    """A QNN SoC id ("57") or part number ("SM8650"); None: the default."""
     if value is None:
-        value, origin = os.environ.get("HEXA_QNN_SOC") or DEFAULT_SOC, "HEXA_QNN_SOC"
+        value = DEFAULT_SOC
     key = str(value).strip().upper()
     for s in SOCS:
         if key in (s.id, s.chip):
@@ -111,14 +112,13 @@ class Layout:
         return "shared" if self.shared else "separate"
 
 
-def choose_layout(soc: str | None, machine: str | None = None, detected: Soc | None = None) -> Layout:
-    """What the engine compiles and runs here: ``soc`` is ``--soc`` (None: not given)."""
-    force = os.environ.get("HEXA_QNN_SHARED", "")
-    if force not in ("", "0", "1"):
-        raise EngineError(f"HEXA_QNN_SHARED={force} is not 0 or 1")
+def choose_layout(soc: str | None, machine: str | None = None, detected: Soc | None = None,
+                  shared: bool | None = None) -> Layout:
+    """What the engine compiles and runs here: ``soc`` is the soc setting (None: not given);
+    ``shared`` the qnn.shared option (None: weight-shared binaries exactly on a Snapdragon)."""
     if real_npu(machine):
         note = ""
-        if soc is not None or os.environ.get("HEXA_QNN_SOC"):
+        if soc is not None:
             target = resolve_soc(soc)
         else:
             target = detected or detect_soc()
@@ -126,8 +126,8 @@ def choose_layout(soc: str | None, machine: str | None = None, detected: Soc | N
                 target = resolve_soc(None)
                 note = (f"could not tell which Snapdragon this is; compiling for {target.chip} "
                         f"(pass --soc: {soc_list()})")
-        return Layout(target, force != "0", note)
-    if force == "1":
+        return Layout(target, shared is not False, note)
+    if shared:
         raise EngineError("weight-shared QNN context binaries only load on a Snapdragon NPU, not on the "
                           "x86-64 emulator; build them for a device with `hexa npu build --soc N`")
     target = resolve_soc(soc)

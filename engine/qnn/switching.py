@@ -1,4 +1,4 @@
-"""Progressive graph switching (DESIGN.md §1, technique 1): when to load each block's decode graphs.
+"""Progressive graph switching (docs/architecture.md, technique 1): when to load each block's decode graphs.
 
 Prefill runs each block on its long graph G1, chunk after chunk; decoding needs the short graphs G2.
 Keeping both resident doubles weight memory; loading G2 only after prefill stalls the first decoding

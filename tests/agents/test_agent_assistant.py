@@ -23,7 +23,7 @@ def test_respond_stores_turns_and_indexes(real_engine, memory):
     assert [s.role for s in saved] == ["user", "assistant"]
     stored = memory.messages(sid)
     assert stored[1].text == done.text and stored[1].token_ids == list(done.token_ids)
-    assert stored[1].stats["new_tokens"] == done.new_tokens
+    assert stored[1].stats.new_tokens == done.new_tokens
     assert memory.get_session(sid).title.startswith("What is the capital")
     # second turn sees the first in its prompt; regenerate replaces the last answer
     list(agent.respond(sid, "And of Italy?"))
@@ -40,22 +40,25 @@ def test_cancel_before_start_gives_cancelled_done(real_engine, memory):
     assert done.stop_reason == "cancelled"
 
 
-def test_regenerate_without_messages(real_engine, memory):
-    agent = Assistant(real_engine, memory, Settings(max_tokens=8))
+def test_regenerate_without_messages(tokenizer_engine, memory):
+    agent = Assistant(tokenizer_engine, memory, Settings(max_tokens=8))   # refused before any generation
     sid = memory.new_session("assistant").id
-    with pytest.raises(AgentError):
+    with pytest.raises(AgentError, match="."):
         list(agent.regenerate(sid))
 
 
-def test_context_window_drops_older_turns(real_engine):
+def test_context_window_drops_older_turns(tokenizer_engine):
     turns = [{"role": r, "content": f"message number {i} " * 20}
              for i, r in zip(range(10), ["user", "assistant"] * 5)]
-    full = real_engine.chat_ids([{"role": "system", "content": "sys"}, *turns,
-                                 {"role": "user", "content": "last"}])
-    ids, notices, _ = fit_chat(real_engine, "sys", turns, "last", budget=len(full) // 2)
+    full = tokenizer_engine.chat_ids([{"role": "system", "content": "sys"}, *turns,
+                                      {"role": "user", "content": "last"}])
+    ids, notices, _ = fit_chat(tokenizer_engine, "sys", turns, "last", budget=len(full) // 2)
     assert len(ids) <= len(full) // 2 and notices and "older message" in notices[0]
-    ids, notices, _ = fit_chat(real_engine, "sys", [], "word " * 500, budget=64)
-    assert len(ids) <= 64 and "cut" in notices[-1]
+    kept = tokenizer_engine.decode(ids)           # the newest turns and the message stay, the oldest go
+    assert kept.endswith("user\nlast\nassistant\n") and "message number 9" in kept and "message number 0" not in kept
+    ids, notices, _ = fit_chat(tokenizer_engine, "sys", [], "word " * 500 + "What is this?", budget=64)
+    assert len(ids) <= 64 and "kept its last" in notices[-1]
+    assert "What is this?" in tokenizer_engine.decode(ids)      # the oldest words go, as in the engine
 
 
 def test_notice_is_yielded_when_context_is_full(real_engine, memory):
@@ -96,7 +99,7 @@ def test_continue_resumes_from_the_responses_own_tokens(real_engine, memory):
     sid = memory.new_session("assistant").id
     list(agent.respond(sid, "Write a long story about a dragon who learns to cook."))
     first = memory.messages(sid)[1]
-    assert first.stats["stop_reason"] == "max_tokens"
+    assert first.stats.stop_reason == "max_tokens"
     events = list(agent.continue_last(sid))
     grown = memory.messages(sid)[1]
     assert grown.id == first.id and grown.token_ids[:6] == first.token_ids and len(grown.token_ids) == 12
@@ -107,12 +110,15 @@ def test_continue_resumes_from_the_responses_own_tokens(real_engine, memory):
     assert grown.text == first.text + [e for e in events if isinstance(e, Done)][0].text
 
 
-def test_context_tokens_counts_the_conversation(real_engine, memory):
-    agent = Assistant(real_engine, memory, Settings(max_tokens=4))
-    sid = memory.new_session("assistant").id
-    empty = agent.context_tokens(sid)
-    memory.add_message(sid, "user", "word " * 50)
-    assert agent.context_tokens(sid) >= empty + 50
+def test_context_tokens_counts_the_conversation(tokenizer_engine, tmp_path, hash_embedder):
+    from memory import Memory
+
+    with Memory.open(tmp_path / "data", tokenizer=tokenizer_engine.encode, embedder=hash_embedder) as memory:
+        agent = Assistant(tokenizer_engine, memory, Settings(max_tokens=4))
+        sid = memory.new_session("assistant").id
+        empty = agent.context_tokens(sid)
+        memory.add_message(sid, "user", "word " * 50)
+        assert agent.context_tokens(sid) >= empty + 50
 
 
 def _done(events) -> Done:
@@ -129,7 +135,7 @@ def test_a_turn_with_retrieved_context_leaves_the_next_turn_its_whole_kv(real_en
     sid = memory.new_session("assistant").id
     first = _done(agent.respond(sid, "Which museum in Paris is the largest?"))
     user = memory.messages(sid)[0]
-    assert "Louvre" in user.stats["retrieved_context"]        # turn 1 was sent with retrieved context
+    assert "Louvre" in user.context.text        # turn 1 was sent with retrieved context
     second = _done(agent.respond(sid, "And when was it built?"))
     assert second.reused_tokens >= first.prompt_tokens + first.new_tokens - 1
     # regenerate sends the message with the context it was sent with: the whole prompt is reused

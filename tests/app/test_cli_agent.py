@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
+from support.cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,7 +120,8 @@ def test_agent_options_come_from_the_settings_and_the_phone():
     real = agent_options(s, virtual=False)
     assert (real.max_steps, real.elements, real.method, real.history_drafting, real.settle_s) == \
         (7, 12, "vanilla", False, REAL_PHONE_SETTLE_S)
-    assert (real.policy, real.verify, real.recall) == ("model", True, True)
+    assert (real.policy, real.verify, real.recall) == ("planner", True, True)
+    assert agent_options(Settings(agent_policy="model"), virtual=False).policy == "model"
     virtual = agent_options(s, virtual=True, policy="top", verify=False)
     assert (virtual.settle_s, virtual.policy, virtual.verify, virtual.max_steps) == (0.0, "top", False, 7)
 

@@ -16,7 +16,7 @@ import pytest
 from agents.events import Acted, EpisodeEnd, Observed
 from agents.harness.task_eval import load_task_files
 from agents.ui.screen import Element
-from cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
+from support.cli_phone import graphs, home, one_line, phone, run, serve  # noqa: F401  (fixtures)
 from engine.events import Done
 
 CLOCK = "com.google.android.deskclock"
@@ -146,7 +146,7 @@ def test_the_bench_explores_once_runs_each_rung_on_its_own_copy_and_keeps_checks
     folders = {agent.memory.data_dir for agent in recording}
     assert len(folders) == 3 and all(agent.graphs_at_start == [CLOCK] for agent in recording)
     assert [a.episodes_at_start for a in recording] == [0, 1, 0, 1, 0, 1, 2, 3]
-    assert [a.options.policy for a in recording[::2]] == ["top", "planner", "model", "model"]
+    assert [a.options.policy for a in recording[::2]] == ["top", "planner", "planner", "planner"]
     assert not any(Path(f).exists() for f in folders)                          # temporary, removed
     assert graphs(home) == {}                                                  # not the user's memory
     assert vphone.state()["foreground"]["package"] == "com.google.android.apps.nexuslauncher"   # torn down

@@ -18,8 +18,8 @@ from app.tui.screens.settings import SettingsScreen
 from app.tui.widgets.composer import Composer
 from app.tui.widgets.transcript import Transcript
 from engine.methods import METHODS
-from fakes import FakeEngine
-from tui_helpers import SIZE, chat, hash_memory, idle, locations_in, make_app, ready, shown, wait
+from support.fakes import FakeEngine
+from support.tui_helpers import SIZE, chat, hash_memory, idle, locations_in, make_app, ready, shown, wait
 
 
 async def test_settings_offer_the_engines_methods_and_save_only_changes(tmp_path):
@@ -181,14 +181,23 @@ async def test_edit_and_delete_one_message(tmp_path):
 
 
 async def test_the_composer_shows_how_full_the_context_is(tmp_path):
+    """The gauge counts exactly the prompt ids sent, retrieved context included (it used to count
+    the conversation before retrieval: 2,067 shown for a 2,612-token prompt)."""
     engine = FakeEngine("An answer.")
     app = make_app(engine, tmp_path, memory_factory=hash_memory)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await chat(pilot, "A question")
-        used = len(engine.prompts[-1]) + app.screen.metrics.done.new_tokens
+        memory = app.runtime.memory
+        earlier = memory.new_session("assistant", "Dragon story")
+        memory.add_message(earlier.id, "user", "Tell me a question about the dragon Erebo")
+        memory.add_message(earlier.id, "assistant", "Erebo the dragon built a castle of black stone.")
+        await chat(pilot, "A question about the dragon")
+        user = memory.messages(app.screen.session_id)[0]
+        assert user.context is not None and "Erebo" in user.context.text    # sent with context
+        sent, answer = len(engine.prompts[-1]), app.screen.metrics.done.new_tokens
         gauge = str(app.screen.query_one(Composer).border_subtitle)
-        assert f"context {used:,} / 2,048" in gauge
+        assert f"context {sent:,} sent + {answer} answer / 2,048" in gauge
+        assert app.screen.sent_tokens == sent
 
 
 async def test_ctrl_q_mid_stream_keeps_the_partial_answer(tmp_path):

@@ -16,9 +16,9 @@ from app.tui.screens.confirm import ConfirmAction
 from app.tui.widgets.phone_panel import PhonePanel, draw_screen, scale_box
 from app.tui.widgets.sessions import SessionItem, SessionList
 from app.tui.widgets.step_log import StepLog
-from agent_fakes import FakeDevice
-from fakes import FakeEngine
-from tui_helpers import SIZE, hash_memory, idle, locations_in, make_app, ready, shown, wait
+from support.agent_fakes import FakeDevice
+from support.fakes import FakeEngine
+from support.tui_helpers import SIZE, hash_memory, idle, locations_in, make_app, ready, shown, wait
 
 TASK = "Turn off Bluetooth"
 
@@ -125,7 +125,8 @@ async def test_an_episode_drives_the_phone_and_every_panel_follows(tmp_path):
         await wait(pilot, lambda: len(sessions.children) == 1, 10, "the session listed")
         item = sessions.query_one(SessionItem)
         assert item.outcome == episode.outcome
-        assert item_text(item) == f"{episode.outcome.replace('_', ' ')} {TASK}"
+        mark = {"done": "✓", "stopped": "stopped"}.get(episode.outcome, "✗")
+        assert item_text(item) == f"{mark} {TASK}" and item.tooltip == episode.outcome.replace("_", " ")
         # ...which opens read-only
         await pilot.press("ctrl+n")
         await wait(pilot, lambda: not log_text(screen), 10, "a new, empty log")

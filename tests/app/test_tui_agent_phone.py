@@ -18,8 +18,8 @@ from app.tui.widgets.explore_bar import ExploreBar
 from app.tui.widgets.phone_panel import PhonePanel
 from app.tui.widgets.sessions import SessionItem, SessionList
 from app.tui.widgets.step_log import StepLog
-from fakes import FakeEngine
-from tui_helpers import SIZE, hash_memory, idle, make_app, palette_highlight, ready, shown, wait
+from support.fakes import FakeEngine
+from support.tui_helpers import SIZE, hash_memory, idle, make_app, palette_highlight, ready, shown, wait
 
 SETTINGS = "com.android.settings"
 MULTI_STEP = "Set an alarm for 6:45 AM labelled Gym in the Clock app"

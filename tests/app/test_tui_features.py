@@ -12,7 +12,7 @@ from app.tui.screens.dialogs import ConfirmDialog, InputDialog, TextDialog
 from app.tui.widgets.composer import Composer
 from app.tui.widgets.sessions import SessionItem, SessionList
 from app.tui.widgets.transcript import Transcript
-from tui_helpers import SIZE, RecordingApp, chat, idle, locations_in, make_app, ready, send, shown, wait
+from support.tui_helpers import SIZE, RecordingApp, chat, idle, locations_in, make_app, ready, send, shown, wait
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 

@@ -1,4 +1,5 @@
 from app.tui.metrics import RequestMetrics, footer_text
+from memory import ResponseStats
 from app.tui.widgets.panels import histogram_rows
 from engine.events import Done, Prefill, Step, Text
 
@@ -15,8 +16,8 @@ def test_metrics_from_events_only():
     assert round(m.decode_tok_s) == 30 and (m.switched, m.total_blocks) == (2, 4)
     m.feed(Done("eos", "abcd", (1, 2, 3, 4), 100, 4, 150.0, 50.0, 2000.0, 100.0, 40.0, 25.0, 2, 2.0))
     assert m.decode_tok_s == 40.0
-    assert footer_text({"new_tokens": 4, "mean_accepted": 2.0, "ttft_ms": 150.0, "decode_tok_s": 40.0,
-                        "ms_per_token": 25.0, "method": "hexa", "stop_reason": "max_tokens"}) == \
+    assert footer_text(ResponseStats(new_tokens=4, mean_accepted=2.0, ttft_ms=150.0, decode_tok_s=40.0,
+                                     ms_per_token=25.0, method="hexa", stop_reason="max_tokens")) == \
         "4 tok · 2.00 acc/step · TTFT 150 ms · 40.0 tok/s · 25.0 ms/tok · hexa · token limit (F5 continues)"
 
 

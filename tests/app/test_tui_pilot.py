@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.tui.widgets.transcript import Transcript
-from tui_helpers import SIZE, idle, make_app, palette_highlight, ready, send, wait
+from support.tui_helpers import SIZE, idle, make_app, palette_highlight, ready, send, wait
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -19,7 +19,7 @@ async def test_send_streams_text_and_updates_panels(real_engine, tmp_path):
         await wait(pilot, lambda: screen.request == 1 and idle(screen))
         views = screen.query_one(Transcript).messages()
         assert [v.role for v in views] == ["user", "assistant"]
-        assert views[1].text.strip() and views[1].stats.get("new_tokens", 0) > 0
+        assert views[1].text.strip() and views[1].stats.new_tokens > 0
         assert "tok" in str(views[1].query_one(".footer").render())
         assert screen.metrics.steps and screen.metrics.done is not None
         figures = str(screen.query_one("#acc-figures").render())
@@ -56,7 +56,7 @@ async def test_cancel_mid_generation(real_engine, tmp_path):
         await wait(pilot, lambda: idle(screen), 60)
         stored = app.runtime.memory.messages(screen.session_id)
         assert [m.role for m in stored] == ["user", "assistant"]      # the partial answer is kept
-        assert stored[1].text.strip() and stored[1].stats["stop_reason"] == "cancelled"
+        assert stored[1].text.strip() and stored[1].stats.stop_reason == "cancelled"
 
 
 async def test_switch_modes(real_engine, tmp_path):

@@ -10,8 +10,8 @@ from textual.widgets import Input, TextArea
 
 from app.settings import Loaded, Settings
 from app.tui.app import HexaApp
-from fakes import FakeEngine
-from tui_helpers import hash_memory, idle, locations_in
+from support.fakes import FakeEngine
+from support.tui_helpers import hash_memory, idle, locations_in
 
 SIZE = (130, 36)
 ROOT = Path("/tmp/hexa-snapshot")   # fixed: the settings and help screens show the paths
@@ -79,7 +79,7 @@ def test_agent_mode(snap_compare):
     """Agent mode with a phone connected and a past episode opened from memory (so the picture is
     the app's, whatever the agent would do today): the device bar with Explore, the apps explored,
     the step log with a step's figures, the sessions list with each episode's outcome, the phone."""
-    from agent_fakes import SETTINGS, FakeDevice
+    from support.agent_fakes import SETTINGS, FakeDevice
     from app.tui.device_link import Connected
     from app.tui.screens.agent import DeviceStatus
 

@@ -13,7 +13,9 @@ import pytest
 
 from app.tui.bench import measure
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+# the benchmark tier (make bench), not the correctness suite: a speed ratio on a shared machine;
+# slow too, so that `-m "not slow"` (which replaces the default `-m "not bench"`) leaves it out
+pytestmark = [pytest.mark.bench, pytest.mark.slow, pytest.mark.timeout(600)]
 PROMPT = "List ten tips for learning to cook, one per line."
 
 

@@ -8,8 +8,8 @@ from textual.widgets.markdown import MarkdownBlock
 
 from app.tui.widgets.panels import Panels
 from app.tui.widgets.transcript import Transcript
-from tui_helpers import SIZE, chat, hash_memory, idle, make_app, ready, send, wait
-from fakes import FakeEngine
+from support.tui_helpers import SIZE, chat, hash_memory, idle, make_app, ready, send, wait
+from support.fakes import FakeEngine
 
 TIPS = "\n".join(f"{i}. Tip number {i}: taste." for i in range(1, 31))
 # paragraphs: finished blocks join the transcript while the answer streams (a list with no blank

@@ -15,8 +15,8 @@ from engine.constraint import DONE, CharGrammar, Constraint, Free, Grammar
 from engine.events import DRAFT_SOURCES, SOURCES
 from engine.methods import METHODS
 from engine.vocab import VocabIndex
-from scripted_backend import EOS, BigramBackend, Tokenizer
-from scripted_backend import FLAT_COST
+from support.scripted_backend import EOS, BigramBackend, Tokenizer
+from support.scripted_backend import FLAT_COST
 
 SPECULATIVE = [m for m in METHODS if m != "vanilla"]
 ACTIONS = Grammar([[f"tap({i})"] for i in range(1, 10)] + [["type(3, \"", Free(40), "\")"], ["back()"],

@@ -11,7 +11,7 @@ from engine import Done, Notice, Prefill, Step, Text
 from engine.events import SOURCES
 from engine.generation import Output
 from engine.methods import METHODS
-from scripted_backend import EOS, Tokenizer, chain_prompt, scripted_engine
+from support.scripted_backend import EOS, Tokenizer, chain_prompt, scripted_engine
 
 SPECULATIVE = [m for m in METHODS if m != "vanilla"]
 # 9 -> 10 -> ... -> 16 -> EOS: after a prompt ending in 9, the answer is 10..16 (7 tokens)

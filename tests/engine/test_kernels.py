@@ -65,9 +65,10 @@ def test_built_once_and_cached(tmp_path):
     assert built[0].stat().st_mtime_ns == mtime
 
 
-def test_no_compiler_is_a_clear_fallback(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
-    k, why_not = native_kernel(tmp_path, 1)
+def test_no_compiler_is_a_clear_fallback(tmp_path):
+    from engine.options import EngineOptions
+
+    k, why_not = native_kernel(tmp_path, 1, options=EngineOptions(cc=str(tmp_path / "no-such-cc")))   # engine.cc (CC)
     assert k is None and "compil" in why_not
     assert not list((tmp_path / "kernels").glob("*.so"))      # nothing half-built left behind
 

@@ -1,6 +1,6 @@
-"""Environment knobs and load-time messages: HEXA_THREADS belongs to the app's settings (the engine
-takes ``threads``), HEXA_LINEAR is read in one place with one meaning, and the first start says
-when it compiles the native kernels."""
+"""Knobs and load-time messages: HEXA_THREADS and HEXA_LINEAR belong to the app's settings (the
+engine takes ``threads`` and ``EngineOptions``, and reads no environment variable), and the first
+start says when it compiles the native kernels."""
 from __future__ import annotations
 
 import os
@@ -12,8 +12,9 @@ import torch.nn.functional as F
 from engine.errors import EngineError
 from engine.kernels import COMPILING, host_isa
 from engine.model_config import ModelConfig
+from engine.options import EngineOptions
 from engine.threads import configure, usable_cores
-from engine.transformer import CompactTransformer, library_linear, linear_choice
+from engine.transformer import CompactTransformer, library_linear
 
 
 def test_threads_none_means_every_usable_core_whatever_the_environment(monkeypatch):
@@ -26,26 +27,31 @@ def test_threads_none_means_every_usable_core_whatever_the_environment(monkeypat
         torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("raw, choice", [(None, "native"), ("", "native"), ("native", "native"),
-                                         ("onednn", "onednn"), ("MKL", "mkl")])
-def test_hexa_linear_choices(monkeypatch, raw, choice):
-    if raw is None:
-        monkeypatch.delenv("HEXA_LINEAR", raising=False)
-    else:
-        monkeypatch.setenv("HEXA_LINEAR", raw)
-    assert linear_choice() == choice
-
-
-def test_unknown_hexa_linear_is_a_one_line_error_before_anything_loads(monkeypatch, tmp_path):
-    from engine import Engine
-
+def test_the_engine_ignores_hexa_linear_in_the_environment(monkeypatch, tmp_path):
+    """HEXA_LINEAR is the settings' name for engine.linear: the engine itself never reads it (a bad
+    value reaches the user from the settings, before load: tests/app/test_settings_advanced.py)."""
     monkeypatch.setenv("HEXA_LINEAR", "fast")
-    with pytest.raises(EngineError, match="HEXA_LINEAR=fast is not one of native, onednn, mkl") as info:
-        Engine.load(None, cache_dir=tmp_path)
-    assert "\n" not in str(info.value) and not (tmp_path / "models").exists()
+    monkeypatch.setenv("HEXA_DECODE", "fast")
+    assert EngineOptions().linear == "native" and EngineOptions().decode == "int8"
+    assert tiny_model("native").exact is False
 
 
-def tiny_model(linear: str) -> CompactTransformer:
+@pytest.mark.parametrize("bad", [{"linear": "fast"}, {"decode": "fp16"}, {"isa": "sse"}, {"spin_us": -1},
+                                 {"spin_us": 2_000_000}, {"spin_us": True}])
+def test_a_bad_engine_option_is_a_one_line_error_before_anything_loads(tmp_path, bad):
+    """Direct callers of ``Engine.load`` (the settings check first, naming the file or variable)."""
+    with pytest.raises(EngineError) as info:
+        EngineOptions(**bad)
+    assert "\n" not in str(info.value) and next(iter(bad)) in str(info.value)
+
+
+def test_the_decode_option_reaches_the_model():
+    assert tiny_model("mkl", decode="exact").exact and not tiny_model("mkl").exact
+    with pytest.raises(EngineError, match="decode 'fp16'"):
+        tiny_model("mkl", decode="fp16")
+
+
+def tiny_model(linear: str, decode: str = "int8") -> CompactTransformer:
     config = ModelConfig("llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_layers=1,
                          num_heads=2, num_kv_heads=1, head_dim=8, rms_eps=1e-5, max_positions=64,
                          tie_embeddings=True, attention_bias=False, rope={"rope_theta": 10000.0})
@@ -56,7 +62,7 @@ def tiny_model(linear: str) -> CompactTransformer:
               "model.layers.0.self_attn.v_proj.weight": (8, 16), "model.layers.0.self_attn.o_proj.weight": (16, 16),
               "model.layers.0.mlp.gate_proj.weight": (32, 16), "model.layers.0.mlp.up_proj.weight": (32, 16),
               "model.layers.0.mlp.down_proj.weight": (16, 32)}
-    return CompactTransformer(config, {k: torch.randn(s, generator=g) for k, s in shapes.items()}, linear)
+    return CompactTransformer(config, {k: torch.randn(s, generator=g) for k, s in shapes.items()}, linear, decode)
 
 
 def test_the_linear_choice_picks_the_library_kernel():
@@ -70,7 +76,7 @@ def test_the_linear_choice_picks_the_library_kernel():
 
 
 def test_the_torch_runtime_states_its_backend_contract():
-    from scripted_backend import BigramBackend, backend_members
+    from support.scripted_backend import BigramBackend, backend_members
 
     m = tiny_model("mkl")
     assert {"forward", "logits", "new_cache", "begin_prefill", "switch_status", "max_draft"} <= backend_members()
@@ -89,7 +95,7 @@ needs_avx2 = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[
 def test_compiling_the_native_kernels_is_announced_only_when_it_happens(monkeypatch, tmp_path):
     from engine import kernels
 
-    def fake_build(out, isa):
+    def fake_build(out, isa, cc=None):
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(b"not a library")            # "built": the load then fails, no compiler ran
         return None
@@ -110,14 +116,14 @@ def test_first_load_reports_the_compile_through_progress(engine, monkeypatch, tm
     from engine import Engine, kernels
 
     (tmp_path / "models").symlink_to(engine.cache_dir / "models", target_is_directory=True)
-    monkeypatch.setattr(kernels, "_build", lambda out, isa: "compiling the kernel failed: test")
+    monkeypatch.setattr(kernels, "_build", lambda out, isa, cc=None: "compiling the kernel failed: test")
     said: list[str] = []
     e = Engine.load(None, cache_dir=tmp_path, threads=1, progress=said.append)
     assert COMPILING in said and any("native kernel unavailable" in m for m in said)
     assert e.model.native is None and "packed" not in e.model.kernel
     torch.set_num_threads(engine.threads)
-    monkeypatch.setenv("HEXA_LINEAR", "mkl")
     said.clear()
-    e = Engine.load(None, cache_dir=tmp_path, threads=engine.threads, progress=said.append)
+    e = Engine.load(None, cache_dir=tmp_path, threads=engine.threads, progress=said.append,
+                    options=EngineOptions(linear="mkl"))
     assert e.model.kernel == "mkl" and not [m for m in said if "kernel" in m]   # no native kernels tried
     assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"

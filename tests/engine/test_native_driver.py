@@ -178,9 +178,9 @@ def test_x86_with_avx2_gets_the_avx2_kernels(machine):
 
 def test_x86_with_avx_vnni_gets_the_vnni_kernels_unless_told_not_to(machine, monkeypatch):
     machine("x86_64", cpuinfo=X86_CPUINFO.format(extra="fma f16c avx2 avx_vnni"))
-    assert host_isa() == ("avx-vnni", None)
-    monkeypatch.setenv("HEXA_ISA", "avx2")
-    assert host_isa() == ("avx2", None)
+    monkeypatch.setenv("HEXA_ISA", "avx2")       # the settings' variable: the engine never reads it
+    assert host_isa() == host_isa("auto") == ("avx-vnni", None)
+    assert host_isa("avx2") == ("avx2", None)    # the engine option isa = "avx2"
 
 
 def test_x86_without_avx2_says_what_it_lacks(machine):

@@ -86,7 +86,7 @@ PROMPT = ("Summarize: The cat sat on the mat. The cat sat on the mat because the
 
 
 def test_qnn_speculative_decoding_is_lossless_on_the_htp(qnn_engine):
-    from scripted_backend import backend_members
+    from support.scripted_backend import backend_members
 
     e = qnn_engine
     assert e.backend_name == "qnn" and "qnn htp" in e.model.kernel

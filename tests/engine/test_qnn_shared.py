@@ -16,12 +16,6 @@ from engine.qnn.shared import SOCS, choose_layout, detect_soc, export_layout, re
 from engine.transformer import CompactTransformer
 
 
-@pytest.fixture(autouse=True)
-def _no_overrides(monkeypatch):
-    for name in ("HEXA_QNN_SOC", "HEXA_QNN_SHARED", "HEXA_QNN_SWITCH"):
-        monkeypatch.delenv(name, raising=False)
-
-
 # ---- which Snapdragon, which layout
 def test_soc_ids_and_part_numbers_resolve_to_the_checked_table():
     assert resolve_soc("57") == resolve_soc("SM8650") == resolve_soc(" sm8650 ")
@@ -40,12 +34,13 @@ def test_a_bad_soc_is_a_one_line_error_naming_the_known_ones(bad):
         export_layout(bad)
 
 
-def test_hexa_qnn_soc_is_the_default_target_and_checked_too(monkeypatch):
+def test_the_engine_reads_no_qnn_variable(monkeypatch):
+    """HEXA_QNN_SOC is the settings' older name for soc, HEXA_QNN_SHARED for qnn.shared
+    (tests/app/test_settings_advanced.py): the layout follows its arguments only."""
     monkeypatch.setenv("HEXA_QNN_SOC", "43")
-    assert choose_layout(None, machine="x86_64").soc.chip == "SM8550"
-    monkeypatch.setenv("HEXA_QNN_SOC", "42")
-    with pytest.raises(EngineError, match="HEXA_QNN_SOC '42'"):
-        choose_layout(None, machine="x86_64")
+    monkeypatch.setenv("HEXA_QNN_SHARED", "1")
+    assert choose_layout(None, machine="x86_64") == choose_layout("57", machine="x86_64")
+    assert choose_layout(None, machine="x86_64").soc.chip == "SM8650"
 
 
 def test_the_emulator_runs_separate_binaries_even_for_a_named_device():
@@ -57,14 +52,11 @@ def test_the_emulator_runs_separate_binaries_even_for_a_named_device():
     assert "hexa npu build --soc 69" in device.note and "\n" not in device.note
 
 
-def test_asking_the_emulator_for_shared_binaries_is_a_one_line_error(monkeypatch):
-    monkeypatch.setenv("HEXA_QNN_SHARED", "1")
+def test_asking_the_emulator_for_shared_binaries_is_a_one_line_error():
     with pytest.raises(EngineError, match="only load on a Snapdragon NPU") as info:
-        choose_layout("69", machine="x86_64")
+        choose_layout("69", machine="x86_64", shared=True)
     assert "\n" not in str(info.value)
-    monkeypatch.setenv("HEXA_QNN_SHARED", "yes")
-    with pytest.raises(EngineError, match="HEXA_QNN_SHARED=yes"):
-        choose_layout(None, machine="aarch64")
+    assert not choose_layout("69", machine="x86_64", shared=False).shared
 
 
 def test_on_a_snapdragon_the_graphs_are_weight_shared(monkeypatch):
@@ -75,8 +67,8 @@ def test_on_a_snapdragon_the_graphs_are_weight_shared(monkeypatch):
     monkeypatch.setattr(shared, "detect_soc", lambda: None)
     unknown = choose_layout(None, machine="aarch64")
     assert unknown.shared and unknown.soc.id == "57" and "pass --soc" in unknown.note
-    monkeypatch.setenv("HEXA_QNN_SHARED", "0")                   # the way back to separate binaries
-    assert not choose_layout("60", machine="aarch64").shared
+    # qnn.shared = false: the way back to separate binaries
+    assert not choose_layout("60", machine="aarch64", shared=False).shared
     assert export_layout("60").shared                            # an export is shared regardless
 
 
@@ -242,7 +234,7 @@ def test_the_engine_on_a_snapdragon_compiles_each_block_into_one_binary_first(tm
 
     if shared.real_npu():
         pytest.skip("this machine has the NPU")
-    monkeypatch.setattr(runtime, "choose_layout", lambda soc: export_layout("69"))
+    monkeypatch.setattr(runtime, "choose_layout", lambda soc, shared=None: export_layout("69"))
     notes = []
     with pytest.raises(EngineError, match="only load on a Snapdragon NPU"):
         runtime.QnnTransformer(tiny_model(), tmp_path, "Tiny", 32, prefill_length=16, decode_lengths=(1, 8),

@@ -1,4 +1,4 @@
-"""The progressive switching plan (DESIGN.md §1, technique 1) on made-up cost figures."""
+"""The progressive switching plan (docs/architecture.md, technique 1) on made-up cost figures."""
 from __future__ import annotations
 
 from engine.qnn.switching import Costs, plan, simulate

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from app.cli import main
-from fakes import HashEmbedder
+from support.fakes import HashEmbedder
 from memory import Memory
-from memory_helpers import child_env
+from support.memory_helpers import child_env
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def hexa(tmp_path, monkeypatch, capsys):
     """``hexa(*argv) -> (status, stdout, stderr)`` on a data folder in tmp_path."""
     monkeypatch.setenv("HEXA_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HEXA_LOG_DIR", str(tmp_path / "logs"))
-    monkeypatch.setattr("memory.memory.Embedder", HashEmbedder)
+    monkeypatch.setattr("memory.memory.Embedder", lambda *a, **kw: HashEmbedder())   # (model, threads=)
 
     def run(*argv):
         capsys.readouterr()

@@ -137,12 +137,12 @@ def test_an_older_store_gets_its_embeddings_from_chromadb_once(tmp_path):
         (tmp_path / "doc.txt").write_text(sentences(200))
         mem.add_document(tmp_path / "doc.txt")
         counts = {n: mem.vectors.count(n) for n in ("messages", "chunks", "responses")}
-    con = sqlite3.connect(data / "memory" / "hexa.db")  # as schema v3 left it
-    con.executescript("DROP TABLE vectors; DROP TABLE vector_state; PRAGMA user_version = 3;")
+    con = sqlite3.connect(data / "memory" / "hexa.db")  # as schema v4 left it
+    con.executescript("DROP TABLE vectors; DROP TABLE vector_state; PRAGMA user_version = 4;")
     con.close()
     emb = CountingEmbedder()
     with Memory.open(data, embedder=emb) as mem:
-        assert mem.store.version() == 4
+        assert mem.store.version() == 5
         assert mem.index.ready() is not None
         assert any("copied into the SQLite store" in x for x in mem.notices)
         for name, n in counts.items():

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from memory import IngestCancelled, StoreError
-from memory_helpers import sentences
+from support.memory_helpers import sentences
 
 BIG = 21_000  # sentences: about 2,100 chunks
 

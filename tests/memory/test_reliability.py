@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memory import Memory
-from memory_helpers import child_env
+from support.memory_helpers import child_env
 
 KILL_CHILD = textwrap.dedent("""
     import sys, time

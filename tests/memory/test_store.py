@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from memory import Memory, StoreError
+from memory import Memory, ResponseStats, StoreError
 from memory.store import SCHEMA_VERSION
 
-from memory_helpers import child_env
+from support.memory_helpers import child_env
 
 
 def test_error_classes():
@@ -53,9 +53,9 @@ def test_messages_round_trip(mem):
     r = mem.add_message(s.id, "assistant", "4", token_ids=[19, 220, 70000], stats=stats)
     msgs = mem.messages(s.id)
     assert [m.id for m in msgs] == [u.id, r.id]
-    assert msgs[1].token_ids == [19, 220, 70000] and msgs[1].stats == stats
+    assert msgs[1].token_ids == [19, 220, 70000] and msgs[1].stats == ResponseStats(**stats)
     assert msgs[1].mode == "assistant" and msgs[1].model == "m1"  # inherited from the session
-    assert msgs[0].token_ids == [] and msgs[0].stats == {}
+    assert msgs[0].token_ids == [] and msgs[0].stats is None and msgs[0].context is None
     assert mem.get_message(r.id) == msgs[1]
     mem.delete_message(r.id)  # regenerate
     assert [m.id for m in mem.messages(s.id)] == [u.id]
@@ -74,7 +74,7 @@ def test_update_message_edits_in_place_and_refreshes_vectors(mem):
                        stats={"ttft_ms": 12.0})
     got = mem.get_message(a.id)
     assert (got.text, got.token_ids, got.stats) == ("Volcanoes erupt. Magma rises.", [1, 2, 3],
-                                                    {"ttft_ms": 12.0})
+                                                    ResponseStats(ttft_ms=12.0))
     assert mem.get_session(s.id).updated >= before
     assert mem.stats()["pending_vectors"] == 0 and mem.stats()["avg_ttft_ms"] == 12.0
     assert mem.drafting_sources("Tell me about volcanoes") == [[1, 2, 3]]

@@ -21,9 +21,11 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Footer, Input, Label
 
+from agents.common import stats_of
 from agents.events import Acted, EpisodeEnd, Observed
 from agents.ui.prompt import app_name
 from engine.events import Done
+from memory import ResponseStats
 
 from ...phone_agent import agent_options
 from ..device_link import Connected, DeviceLink, first_look
@@ -324,7 +326,5 @@ class AgentScreen(ExploreActions, ModeScreen):
         ]
 
 
-def _stats(done: Done | None) -> dict:
-    if done is None:
-        return {}
-    return {"new_tokens": done.new_tokens, "mean_accepted": done.mean_accepted, "ms_per_token": done.ms_per_token}
+def _stats(done: Done | None) -> ResponseStats | None:
+    return None if done is None else stats_of(done)

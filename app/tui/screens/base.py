@@ -47,6 +47,7 @@ class ModeScreen(SessionActions, Screen):
     MODE = ""
     NARROW = 110      # below this many columns the sessions list starts hidden (Ctrl+B shows it)
     TIGHT = 100       # below this many columns the live panels start hidden (F9 shows them)
+    CONTINUES = True  # F5 continues a response cut at the token limit
     BINDINGS = [
         bind("chat.cancel", "cancel", priority=True),
         bind("session.new", "new_session"),
@@ -79,7 +80,9 @@ class ModeScreen(SessionActions, Screen):
         with Horizontal(id="body"):
             yield SessionList(id="sessions")
             with Vertical(id="main"):
-                yield Transcript(id="transcript")
+                transcript = Transcript(id="transcript")
+                transcript.continues = self.CONTINUES
+                yield transcript
                 yield StreamTail(id="live")
                 yield from self.compose_input()
             yield Panels(id="panels")
@@ -290,6 +293,8 @@ class ModeScreen(SessionActions, Screen):
             user = self.query_one(Transcript).last("user")
             if user is not None and user.message_id is None:
                 user.message_id = event.message_id
+                if event.context is not None:
+                    await user.set_context(event.context)
             await self.refresh_sessions()
 
     def action_cancel(self) -> None:

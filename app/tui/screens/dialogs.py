@@ -75,6 +75,30 @@ class TextDialog(_Dialog):
         self.dismiss(self.query_one(TextArea).text.strip())
 
 
+class EditDialog(_Dialog):
+    """Edit one of the user's own messages: save it, or save it and have it answered again.
+    Dismissed with ("resend" | "save", text), or None."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="box tall"):
+            yield Label("Edit this message (Save and resend: the answers after it are replaced)", classes="title")
+            yield TextArea(self.text, soft_wrap=True, id="text")
+            yield Horizontal(Button("Save and resend", variant="primary", id="resend"), Button("Save only", id="ok"),
+                             Button("Cancel", id="cancel"), classes="buttons")
+
+    @on(Button.Pressed, "#resend")
+    def _resend(self) -> None:
+        self.dismiss(("resend", self.query_one(TextArea).text.strip()))
+
+    @on(Button.Pressed, "#ok")
+    def _save(self) -> None:
+        self.dismiss(("save", self.query_one(TextArea).text.strip()))
+
+
 class FilePicker(_Dialog):
     """Pick a file from a directory tree, or type a path."""
 

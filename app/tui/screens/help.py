@@ -25,5 +25,10 @@ class HelpScreen(ModalScreen):
             # markup=False: "[keymap]" is a TOML table name here, not a style
             yield Label("hexa — keys (remap them under [keymap] in config.toml)", classes="title", markup=False)
             yield table
-            yield Label(f"Config: {locs.config_file}   Data: {locs.data}", classes="dim", markup=False)
+            key = lambda binding_id: keymap.get(binding_id, KEYS[binding_id][0])  # noqa: E731
+            yield Label(f"Tab moves the focus to the messages (Shift+Tab back): on a message, {key('message.copy')} "
+                        f"copies it, {key('message.edit')} edits it (yours: edit and resend), "
+                        f"{key('message.delete')} deletes it.", classes="dim", markup=False)
             yield Label("Ctrl+P opens the command palette: modes, sessions, documents and actions.", classes="dim")
+            yield Label(f"Config: {locs.config_file}   Data: {locs.data}", classes="dim", markup=False)
+            yield Label("Esc (or F1) closes this help.", classes="dim")

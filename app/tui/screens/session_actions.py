@@ -9,7 +9,7 @@ from textual.widgets import ListView
 
 from ..widgets.sessions import SessionItem, SessionList
 from ..widgets.transcript import MessageView, Transcript
-from .dialogs import ConfirmDialog, InputDialog, TextDialog
+from .dialogs import ConfirmDialog, EditDialog, InputDialog, TextDialog
 
 
 class MemoryCallFailed(Exception):
@@ -31,6 +31,7 @@ class SessionActions:
     """Mixed into ``ModeScreen`` (which provides ``mem``, ``ready``, ``runtime``, ``MODE``...)."""
 
     DEFAULT_TITLE = "New chat"
+    RESENDS = False        # an edited user message can be answered again (the screen has ``resend``)
 
     async def refresh_sessions(self) -> None:
         if self.runtime is not None:
@@ -161,8 +162,17 @@ class SessionActions:
     async def edit_message(self, view: MessageView) -> None:
         if not self._editable(view):
             return
-        text = await self.app.push_screen_wait(TextDialog(f"Edit this {'message' if view.role == 'user' else 'response'}",
-                                                          view.text))
+        if self.RESENDS and view.role == "user":
+            choice = await self.app.push_screen_wait(EditDialog(view.text))
+            if not choice or not choice[1]:
+                return
+            if choice[0] == "resend":
+                await self.resend(view, choice[1])  # type: ignore[attr-defined]
+                return
+            text = choice[1]
+        else:
+            text = await self.app.push_screen_wait(TextDialog(f"Edit this {'message' if view.role == 'user' else 'response'}",
+                                                              view.text))
         if not text or text == view.text:
             return
         # an edited response is no longer the model's output: it stops being a drafting source
@@ -179,8 +189,19 @@ class SessionActions:
         if not await self.app.push_screen_wait(ConfirmDialog(f"Delete this {what}?")):
             return
         await self.mem(self.memory.delete_message, view.message_id)
+        transcript = self.query_one(Transcript)
+        y = transcript.scroll_y
+        views = transcript.messages()
+        at = views.index(view)
+        neighbour = (views[at + 1:] or views[:at][-1:] or [None])[0]
+        # the focus moves first, without scrolling: removing the focused message made Textual focus
+        # another one *and scroll it to the centre* (18 rows at 120x40), and with no message left
+        # focused the focus fell to the first one: a jump to the top
+        self.set_focus(neighbour, scroll_visible=False)  # type: ignore[attr-defined]
         await view.remove()
+        transcript.scroll_to(y=min(y, transcript.max_scroll_y), animate=False, immediate=True)
         self.notify(f"Deleted the {what}.")
+
 
     def palette_commands(self) -> list[tuple[str, str, object]]:
         return [

@@ -8,6 +8,7 @@ from typing import Callable
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Button, Input, Label, ProgressBar, Select
 
 from agents.common import AgentError
@@ -51,20 +52,43 @@ class FileRow(Horizontal):
         yield ProgressBar(total=None, show_eta=False, classes="file-progress")
         yield Label("", classes="file-state")
 
+    ended = False         # read in, refused or cancelled: the row says so
+
     def progress(self, done: int, total: int, error: str | None = None) -> None:
-        bar = self.query_one(ProgressBar)
-        if error:
-            self.query_one(".file-state", Label).update(f"[red]{error}[/red]")
+        try:
+            bar = self.query_one(ProgressBar)
+            state = self.query_one(".file-state", Label)
+        except NoMatches:      # a row just mounted (drawn after its first refresh) or being removed
+            if self.is_attached:
+                self.call_after_refresh(self.progress, done, total, error)
+            return
+        if error:         # the reason in full is a notification and the row's tooltip
+            self.ended = True
+            state.update("[yellow]cancelled[/yellow]" if error.endswith("cancelled; nothing was kept")
+                         else "[red]not read[/red]")
+            state.tooltip = error
             bar.update(total=1, progress=0)
         elif total:
             bar.update(total=total, progress=done)
             if done >= total:
-                self.query_one(".file-state", Label).update("ingested")
+                self.ended = True
+                state.update("ingested")
+
+    def stopped(self) -> None:
+        """The request ended before this file was read in: an empty bar, not a waiting one."""
+        if not self.ended and self.is_attached:
+            self.ended = True
+            try:
+                self.query_one(ProgressBar).update(total=1, progress=0)
+                self.query_one(".file-state", Label).update("[yellow]not read[/yellow]")
+            except NoMatches:       # being removed: a new request's rows replace it
+                pass
 
 
 class SummarizerScreen(ModeScreen):
     MODE = "summarizer"
     DEFAULT_TITLE = "Summary"
+    CONTINUES = False       # F5 does not continue a summary
     BINDINGS = [bind("summary.open", "open_file"), bind("summary.style", "cycle_style")]
 
     def compose_input(self) -> ComposeResult:
@@ -77,6 +101,19 @@ class SummarizerScreen(ModeScreen):
 
     def focus_input(self) -> None:
         self.query_one("#path", Input).focus()
+
+    def set_status(self, text: str) -> None:
+        self.query_one("#parts", Label).update(text)
+
+    def same_documents(self, paths: list[Path]) -> bool:
+        """Whether this session already summarized exactly these documents (a summary in another
+        style belongs with them); other documents get a session of their own."""
+        names = sorted(p.name for p in paths)
+        for view in self.query_one(Transcript).messages():
+            head, _, listed = view.text.partition("): ")
+            if view.role == "user" and head.startswith("Summarize (") and sorted(listed.split(", ")) == names:
+                return True
+        return False
 
     @property
     def style(self) -> str:
@@ -127,13 +164,16 @@ class SummarizerScreen(ModeScreen):
         if why_not:
             self.notify(why_not, severity="error")
             return False
+        if self.session_id is not None and not self.same_documents(paths):
+            self.session_id = None           # the agent opens a new one, named after the documents
+            self.query_one(Transcript).remove_children()
         sid, agent, style = self.session_id, self.agent, self.style
         files = self.query_one("#files", Vertical)
         for row in files.query(FileRow):
             row.remove()
         for p in paths:
             files.mount(FileRow(str(p)))
-        self.query_one("#parts", Label).update(f"summary: {style}")
+        self.set_status(f"summary: {style} · reading {len(paths)} file{'s' if len(paths) > 1 else ''}")
         inbox = self.inbox
 
         def job(job: Job):
@@ -171,9 +211,25 @@ class SummarizerScreen(ModeScreen):
 
     async def on_other_event(self, rid: int, event) -> None:
         if isinstance(event, Part):
-            label = (f"summarizing part {event.index}/{event.total}" if event.stage == "map"
-                     else "combining the part summaries")
-            self.query_one("#parts", Label).update(label)
+            self.set_status(f"summarizing part {event.index}/{event.total}" if event.stage == "map"
+                            else "combining the part summaries")
+
+    def request_done(self, done: Done) -> None:
+        if done.stop_reason == "max_tokens":
+            self.set_status(f"[yellow]stopped at the token limit ({done.new_tokens}); "
+                            f"F8 sets Max new tokens[/yellow]")
+        elif done.stop_reason == "cancelled":
+            self.set_status("cancelled")
+        else:
+            self.set_status(f"summary: {self.style} · done")
+
+    async def job_finished(self, rid: int, error: str | None) -> None:
+        if rid == self.active and error:
+            self.set_status("[red]not summarized[/red]")
+        await super().job_finished(rid, error)
+        if not self.jobs:
+            for row in self.query(FileRow):
+                row.stopped()
 
     async def on_saved(self, rid: int, event: Saved) -> None:
         if event.role == "user":      # the request line ("Summarize (short): note.txt") is the agent's
@@ -181,6 +237,7 @@ class SummarizerScreen(ModeScreen):
         await super().on_saved(rid, event)
 
     def cancelled(self, rid: int) -> None:
+        self.set_status("cancelled")
         self.notify("Cancelled: a document not fully read in is not added; a partial summary is kept.")
 
     def palette_commands(self) -> list[tuple[str, str, Callable]]:

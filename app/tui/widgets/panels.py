@@ -78,19 +78,49 @@ class LatencyPanel(Lines):
 
     def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
         ttft = f"{m.ttft_ms:.0f} ms" if m.ttft_ms is not None else "-"
+        if m.prefill_rate_shown or not m.prefill_ms:
+            prefill = f"{m.prefill_tok_s:.0f} tok/s"
+        else:        # a few tokens: their time, a rate would be noise
+            prefill = f"{m.prefill_fed} tok {m.prefill_ms:.0f} ms"
         lines = [
             f"TTFT      {ttft}",
-            f"prefill   {m.prefill_tok_s:.0f} tok/s  {m.prefill_done}/{m.prefill_total}",
+            f"prefill   {prefill}  {m.prefill_done}/{m.prefill_total}",
             *([f"          reused {m.prefill_reused} tok"] if m.prefill_reused else []),
             f"decode    {m.decode_tok_s:.1f} tok/s",
             f"          {m.ms_per_token:.1f} ms/token",
             f"draft     {m.draft_ms:.2f} ms/step",
             f"verify    {m.verify_ms:.2f} ms/step",
         ]
+        served = getattr(m.done, "served_by", "") if m.done is not None else ""
+        if served:   # routed: which endpoint served each part, and any migration
+            lines.append(f"served    {served}")
         if m.total_blocks:
             lines.append(f"graphs    {_bar(m.switched / m.total_blocks, 8)} {m.switched}/{m.total_blocks}")
             lines.append(f"exposed   {m.exposed_load_ms:.1f} ms load")
         self.redraw("\n".join(lines))
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, cut in the middle (a model's quant type is at its end)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def packed(items: list[str], indent: str, width: int) -> list[str]:
+    """``items`` on as few lines as fit ``width``, never split inside an item ("kept KV 273" cut
+    over two lines is what overflowed the panel)."""
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + 2 + len(item) <= width:
+            lines[-1] += ", " + item
+        else:
+            lines.append(indent + item)
+    return lines
+
+
+PANEL_TEXT = 32       # text cells inside a panel (#panels is 36 wide: border and padding take 4)
 
 
 class DevicePanel(Lines):
@@ -99,11 +129,15 @@ class DevicePanel(Lines):
     def show(self, m: RequestMetrics, device: DeviceInfo) -> None:
         method = device.method or "-"
         kind = "vanilla" if method == "vanilla" else f"speculative ({method})"
-        lines = [f"model    {device.model}", f"backend  {device.backend}", f"decoding {kind}",
-                 f"memory   {device.rss_mb:.0f} MB"]
-        if device.engine_mb:   # the engine's own part of it, on two lines to fit the panel
-            lines.append(f"engine   {sum(device.engine_mb.values()):.0f} MB")
-            lines.append("         " + ", ".join(f"{k} {v:.0f}" for k, v in device.engine_mb.items()))
+        width = self.content_region.width or PANEL_TEXT
+        self.tooltip = device.model if len(device.model) > width - 9 else None
+        memory = f"{device.rss_mb:.0f} MB" if device.rss_mb else "-"
+        if device.engine_mb:     # the engine's own part of it
+            memory += f" (engine {sum(device.engine_mb.values()):.0f})"
+        lines = [f"model    {middle_cut(device.model, width - 9)}", f"backend  {device.backend}",
+                 f"decoding {middle_cut(kind, width - 9)}", f"memory   {memory}"]
+        if device.engine_mb:
+            lines += packed([f"{k} {v:.0f}" for k, v in device.engine_mb.items()], " " * 9, width)
         if device.memory:
             lines.append(f"[yellow]store    {device.memory}[/yellow]")
         self.redraw("\n".join(lines))

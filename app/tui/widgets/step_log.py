@@ -7,19 +7,21 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from memory import ResponseStats
+
 from .sessions import outcome_style
 from .transcript import Transcript
 
 
-def figures(stats: dict) -> str:
+def figures(stats: ResponseStats | None) -> str:
     """The engine's figures of one step: tokens, accepted per step, ms per token."""
-    if not stats:
+    if stats is None:
         return ""
-    parts = [f"{stats.get('new_tokens', 0)} tok"]
-    if stats.get("mean_accepted"):
-        parts.append(f"{stats['mean_accepted']:.2f} acc/step")
-    if stats.get("ms_per_token"):
-        parts.append(f"{stats['ms_per_token']:.1f} ms/tok")
+    parts = [f"{stats.new_tokens} tok"]
+    if stats.mean_accepted:
+        parts.append(f"{stats.mean_accepted:.2f} acc/step")
+    if stats.ms_per_token:
+        parts.append(f"{stats.ms_per_token:.1f} ms/tok")
     return " · ".join(parts)
 
 
@@ -41,7 +43,7 @@ class StepLog(Transcript):
         where = app + (f" · {title}" if title else "")
         await self.line(Text.assemble((f"step {step}", "bold"), f"  {where}"), "step-head")
 
-    async def acted(self, action: str, element: str, stats: dict, error: str = "") -> None:
+    async def acted(self, action: str, element: str, stats: ResponseStats | None, error: str = "") -> None:
         text = Text.assemble("  → ", (action, "bold cyan"), f"  {element}" if element else "")
         figs = figures(stats)
         if figs:
@@ -77,6 +79,6 @@ class StepLog(Transcript):
             where = " · ".join(x for x in (record.get("app", ""), record.get("title", "")) if x)
             if where:
                 await self.line(Text.assemble((f"step {i + 1}", "bold"), f"  {where}"), "step-head")
-            await self.acted(m.text, record.get("element", ""), m.stats or {})
+            await self.acted(m.text, record.get("element", ""), m.stats)
         if episode is not None and episode.outcome != "running":
             await self.ended(episode.outcome, len(actions), success=episode.success)

@@ -20,7 +20,10 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Markdown, Static
+from textual.widgets import Collapsible, Markdown, Static
+
+from agents.assistant import describe, details
+from memory import ResponseStats, SentContext
 
 from ..keys import bind
 from ..metrics import footer_text
@@ -68,25 +71,47 @@ def chat_parser() -> MarkdownIt:
     return parser
 
 
+def context_line(context: SentContext) -> Collapsible:
+    """The collapsed "context: 2 notes from 'Dragon story'" line; Enter or a click shows the notes."""
+    return Collapsible(Static(details(context), markup=False, classes="context-notes"),
+                       title=describe(context), collapsed=True, classes="context")
+
+
 class MessageView(Vertical, can_focus=True):
     """A message: role line, Markdown body (appended to while streaming) and a footer."""
 
     BINDINGS = [bind("message.copy", "copy"), bind("message.copy_code", "copy_code"),
                 bind("message.edit", "edit"), bind("message.delete", "delete")]
 
-    def __init__(self, role: str, text: str = "", message_id=None, stats: dict | None = None):
+    def __init__(self, role: str, text: str = "", message_id=None, stats: ResponseStats | None = None,
+                 context: SentContext | None = None):
         super().__init__(classes=f"message {role}")
         self.role = role
         self.text = text
         self.message_id = message_id
-        self.stats = stats or {}
+        self.stats = stats
+        self.context = context
         self.streaming = False
         self._drawn = len(text)         # characters already drawn as Markdown
 
     def compose(self) -> ComposeResult:
         yield Static(ROLE_TITLES.get(self.role, self.role), classes="role")
         yield Markdown(self.text, classes="body", parser_factory=chat_parser)
-        yield Static(footer_text(self.stats), classes="footer")
+        if describe(self.context):
+            yield context_line(self.context)
+        yield Static(self._footer(), classes="footer")
+
+    def _footer(self) -> str:
+        return footer_text(self.stats, getattr(self.parent, "continues", True))
+
+    async def set_context(self, context: SentContext | None) -> None:
+        """Show what the message was sent with, once it is known (the agent retrieves it after
+        the message is shown)."""
+        self.context = context
+        for old in self.query(".context"):
+            await old.remove()
+        if describe(context):
+            await self.mount(context_line(context), before=self.query_one(".footer"))
 
     def _tail(self) -> StreamTail | None:
         try:
@@ -117,7 +142,7 @@ class MessageView(Vertical, can_focus=True):
             self._drawn = cut
         tail.show(self.text[self._drawn:].strip("\n"), refit=True)
 
-    async def finish(self, stats: dict | None = None, note: str = "") -> None:
+    async def finish(self, stats: ResponseStats | None = None, note: str = "") -> None:
         if self.streaming:
             self.streaming = False
             tail = self._tail()
@@ -129,7 +154,7 @@ class MessageView(Vertical, can_focus=True):
             self.query_one(".footer", Static).display = True
         if stats is not None:
             self.stats = stats
-        line = footer_text(self.stats)
+        line = self._footer()
         self.query_one(".footer", Static).update(" · ".join(x for x in (line, note) if x))
         if not self.text.strip():
             await self.query_one(Markdown).update("*(no text)*")
@@ -166,13 +191,15 @@ class MessageView(Vertical, can_focus=True):
 class Transcript(VerticalScroll):
     """The messages of one session."""
 
+    continues = True      # F5 continues a response cut at the token limit (not in every mode)
+
     def on_mount(self) -> None:
         self.anchor()
 
     async def clear(self) -> None:
         await self.remove_children()
 
-    async def add(self, role: str, text: str = "", message_id=None, stats: dict | None = None) -> MessageView:
+    async def add(self, role: str, text: str = "", message_id=None, stats: ResponseStats | None = None) -> MessageView:
         view = MessageView(role, text, message_id, stats)
         await self.mount(view)
         self.scroll_end(animate=False)     # a new message takes the user to the end again
@@ -180,7 +207,7 @@ class Transcript(VerticalScroll):
 
     async def load(self, messages) -> None:
         await self.remove_children()
-        views = [MessageView(m.role, m.text, m.id, m.stats) for m in messages
+        views = [MessageView(m.role, m.text, m.id, m.stats, m.context) for m in messages
                  if m.role in ("user", "assistant")]
         if views:
             await self.mount_all(views)

@@ -5,7 +5,7 @@ for a few seeds and for one seed of each branch a template has (each switch, eac
 from __future__ import annotations
 
 import pytest
-from harness_ui import play, ref, solution, typed_time
+from support.harness_ui import play, ref, solution, typed_time
 
 from agents.harness.variants import make, templates
 from agents.phone.checks import check

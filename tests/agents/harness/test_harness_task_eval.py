@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness_ui import play
+from support.harness_ui import play
 
 from agents.harness.control import PhoneControl
 from agents.harness.task_eval import DEFAULT_TASK_FILES, TASK_DIR, TaskEval, TaskEvalError, load_task_files

@@ -11,8 +11,8 @@ import pytest
 
 from agents.phone.checks import load_tasks
 from agents.phone.device import VirtualPhone
-import phone_ui
-from phone_ui import dev_instructions, bounds, centre, dump, find, nodes, tap, texts
+from support import phone_ui
+from support.phone_ui import dev_instructions, bounds, centre, dump, find, nodes, tap, texts
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks"
 PACKAGE = "com.google.android.deskclock"

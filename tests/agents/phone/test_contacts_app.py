@@ -10,7 +10,7 @@ import pytest
 
 from agents.phone.checks import load_tasks
 from agents.phone.device import VirtualPhone
-from phone_ui import centre, find, played, scroll, solve, tap, tasks_by_id, texts
+from support.phone_ui import centre, find, played, scroll, solve, tap, tasks_by_id, texts
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks" / "contacts.jsonl"
 DEL = ("key", "KEYCODE_DEL")

@@ -4,7 +4,7 @@ Remove contacts), the chips on a contact's page, Sort by / Name format, and the 
 from __future__ import annotations
 
 from agents.phone.device import VirtualPhone
-from phone_ui import dump, find, long_press, nodes, open_app, screen, solve, tap, texts
+from support.phone_ui import dump, find, long_press, nodes, open_app, screen, solve, tap, texts
 
 ACCOUNT = "Signed in as alex.morgan.pixel@gmail.com"
 

@@ -9,7 +9,7 @@ from adb_shell.adb_device import AdbDeviceTcp
 from agents.phone.device import VirtualPhone
 from agents.phone.server import PhoneServer
 from agents.phone.shell import Shell
-from phone_ui import centre, dump, find, nodes, solve, tap, texts
+from support.phone_ui import centre, dump, find, nodes, solve, tap, texts
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from agents.phone import NotIdle
 from agents.phone.apps import load_app
 from agents.phone.device import VirtualPhone
-from phone_ui import bounds, centre, dump, find, nodes, scroll, tap, texts
+from support.phone_ui import bounds, centre, dump, find, nodes, scroll, tap, texts
 
 ATTRS = ["index", "text", "resource-id", "class", "package", "content-desc", "checkable", "checked", "clickable",
          "enabled", "focusable", "focused", "scrollable", "long-clickable", "password", "selected", "bounds"]

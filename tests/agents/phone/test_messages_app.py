@@ -9,7 +9,7 @@ import pytest
 
 from agents.phone.checks import load_tasks
 from agents.phone.device import VirtualPhone
-from phone_ui import dump, find, long_press, nodes, played, solve, tap, tasks_by_id, texts
+from support.phone_ui import dump, find, long_press, nodes, played, solve, tap, tasks_by_id, texts
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks" / "messages.jsonl"
 

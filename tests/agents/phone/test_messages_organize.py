@@ -4,7 +4,7 @@ Details, Blocked numbers' Add a number, and the search query kept in state."""
 from __future__ import annotations
 
 from agents.phone.device import VirtualPhone
-from phone_ui import dump, find, long_press, nodes, open_app, screen, solve, tap, texts
+from support.phone_ui import dump, find, long_press, nodes, open_app, screen, solve, tap, texts
 
 
 def messages_app() -> VirtualPhone:

@@ -4,7 +4,7 @@ scheduled bubble's options, and the selection mode of message bubbles (Star, Cop
 from __future__ import annotations
 
 from agents.phone.device import VirtualPhone
-from phone_ui import bounds, dump, find, long_press, nodes, screen, solve, tap, texts
+from support.phone_ui import bounds, dump, find, long_press, nodes, screen, solve, tap, texts
 
 
 def conversation(name: str, draft: str = "") -> VirtualPhone:

@@ -9,7 +9,7 @@ import pytest
 
 from agents.phone.checks import load_tasks
 from agents.phone.device import VirtualPhone
-from phone_ui import dev_instructions, solve
+from support.phone_ui import dev_instructions, solve
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks"
 WIFI = "Wi\u2011Fi"  # Settings writes Wi-Fi with a non-breaking hyphen, like AOSP

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from fake_phone import LAUNCHER, FakePhone
+from support.fake_phone import LAUNCHER, FakePhone
 
 from agents.phone.shell import Shell
 

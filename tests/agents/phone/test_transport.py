@@ -15,7 +15,7 @@ import pytest
 from adb_shell.adb_device import AdbDeviceTcp
 from adb_shell.auth.keygen import keygen
 from adb_shell.auth.sign_pythonrsa import PythonRSASigner
-from fake_phone import FakePhone
+from support.fake_phone import FakePhone
 
 from agents.phone import wire
 from agents.phone.android_keys import KeyStore, decode_pubkey, verify_token

@@ -8,7 +8,7 @@ import pytest
 
 from agents.ui.actions import Action, ActionError, check, parse, swipe_command, text_command
 from agents.ui.screen import parse_dump
-from ui_samples import BLUETOOTH
+from support.ui_samples import BLUETOOTH
 
 HOSTILE = ["it's", 'say "hi"', "a; reboot", "x && rm -rf /sdcard", "$(reboot)", "`reboot`",
            "$HOME", "a | grep b", "back\\slash", "*", "~", "#comment", "a > /sdcard/f", "-n"]

@@ -14,7 +14,7 @@ from agents.ui.explore import Explorer
 from agents.ui.knowledge import Knowledge
 from agents.ui.options import AgentOptions
 from engine.events import Done
-from memory.episodes import OUTCOMES
+from support.fakes import FakeEngine
 
 
 def run(agent, task, **kw):
@@ -34,13 +34,16 @@ def test_an_episode_with_the_embedded_model(engine, device, phone_server, tmp_pa
         control.reset()
         agent = UIAgent(engine, memory, device, AgentOptions(method="hexa", max_steps=6))
         events, end = run(agent, "Turn off Bluetooth.")
-        assert isinstance(end, EpisodeEnd) and end.outcome in OUTCOMES and end.success is None
         acted = [e for e in events if isinstance(e, Acted)]
+        # it ran to an end of its own (no error, no lost phone, no refusal); no oracle judges success
+        assert isinstance(end, EpisodeEnd) and end.outcome in ("done", "step_limit", "loop") and end.success is None
+        assert (end.outcome == "done") == acted[-1].action.startswith("done(")
         assert acted and all(not e.error for e in acted)
         assert len([e for e in events if isinstance(e, Observed)]) >= len(acted) - 1
         for done in (e for e in events if isinstance(e, Done)):
             assert done.text.strip() in ("A", "B", "C", "D")          # the model only chooses a letter
-        assert phone.state()["visited"]
+        visited = phone.state()["visited"]
+        assert visited[0] == "launcher:home" and len(visited) > 1      # its actions moved the phone's screens
         episode = memory.episodes.get(end.session_id)
         assert [s["action"] for s in episode.steps] == [a.action for a in acted]
         assert episode.outcome == end.outcome and episode.task == "Turn off Bluetooth."
@@ -59,24 +62,10 @@ def test_an_episode_with_the_embedded_model(engine, device, phone_server, tmp_pa
         assert [e.action for e in events2 if isinstance(e, Acted)] == [a.action for a in acted]
 
 
-class ScriptedEngine:
-    """Answers the model's letter (the gate and the phone are under test, not the choice)."""
-    model_name = "scripted"
-    context_window = 4096
-
-    def __init__(self, letter: str = "A"):
-        self.letter = letter
-        self.asked = 0
-
-    def constraint(self, grammar):
-        return grammar
-
-    def chat_ids(self, messages):
-        return [1] * 10
-
-    def generate(self, ids, *, constraint=None, cancel=None, **_):
-        self.asked += 1
-        yield Done("eos", self.letter, (1,), 10, 1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1, 2.0)
+def scripted(letter: str = "A") -> FakeEngine:
+    """Answers the model's letter (the gate and the phone are under test, not the choice); held to
+    the engine's signature (tests/test_fakes.py)."""
+    return FakeEngine(letter)
 
 
 @pytest.fixture
@@ -89,7 +78,7 @@ def memory(tmp_path, hash_embedder):
 
 def test_the_phone_going_away_ends_the_episode_and_keeps_the_steps(device, phone_server, memory):
     phone, server, _ = phone_server
-    agent = UIAgent(ScriptedEngine(), memory, device, AgentOptions(max_steps=5))
+    agent = UIAgent(scripted(), memory, device, AgentOptions(max_steps=5))
     first = None
     for ev in agent.run("Turn off Bluetooth."):
         if isinstance(ev, Acted) and first is None:
@@ -111,7 +100,7 @@ def test_sensitive_actions_wait_for_the_user(device, phone_server, memory):
         control.reset(setup)
         device.launch(device.apps["Clock"])
         assert "Delete" in [e.label for e in device.observe().elements]
-        agent = UIAgent(ScriptedEngine(), memory, device, AgentOptions(policy="planner", max_steps=6),
+        agent = UIAgent(scripted(), memory, device, AgentOptions(policy="planner", max_steps=6),
                         confirm=lambda q, a=answer: asked.append(q) or a)
         events, end = run(agent, "Delete the alarm")
         assert len(asked) == 1 + answer and "Delete" in asked[-1]

@@ -6,7 +6,7 @@ from agents.ui.actions import Action
 from agents.ui.ranking import Ranker, named
 from agents.ui.safety import LoopGuard, confirmation_needed
 from agents.ui.screen import Element, parse_dump
-from ui_samples import BLUETOOTH, settings_page
+from support.ui_samples import BLUETOOTH, settings_page
 
 
 def words_embed(texts):

@@ -5,7 +5,7 @@ import pytest
 
 from agents.ui.screen import ScreenError, parse_dump
 
-from ui_samples import BLUETOOTH, settings_page
+from support.ui_samples import BLUETOOTH, settings_page
 
 
 def test_a_settings_row_is_one_element_with_its_title_summary_and_switch():

@@ -13,7 +13,7 @@ from engine.drafting import Drafter, HistoryIndex, SuffixAutomaton
 from engine.methods import METHOD_SPECS
 from engine.profiling import CostCurve, CostModel, OnlineCost
 from engine.speculative import DraftingSpeculator
-from scripted_backend import chain_prompt, scripted_engine
+from support.scripted_backend import chain_prompt, scripted_engine
 
 
 def responses(n: int, length: int = 128, vocab: int = 5000, seed: int = 0) -> list[list[int]]:

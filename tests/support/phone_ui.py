@@ -131,7 +131,7 @@ def dev_instructions(app: str) -> list[str]:
 
     import pytest
 
-    bench = Path(__file__).resolve().parents[4] / "shared" / "bench" / "ui_tasks_dev.jsonl"
+    bench = Path(__file__).resolve().parents[3] / "shared" / "bench" / "ui_tasks_dev.jsonl"
     if not bench.exists():
         pytest.skip(f"no shared bench at {bench}")
     rows = [json.loads(line) for line in bench.read_text(encoding="utf-8").splitlines() if line.strip()]

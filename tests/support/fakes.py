@@ -79,13 +79,18 @@ class FakeEngine:
     def index_response(self, token_ids) -> None:
         self.indexed.append(list(token_ids))
 
-    def generate(self, prompt, *, max_new_tokens=256, cancel: threading.Event | None = None,
-                 method="hexa", **_):
+    # The same keywords and defaults as ``engine.Engine.generate`` (tests/test_fakes.py checks): a
+    # caller passing a keyword the engine does not take fails here as it would on the real one.
+    def generate(self, prompt, *, max_new_tokens=256, temperature=0.0, top_p=1.0, seed=None, stop=(),
+                 method="vanilla", sources=(), cancel: threading.Event | None = None, chunk_size=256,
+                 constraint=None, reuse=True, keep_answer=False, top_k=0, min_p=0.0, penalties=None):
+        if isinstance(prompt, str):
+            prompt = [{"role": "user", "content": prompt}]
         ids = prompt if prompt and isinstance(prompt[0], int) else self.chat_ids(prompt)
         if self.replies:
             self.reply = self.replies[min(len(self.prompts), len(self.replies) - 1)]
         self.prompts.append(list(ids))
-        self.constraints.append(_.get("constraint"))
+        self.constraints.append(constraint)
         t = 100.0
         yield Prefill(len(ids), len(ids), len(ids), "torch:dynamic", ms=40.0, t=t)
         pieces = self.reply.split(" ")

@@ -40,7 +40,7 @@ def make_app(engine, root: Path, *, memory_factory=None, loaded: Loaded | None =
 
 def hash_memory(locs, engine):
     """A real memory (SQLite + chromadb) that embeds with the deterministic test embedder."""
-    from fakes import HashEmbedder
+    from support.fakes import HashEmbedder
     from memory import Memory
 
     return Memory.open(locs.data, tokenizer=engine.encode, embedder=HashEmbedder())
@@ -48,7 +48,7 @@ def hash_memory(locs, engine):
 
 def hash_temporary_memory(tokenizer=None):
     from app.loading import open_temporary_memory
-    from fakes import HashEmbedder
+    from support.fakes import HashEmbedder
 
     return open_temporary_memory(tokenizer=tokenizer, embedder=HashEmbedder())
 

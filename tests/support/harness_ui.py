@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime
 import xml.etree.ElementTree as ET
 
-import phone_ui
-from phone_ui import bounds, centre, dump, find, long_press, nodes, scroll, texts
+from support import phone_ui
+from support.phone_ui import bounds, centre, dump, find, long_press, nodes, scroll, texts
 
 from agents.harness.templates.base import Variant
 

@@ -1,0 +1,150 @@
+"""An OpenAI-compatible endpoint (llama-server, vLLM, ollama, llama-cpp-python, hexa serve, a cloud
+API): streaming completions over httpx, its tokenizer probed to decide how a migration is sent."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import AsyncIterator, Callable, Sequence
+
+import httpx
+
+from ..errors import EngineError
+from .migration import PROBES, same_vocabulary
+from .models import Prices
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    url: str                   # the OpenAI base URL, e.g. http://127.0.0.1:8080/v1
+    model: str = ""
+    api_key: str = ""          # the value (the app reads it from the environment variable the user names)
+    price_in: float = 0.0
+    price_out: float = 0.0
+
+    @property
+    def root(self) -> str:
+        """The server's root (llama-server and vLLM serve /tokenize there, beside /v1)."""
+        u = self.url.rstrip("/")
+        return u[:-3] if u.endswith("/v1") else u
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    same_vocab: bool           # the server tokenizes like the device
+    ids: bool                  # /v1/completions takes a prompt of token ids
+    llama_cpp: bool = False    # a llama.cpp server (its completions default to repeat_penalty 1.1)
+
+    @property
+    def handover(self) -> str:
+        return "ids" if self.same_vocab and self.ids else "text"
+
+
+def prices(device_in: float, device_out: float, ep: Endpoint) -> Prices:
+    return Prices(device_in, device_out, ep.price_in, ep.price_out)
+
+
+class ServerClient:
+    def __init__(self, endpoint: Endpoint, timeout: float = 60.0):
+        self.ep = endpoint
+        self.extra: dict = {}          # set from the probe: what greedy decoding needs on this server
+        self.model = endpoint.model    # the OpenAI API requires one: the server's first, if not configured
+        headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+        self.http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout, connect=5.0))
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def _fail(self, exc: Exception) -> EngineError:
+        return EngineError(f"server {self.ep.name} at {self.ep.url}: {exc.__class__.__name__}"
+                           f"{': ' + str(exc).splitlines()[0] if str(exc) else ''}")
+
+    async def stream(self, prompt: str | Sequence[int], max_tokens: int, temperature: float = 0.0,
+                     stop: Sequence[str] = ()) -> AsyncIterator[str]:
+        """Text deltas of one /v1/completions stream; closing the iterator closes the connection
+        (the server sees the client go and stops the request)."""
+        body = {"prompt": prompt if isinstance(prompt, str) else list(prompt), "max_tokens": max_tokens,
+                "temperature": temperature, "stream": True}
+        if self.model:
+            body["model"] = self.model
+        if stop:
+            body["stop"] = list(stop)
+        body.update(self.extra)
+        try:
+            async with self.http.stream("POST", self.ep.url.rstrip("/") + "/completions", json=body) as r:
+                if r.status_code != 200:
+                    text = (await r.aread()).decode(errors="replace")[:200]
+                    raise EngineError(f"server {self.ep.name} answered {r.status_code}: {text}")
+                async for line in r.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    try:
+                        choice = json.loads(data)["choices"][0]
+                    except (ValueError, KeyError, IndexError, TypeError):
+                        raise EngineError(f"server {self.ep.name} sent a chunk that is not a completion") from None
+                    if choice.get("text"):
+                        yield choice["text"]
+        except httpx.HTTPError as exc:
+            raise self._fail(exc) from None
+
+    async def tokenize(self, text: str) -> list[int] | None:
+        """The server's ids for ``text``, if it has a tokenize endpoint: llama-server and vLLM
+        (/tokenize), llama-cpp-python (/extras/tokenize); None otherwise."""
+        body = {"content": text, "prompt": text, "input": text, "add_special": False,
+                "add_special_tokens": False}
+        if self.model:
+            body["model"] = self.model
+        for path in ("/tokenize", "/extras/tokenize"):
+            try:
+                r = await self.http.post(self.ep.root + path, json=body)
+            except httpx.HTTPError:
+                return None
+            if r.status_code == 200:
+                try:
+                    return [int(t) for t in r.json()["tokens"]]
+                except (ValueError, KeyError, TypeError):
+                    return None
+        return None
+
+    async def probe(self, encode: Callable[[str], list[int]]) -> Capabilities:
+        """Does the server share the device's vocabulary, and take token-id prompts?"""
+        if not self.model:
+            try:
+                r = await self.http.get(self.ep.url.rstrip("/") + "/models")
+                self.model = str(r.json()["data"][0]["id"]) if r.status_code == 200 else ""
+            except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+                self.model = ""
+        remote = [await self.tokenize(p) for p in PROBES]
+        llama = remote[0] is not None and await self._answers("/extras/tokenize")
+        if llama:
+            # llama-cpp-python's completions apply repeat_penalty 1.1 unless told: with it, its
+            # "greedy" answer is not the model's greedy answer (nor the device's)
+            self.extra = {"repeat_penalty": 1.0}
+        same = all(r is not None for r in remote) and same_vocabulary([encode(p) for p in PROBES], remote)
+        ids = False
+        if same:
+            body = {"prompt": encode("Hello"), "max_tokens": 1, "temperature": 0.0}
+            if self.model:
+                body["model"] = self.model
+            try:
+                ids = (await self.http.post(self.ep.url.rstrip("/") + "/completions", json=body)).status_code == 200
+            except httpx.HTTPError:
+                ids = False
+        return Capabilities(same, ids, llama)
+
+    async def _answers(self, path: str) -> bool:
+        try:
+            return (await self.http.post(self.ep.root + path, json={"input": "a"})).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    async def ttft(self, prompt: str, max_tokens: int = 1) -> float:
+        """One request's time to its first streamed text (an observation for F)."""
+        t0 = time.perf_counter()
+        async for _ in self.stream(prompt, max_tokens):
+            return time.perf_counter() - t0
+        return time.perf_counter() - t0
