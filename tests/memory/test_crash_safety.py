@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from fakes import HashEmbedder
+from support.fakes import HashEmbedder
 from memory import Memory
-from memory_helpers import ROOT, child_env, sentences
+from support.memory_helpers import ROOT, child_env, sentences
 
 FACT = "The spare key to the blue boathouse is hidden under the third flowerpot."
 QUERY = "spare key blue boathouse flowerpot"
@@ -35,7 +35,7 @@ WRITER = textwrap.dedent("""
     import sys
     sys.path.insert(0, sys.argv[3])
     from pathlib import Path
-    from fakes import HashEmbedder
+    from support.fakes import HashEmbedder
     from memory import Memory
     mem = Memory.open(Path(sys.argv[1]), embedder=HashEmbedder(), max_file_mb=200)
     mem.add_document(Path(sys.argv[2]))
@@ -192,7 +192,7 @@ def test_memory_check_cli(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setenv("HEXA_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HEXA_LOG_DIR", str(tmp_path / "logs"))
-    monkeypatch.setattr("memory.memory.Embedder", HashEmbedder)
+    monkeypatch.setattr("memory.memory.Embedder", lambda *a, **kw: HashEmbedder())
     (tmp_path / "doc.txt").write_text(sentences(200))
     assert main(["memory", "add", str(tmp_path / "doc.txt")]) == 0
     capsys.readouterr()
