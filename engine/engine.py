@@ -18,6 +18,7 @@ from .methods import BACKENDS, DEFAULT_CONTEXT, METHODS, MethodSpec, check_backe
 from .model_cache import ensure_cached
 from .model_source import resolve
 from .options import EngineOptions
+from .tokenizer import TokenText
 from .penalties import Penalties, breaker_ids
 from .profiling import OnlineCost, device_cost_model, load_or_profile, profile_cpu_side, profile_key
 from .speculative import MAX_DEPTH, DraftingSpeculator, PlainDecoding, Speculator
@@ -140,19 +141,13 @@ class Engine:
 
     # ---- text <-> tokens
     def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return TokenText(self.tokenizer).encode(text)
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        return TokenText(self.tokenizer).decode(ids)
 
     def chat_ids(self, messages: list[dict]) -> list[int]:
-        if not self.tokenizer.chat_template:
-            text = "\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:"
-            return self.encode(text)
-        try:
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-        except Exception as exc:  # a template that rejects these messages (e.g. roles out of order)
-            raise EngineError(f"the model's chat template rejected the messages: {exc}") from None
+        return TokenText(self.tokenizer).chat_ids(messages)
 
     # ---- generation
     def generate(self, prompt: list[dict] | list[int] | str, *, max_new_tokens: int = 256,

@@ -71,3 +71,28 @@ class ChatTokenizer:
 
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
         return self.encode(self.render_chat(messages, add_generation_prompt))
+
+
+class TokenText:
+    """Text <-> token ids and a chat's prompt ids over any tokenizer with transformers' interface
+    (``ChatTokenizer`` or transformers' own): the engine's ``encode``/``decode``/``chat_ids``, and
+    the same for a client of ``hexa serve``, which must not import torch."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def chat_ids(self, messages: list[dict]) -> list[int]:
+        from .errors import EngineError
+
+        if not self.tokenizer.chat_template:
+            return self.encode("\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:")
+        try:
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+        except Exception as exc:  # a template that rejects these messages (e.g. roles out of order)
+            raise EngineError(f"the model's chat template rejected the messages: {exc}") from None

@@ -40,14 +40,14 @@ class RemoteEngine:
         self.backend_name: str = info["backend"]
         self.context_window: int = info["context_window"]
         self.method: str = info["method"]
-        from engine.tokenizer import ChatTokenizer
+        from engine.tokenizer import ChatTokenizer, TokenText
 
         try:
             self.tokenizer = ChatTokenizer(Path(info["folder"]))
         except OSError:
             raise EngineError(f"the hexa server at {self.url} runs on another machine: its tokenizer "
                               f"({info['folder']}) is not readable here") from None
-        self._plain = _PlainTokens(self.tokenizer)
+        self._plain = TokenText(self.tokenizer)
 
     # ---- text <-> tokens (the Engine's own methods, on the served model's tokenizer)
     def encode(self, text: str) -> list[int]:
@@ -156,28 +156,6 @@ def grammar_json(grammar) -> list[list]:
     """A ``Grammar`` as the ``hexa.grammar`` request field: strings, and ``{"free", "exclude"}``."""
     return [[seg if isinstance(seg, str) else {"free": seg.max_chars, "exclude": seg.exclude} for seg in alt]
             for alt in grammar.alternatives]
-
-
-class _PlainTokens:
-    """Engine.encode/decode/chat_ids over the tokenizer alone (the engine module imports torch,
-    which this process does not need); the tests hold them to the engine's own answers."""
-
-    def __init__(self, tokenizer) -> None:
-        self.tokenizer = tokenizer
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
-
-    def chat_ids(self, messages: list[dict]) -> list[int]:
-        if not self.tokenizer.chat_template:
-            return self.encode("\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\nassistant:")
-        try:
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-        except Exception as exc:  # a template that rejects these messages (e.g. roles out of order)
-            raise EngineError(f"the model's chat template rejected the messages: {exc}") from None
 
 
 def _events(chunk: dict, text: list[str]) -> Iterator[Event]:
