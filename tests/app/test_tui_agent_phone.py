@@ -2,8 +2,8 @@
 and VirtualPhone in process (real TCP, real adb auth), the real Device/AdbConnection, Explorer and
 UIAgent drive it; only the model's letter is scripted (fakes.FakeEngine), when the agent asks it.
 One app for all of it (each app costs seconds of the fast tier): a closed port, Explore with its
-progress, Esc and a second run going on where the first stopped, an episode, Esc mid-episode, the
-phone going away mid-episode."""
+progress, Esc and a second run going on where the first stopped, an episode, Esc mid-episode and a
+task typed while it stops, the phone going away mid-episode."""
 from __future__ import annotations
 
 import re
@@ -157,12 +157,19 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
         assert any("An episode is running: Esc stops it first" in m for m in shown(app))
         await pilot.press("escape")
         assert screen.active is None                        # the UI lets go at once
-        await wait(pilot, lambda: idle(screen), 20, "the episode to stop")
-        assert "■ stopped" in log_text(screen)
-        assert app.runtime.memory.episodes.list()[0].outcome == "stopped"
+        n = screen.request
+        screen.query_one("#task", Input).value = "Open Settings"
+        await pilot.press("enter")                          # typed while it stops: it starts then
+        assert screen.jobs and screen.request == n          # (the paced phone: still stopping)
+        assert any("The last episode is stopping: this task starts when it has" in m for m in shown(app))
+        await wait(pilot, lambda: screen.request == n + 1, 20, "the typed task to start")
+        await wait(pilot, lambda: idle(screen), 60, "the typed task's episode")
+        assert "Open Settings" in log_text(screen) and "■ stopped" not in log_text(screen)
+        stopped, typed = app.runtime.memory.episodes.list()[1], app.runtime.memory.episodes.list()[0]
+        assert (stopped.task, stopped.outcome) == (MULTI_STEP, "stopped") and typed.task == "Open Settings"
         sessions = screen.query_one(SessionList)
-        await wait(pilot, lambda: len(sessions.children) == 2, 10, "both episodes listed")
-        assert [i.outcome for i in sessions.query(SessionItem)] == ["stopped", episode.outcome]
+        await wait(pilot, lambda: len(sessions.children) == 3, 10, "the three episodes listed")
+        assert [i.outcome for i in sessions.query(SessionItem)][1:] == ["stopped", episode.outcome]
 
         # the phone is switched off mid-episode
         await run_task(pilot, screen, MULTI_STEP)
