@@ -63,7 +63,7 @@ def fit_chat(engine: Any, system: str, turns: Sequence[dict], user_text: str, bu
 
     The one prompt-fitting policy of hexa: keep the start (the system prompt: who the model is,
     the task) and the most recent; leave out the oldest in between. The engine applies it to raw
-    token prompts (``engine.generation.fit_prompt``: the first 64 tokens and the last ones); here
+    token prompts (``engine.decoding.generation.fit_prompt``: the first 64 tokens and the last ones); here
     it is applied by whole messages, which the engine cannot see: older exchanges go first (a
     user/assistant pair at a time, so no answer is left without its question), then the
     retrieved context (the least certain part: a similarity match, not something anyone said in

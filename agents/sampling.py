@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
-from engine.penalties import Penalties
+from engine.decoding.penalties import Penalties
 
 # llama.cpp's "off": every knob at its neutral value
 OFF = Penalties()

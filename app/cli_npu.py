@@ -3,7 +3,7 @@
 ``devices`` lists AI Hub's hosted devices with a Snapdragon NPU; ``compile --device NAME`` compiles
 the block graphs for one and links each block's graphs into a weight-shared context binary
 (downloaded into the cache); ``profile --device NAME`` times each graph on that device and stores a
-device cost profile for ``--cost-profile NAME``. The work is in ``engine.qnn.hub``.
+device cost profile for ``--cost-profile NAME``. The work is in ``engine.runtime.qnn.hub``.
 
 AI Hub needs the user's API token. Before anything calls qai_hub, ``hub_login`` reads qai_hub's
 configuration file and checks that its API host answers (a connection and a TLS handshake, through
@@ -112,9 +112,9 @@ def cmd_profile(args) -> int:
 def cmd_build(args) -> int:
     from engine.errors import EngineError
     from engine.methods import DEFAULT_CONTEXT
-    from engine.qnn.hub import load_cpu_model
-    from engine.qnn.runtime import write_shared_binaries
-    from engine.qnn.shared import resolve_soc
+    from engine.runtime.qnn.hub import load_cpu_model
+    from engine.runtime.qnn.runtime import write_shared_binaries
+    from engine.runtime.qnn.shared import resolve_soc
 
     s = args.loaded.settings
     if not s.soc:
@@ -129,8 +129,8 @@ def cmd_build(args) -> int:
 
 
 def _hub(login: HubLogin):
-    """(engine.qnn.hub, a client): imported only once the login is known good (torch, onnx, qai_hub)."""
-    from engine.qnn import hub
+    """(engine.runtime.qnn.hub, a client): imported only once the login is known good (torch, onnx, qai_hub)."""
+    from engine.runtime.qnn import hub
 
     return hub, hub.make_client(login.api_token, login.api_url, login.web_url, login.project)
 

@@ -16,19 +16,19 @@ def _version(dist: str) -> str:
 
 def _model_entry(settings, locs):
     """(source, cache folder) of the configured model; raises EngineError when it is not found."""
-    from engine.gguf_model import entry_dir as gguf_entry
-    from engine.model_cache import entry_dir
-    from engine.model_source import resolve
+    from engine.model.gguf_model import entry_dir as gguf_entry
+    from engine.model.cache import entry_dir
+    from engine.model.source import resolve
 
     source = resolve(settings.model)
-    if source.kind == "gguf":   # loaded as its own codes (engine/gguf_model.py)
+    if source.kind == "gguf":   # loaded as its own codes (engine/model/gguf_model.py)
         return source, gguf_entry(source, locs.model_cache)
     return source, entry_dir(source, locs.model_cache)
 
 
 def _check_model(settings, locs) -> tuple[bool, str]:
     from engine.errors import EngineError
-    from engine.model_cache import is_valid
+    from engine.model.cache import is_valid
 
     try:
         source, entry = _model_entry(settings, locs)
@@ -72,7 +72,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     """The native kernels for the torch backend (AVX2 on x86-64, NEON on ARM64; built once into the
     cache folder); optional."""
     try:
-        from engine.kernels import native_kernel
+        from engine.runtime.kernels import native_kernel
         from engine.threads import configure
 
         from .settings import engine_options
@@ -84,7 +84,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         return False, f"cannot import engine: {exc}"
     if kernel is None:
         return False, f"{why_not}; torch's linear is used"
-    from engine.kernels import cpu_features
+    from engine.runtime.kernels import cpu_features
 
     flags = cpu_features()
     unused = sorted(f for f in flags if f.startswith(UNUSED_FEATURES.get(kernel.isa, ())))

@@ -14,7 +14,7 @@ Progress = Callable[[str], None]
 
 
 def load_engine(settings: Settings, locs: Locations, progress: Progress | None = None):
-    from engine.model_source import resolve
+    from engine.model.source import resolve
 
     resolve(settings.model)   # a model hexa cannot run is refused from its header before torch loads
     from engine import Engine

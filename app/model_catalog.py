@@ -41,8 +41,8 @@ def _size(path: Path) -> float:
 def describe(path: Path, where: str, label: str | None = None) -> FoundModel | None:
     """One model file or folder, from its header or config.json; None if it is neither."""
     from engine.errors import EngineError
-    from engine.gguf_header import ARCHITECTURES, FILE_TYPES, header
-    from engine.model_source import SUPPORTED_ARCHITECTURES
+    from engine.model.gguf_header import ARCHITECTURES, FILE_TYPES, header
+    from engine.model.source import SUPPORTED_ARCHITECTURES
 
     path = Path(path)
     shown = "" if where == "embedded" else str(path)
@@ -122,7 +122,7 @@ def remember(locs: Locations, model: str | None) -> None:
 
 def find_models(locs: Locations) -> list[FoundModel]:
     """Every model found, the embedded default first; each path once."""
-    from engine.model_source import embedded_gguf
+    from engine.model.source import embedded_gguf
 
     found: list[FoundModel] = []
     seen: set[Path] = set()

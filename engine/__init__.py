@@ -1,4 +1,7 @@
-"""hexa's inference engine: model loading, the compact transformer, decoding, events, benchmark.
+"""hexa's inference engine. Its rooms: ``model/`` (the file, cache, weights, tokenizer), ``runtime/``
+(the forward pass: torch, native kernels, QNN), ``decoding/`` (the generation loop, speculation,
+sampling, constraints), ``routing/`` (device and servers), ``bench/`` (every benchmark harness).
+Here at the top: the facade (``engine.Engine``), its events, errors, methods and options.
 
 ``threads`` is imported first on purpose: it sets OpenMP's wait policy before torch loads. The
 names below that need torch (``Engine``, ``Grammar``, ``Free``) are imported on first use, so that ``engine.methods``,
@@ -19,8 +22,8 @@ def __getattr__(name: str):
         from .engine import Engine
 
         return Engine
-    if name in ("Grammar", "Free"):          # constrained decoding (engine.constraint)
-        from . import constraint
+    if name in ("Grammar", "Free"):          # constrained decoding (engine.decoding.grammar)
+        from .decoding import grammar
 
-        return getattr(constraint, name)
+        return getattr(grammar, name)
     raise AttributeError(f"module 'engine' has no attribute {name!r}")

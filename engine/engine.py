@@ -8,20 +8,20 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from . import threads as _threads
-from .backend import Backend
-from .constraint import Constraint, Grammar
-from .drafting import ConfidenceMap, HistoryIndex
+from .runtime.backend import Backend
+from .decoding.grammar import Constraint, Grammar
+from .decoding.drafting import ConfidenceMap, HistoryIndex
 from .errors import EngineError
 from .events import Event
-from .generation import GenerationConfig, generate
+from .decoding.generation import GenerationConfig, generate
 from .methods import BACKENDS, DEFAULT_CONTEXT, METHODS, MethodSpec, check_backend, method_spec
-from .model_cache import ensure_cached
-from .model_source import resolve
+from .model.cache import ensure_cached
+from .model.source import resolve
 from .options import EngineOptions
-from .tokenizer import TokenText
-from .penalties import Penalties, breaker_ids
-from .profiling import OnlineCost, device_cost_model, load_or_profile, profile_cpu_side, profile_key
-from .speculative import MAX_DEPTH, DraftingSpeculator, PlainDecoding, Speculator
+from .model.tokenizer import TokenText
+from .decoding.penalties import Penalties, breaker_ids
+from .runtime.profiling import OnlineCost, device_cost_model, load_or_profile, profile_cpu_side, profile_key
+from .decoding.speculative import MAX_DEPTH, DraftingSpeculator, PlainDecoding, Speculator
 
 __all__ = ["BACKENDS", "METHODS", "Engine"]
 
@@ -52,8 +52,8 @@ class Engine:
             tid = tokenizer.convert_tokens_to_ids(tok)
             if tid is not None and tid != tokenizer.unk_token_id:
                 self.eos_ids.add(tid)
-        from .prefix_cache import PrefixStore
-        from .transformer import CompactTransformer
+        from .decoding.prefix_cache import PrefixStore
+        from .runtime.transformer import CompactTransformer
 
         # Recent prompts' KV, reused by prompts that start alike (prefix_cache.py). Only the torch
         # runtime: the qnn graphs do prefill from any cache length, but the HTP's fp16 rows depend
@@ -84,24 +84,24 @@ class Engine:
         linear = options.linear
         source = resolve(model)
         if source.kind == "gguf":   # an architecture hexa cannot run is refused here, in one line
-            from .gguf_model import architecture
+            from .model.gguf_model import architecture
             architecture(source.path, source.name)
         n_threads = _threads.configure(threads)
-        from .tokenizer import ChatTokenizer
-        from .transformer import CompactTransformer
+        from .model.tokenizer import ChatTokenizer
+        from .runtime.transformer import CompactTransformer
 
         # a GGUF on the native kernels is read as its own codes (no fp32 copy); its config and
         # tokenizer come first, so a broken file fails before the kernels are built
         direct = source.kind == "gguf" and backend == "torch" and linear == "native"
         if direct:
-            from .gguf_model import entry
+            from .model.gguf_model import entry
             folder = entry(source, Path(cache_dir) / "models", progress)
         else:
             folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         kernel = None
         # the qnn backend runs the layers on the HTP and builds its graphs from the raw weights
         if backend == "torch" and linear == "native":
-            from .kernels import native_kernel
+            from .runtime.kernels import native_kernel
 
             kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress, options)
         if direct and kernel is None:   # torch's kernels run the fp32 conversion
@@ -122,7 +122,7 @@ class Engine:
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT[backend])
         runtime: Backend = compact
         if backend == "qnn":
-            from .qnn import QnnTransformer
+            from .runtime.qnn import QnnTransformer
 
             runtime = QnnTransformer(compact, Path(cache_dir), folder.name, window, progress=progress,
                                      soc=soc, cost_profile=cost_profile, progressive=options.qnn_switch,
@@ -164,7 +164,7 @@ class Engine:
         prompt + answer instead (a chat, whose next prompt continues with both), at the cost of
         prefilling the answer once more before ``Done``; a one-shot request has no use for it.
         ``top_k``/``min_p`` (sampling only) and ``penalties`` are llama.cpp's samplers of the same
-        names (``engine/sampling.py``, ``engine/penalties.py``); every method stays lossless."""
+        names (``engine/decoding/sampling.py``, ``engine/decoding/penalties.py``); every method stays lossless."""
         spec = method_spec(method)
         if isinstance(constraint, Grammar):
             constraint = self.constraint(constraint)
@@ -172,7 +172,7 @@ class Engine:
             raise EngineError("the constraint was compiled for another engine's vocabulary")
         if max_new_tokens < 1:
             raise EngineError("max_new_tokens must be at least 1")
-        from .sampling import check_sampling
+        from .decoding.sampling import check_sampling
 
         try:
             check_sampling(temperature, top_p, top_k, min_p)
@@ -212,7 +212,7 @@ class Engine:
     def breakers(self, breakers: tuple[str, ...]) -> frozenset[int]:
         """The tokens holding one of DRY's sequence breakers (found once per set: ~0.3 s for 49k tokens)."""
         if breakers not in self._breakers:
-            from .vocab import token_texts
+            from .model.vocab import token_texts
 
             self._breakers[breakers] = breaker_ids(token_texts(self.tokenizer, self.model.config.vocab_size),
                                                    breakers)
@@ -222,7 +222,7 @@ class Engine:
         """``grammar`` compiled against this engine's vocabulary and end-of-turn tokens. The
         vocabulary index is built on the first call (~0.35 s for SmolLM2's 49k tokens)."""
         if self._vocab is None:
-            from .vocab import VocabIndex
+            from .model.vocab import VocabIndex
 
             self._vocab = VocabIndex.from_tokenizer(self.tokenizer, self.model.config.vocab_size)
         return Constraint(grammar, self._vocab, self.eos_ids)

@@ -186,6 +186,31 @@ def test_every_module_the_virtual_phone_imports_is_declared():
     assert not missing, f"imported by the virtual phone but not in pyproject's dependencies: {missing}"
 
 
+# modules only optional code imports: the extra and the distribution that provide them (llama.cpp,
+# the benchmark peer, runs in its own worker process: engine/bench/llamacpp_worker.py)
+OPTIONAL = {"llama_cpp": ("peers", "llama-cpp-python")}
+
+
+def test_every_module_hexa_imports_is_declared():
+    """Not only the phone: what app/, agents/, memory/ and engine/ import is in pyproject's
+    dependencies (installed as another package's dependency is not enough)."""
+    dists = importlib.metadata.packages_distributions()
+    declared = declared_distributions()
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    paths = [p for pkg in ("app", "agents", "memory", "engine") for p in (ROOT / pkg).rglob("*.py")]
+    imported = third_party_imports(paths)
+    assert {"torch", "textual", "chromadb", "tokenizers", "llama_cpp"} <= imported   # it sees them
+    missing = []
+    for m in sorted(imported):
+        if m in OPTIONAL:
+            extra, dist = OPTIONAL[m]
+            if not any(d.lower().startswith(dist) for d in extras[extra]):
+                missing.append(m)
+        elif not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & declared:
+            missing.append(m)
+    assert not missing, f"imported by hexa but not in pyproject's dependencies: {missing}"
+
+
 def test_the_dependency_check_can_fail(tmp_path):
     (tmp_path / "x.py").write_text("import os\nimport yaml\nfrom .y import z\nfrom app import settings\n")
     assert third_party_imports([tmp_path / "x.py"]) == {"yaml"} and "yaml" not in declared_distributions()

@@ -81,9 +81,9 @@ def parse(text: str) -> Action:
 
 
 def grammar_alternatives(shown: list[Element], screen: Screen, apps: list[str]) -> list[list]:
-    """Every action valid on this screen, as alternatives of ``engine.constraint.Grammar``:
+    """Every action valid on this screen, as alternatives of ``engine.decoding.grammar.Grammar``:
     only the elements that take a tap get ``tap``, only text fields ``type``..."""
-    from engine.constraint import Free
+    from engine.decoding.grammar import Free
 
     alts: list[list] = []
     for i, e in enumerate(shown, 1):

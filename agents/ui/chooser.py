@@ -54,7 +54,7 @@ class ModelChooser:
     def choose(self, task: str, where: str, steps: Sequence[Step],
                cancel: threading.Event | None = None) -> Iterator:
         """Events of the engine; returns (index chosen, Done) — index 0 when cancelled."""
-        from engine.constraint import Grammar
+        from engine.decoding.grammar import Grammar
 
         steps = list(steps)[:len(LETTERS)]
         n = len(steps)

@@ -40,7 +40,7 @@ class RemoteEngine:
         self.backend_name: str = info["backend"]
         self.context_window: int = info["context_window"]
         self.method: str = info["method"]
-        from engine.tokenizer import ChatTokenizer, TokenText
+        from engine.model.tokenizer import ChatTokenizer, TokenText
 
         try:
             self.tokenizer = ChatTokenizer(Path(info["folder"]))

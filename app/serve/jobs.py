@@ -31,8 +31,8 @@ class Generation:
     keep_answer: bool = False
     reuse: bool = True
     index: bool = True            # keep the finished answer as a drafting source
-    grammar: Any = None           # an engine.constraint.Grammar the answer must follow
-    penalties: Any = None         # engine.penalties.Penalties, or None
+    grammar: Any = None           # an engine.decoding.grammar.Grammar the answer must follow
+    penalties: Any = None         # engine.decoding.penalties.Penalties, or None
     top_k: int = 0
     min_p: float = 0.0
 
@@ -74,7 +74,7 @@ def plan(req: ChatRequest | CompletionRequest, engine: Any, settings: Any) -> Ge
                        if isinstance(req, ChatRequest) else "prompt", "context_length_exceeded")
     grammar = None
     if opts.grammar is not None:
-        from engine.constraint import Free, Grammar
+        from engine.decoding.grammar import Free, Grammar
 
         try:
             grammar = Grammar([[seg if isinstance(seg, str) else Free(seg.free, seg.exclude) for seg in alt]
@@ -98,7 +98,7 @@ def plan(req: ChatRequest | CompletionRequest, engine: Any, settings: Any) -> Ge
 
 def _penalties(req: ChatRequest | CompletionRequest):
     """The request's penalties (llama.cpp's names and definitions), None when it sets none."""
-    from engine.penalties import Penalties
+    from engine.decoding.penalties import Penalties
 
     names = {"frequency_penalty": "frequency_penalty", "presence_penalty": "presence_penalty",
              "repeat_penalty": "repeat_penalty", "repeat_last_n": "repeat_last_n", "dry_multiplier": "dry_multiplier",

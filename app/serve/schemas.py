@@ -15,7 +15,7 @@ __all__ = ["ChatRequest", "CompletionRequest", "HexaOptions", "ValidationError",
 
 
 class FreeText(BaseModel):
-    """A grammar's free-text segment (``engine.constraint.Free``)."""
+    """A grammar's free-text segment (``engine.decoding.grammar.Free``)."""
     model_config = ConfigDict(extra="forbid", strict=True)
     free: int = Field(ge=1, le=4096)              # at most this many characters
     exclude: str = '"\n'                          # none of these

@@ -41,7 +41,7 @@ def _tokenizer_fields(writer) -> None:
     """SmolLM2's tokenizer and chat template, copied from the embedded GGUF."""
     import gguf
 
-    from ..model_source import embedded_gguf
+    from ..model.source import embedded_gguf
     r = gguf.GGUFReader(embedded_gguf())
     f = lambda k: r.fields[k].contents()   # noqa: E731
     writer.add_tokenizer_model(f("tokenizer.ggml.model"))

@@ -10,7 +10,7 @@ import pytest
 from agents.sampling import MODE_PENALTIES, generation_options
 from app.settings import ConfigError, Settings, load
 from engine import Done
-from engine.penalties import Penalties
+from engine.decoding.penalties import Penalties
 
 ROOT = Path(__file__).resolve().parents[2]
 

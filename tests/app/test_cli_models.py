@@ -66,7 +66,7 @@ def test_remembered_paths_are_most_recent_first_and_missing_ones_skipped(tmp_pat
 def test_a_loaded_model_is_remembered(tmp_path):
     from app.loading import load_engine
     from app.settings import Settings
-    from engine.model_source import embedded_gguf
+    from engine.model.source import embedded_gguf
 
     model = tmp_path / embedded_gguf().name     # the same cache entry as the embedded model
     os.symlink(embedded_gguf(), model)

@@ -66,7 +66,7 @@ def test_index_response_reaches_the_served_engine(engine, remote):
 
 def test_constrained_choices_are_the_engines(engine, remote):
     """The UI agent's choices (a grammar of letters, and free text) decode alike in either process."""
-    from engine.constraint import Free, Grammar
+    from engine.decoding.grammar import Free, Grammar
 
     ids = engine.chat_ids([{"role": "user", "content": "Pick one: A) tap OK, B) go back, C) type a name."}])
     for grammar in (Grammar([["A"], ["B"], ["C"]]), Grammar([["type(\"", Free(20), "\")"], ["back()"]])):
@@ -133,7 +133,7 @@ async def test_the_app_with_engine_process_child_chats_and_stops_its_child(tmp_p
 def test_penalties_and_truncation_cross_the_server(engine, remote):
     """A mode's penalties reach the served engine (docs/sampling.md): the same answer as in process,
     and not the answer without them."""
-    from engine.penalties import Penalties
+    from engine.decoding.penalties import Penalties
 
     ids = engine.chat_ids([{"role": "user", "content": "List 20 tips for cooking with a food processor."}])
     pen = Penalties(repeat_penalty=1.3, dry_multiplier=0.8, penalize_prompt=False)

@@ -28,7 +28,7 @@ def dev_cases() -> list[dict]:
 def kernel(tmp_path_factory):
     """The native kernels, built into a fresh cache folder (the test modules that use it skip
     themselves on a CPU without AVX2/FMA/F16C)."""
-    from engine.kernels import native_kernel
+    from engine.runtime.kernels import native_kernel
 
     k, why_not = native_kernel(tmp_path_factory.mktemp("kernel-cache"), threads=2)
     assert k is not None, why_not

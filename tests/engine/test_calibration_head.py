@@ -2,7 +2,7 @@
 ranks (its top tokens must map back to real ids)."""
 import torch
 
-from engine.calibration import DEFAULT, WIDE, calibration_for, calibration_head
+from engine.decoding.calibration_policy import DEFAULT, WIDE, calibration_for, calibration_head
 from engine.methods import METHOD_SPECS
 
 
@@ -32,8 +32,8 @@ def test_each_method_gets_its_calibration_from_one_policy():
 def test_calibration_topk_ids_are_real_token_ids(engine):
     """The top-k view given to the speculator holds vocabulary ids, and its best guess at the
     last prompt position is the model's own greedy next token (the prompt's tokens are ranked)."""
-    from engine.drafting.tree import root_only
-    from engine.generation import GenerationConfig, generate
+    from engine.decoding.drafting.tree import root_only
+    from engine.decoding.generation import GenerationConfig, generate
 
     captured = {}
 

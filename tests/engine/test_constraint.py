@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from engine import Done, Step
-from engine.constraint import DONE, CharGrammar, Constraint, Free, Grammar
+from engine.decoding.grammar import DONE, CharGrammar, Constraint, Free, Grammar
 from engine.events import DRAFT_SOURCES, SOURCES
 from engine.methods import METHODS
-from engine.vocab import VocabIndex
+from engine.model.vocab import VocabIndex
 from support.scripted_backend import EOS, BigramBackend, Tokenizer
 from support.scripted_backend import FLAT_COST
 
@@ -26,9 +26,9 @@ ACTIONS = Grammar([[f"tap({i})"] for i in range(1, 10)] + [["type(3, \"", Free(4
 # ---- grammar and token compilation on the real vocabulary -------------------------------------
 @pytest.fixture(scope="module")
 def vocab() -> VocabIndex:
-    from engine.model_cache import ensure_cached
-    from engine.model_source import resolve
-    from engine.tokenizer import ChatTokenizer
+    from engine.model.cache import ensure_cached
+    from engine.model.source import resolve
+    from engine.model.tokenizer import ChatTokenizer
 
     tok = ChatTokenizer(ensure_cached(resolve(None), Path(os.environ["HEXA_CACHE_DIR"]) / "models"))
     v = VocabIndex.from_tokenizer(tok, len(tok))
@@ -144,7 +144,7 @@ def test_partial_utf8_tokens_are_never_allowed(vocab):
 
 
 def test_mask_cost_is_small(vocab):
-    """The measured numbers of engine/constraint.py's docstring (not asserted: speed lives in
+    """The measured numbers of engine/decoding/grammar.py's docstring (not asserted: speed lives in
     benchmarks); the mask of a fresh state is computed once and then cached."""
     import time
 
@@ -214,7 +214,7 @@ def test_scripted_constrained_greedy_parses_and_differs_from_unconstrained():
 def test_scripted_every_method_equals_constrained_greedy(seed, monkeypatch):
     """Drafts from the prompt and from history hold actions the grammar forbids (tap(12)) and
     valid ones: cut, masked and forced drafts must leave the output of plain decoding."""
-    import engine.constrained as constrained
+    import engine.decoding.constrained as constrained
 
     cuts = []
     real_subtree = constrained.subtree
@@ -310,7 +310,7 @@ def test_scripted_sampling_distribution_is_the_constrained_one():
 
 
 def test_unconstrained_requests_do_no_constraint_work(monkeypatch):
-    import engine.constrained as constrained
+    import engine.decoding.constrained as constrained
 
     def boom(*a, **k):
         raise AssertionError("constraint code on an unconstrained request")
@@ -338,7 +338,7 @@ def real_prompts(engine):
 
 
 def test_real_constrained_greedy_parses_and_every_method_is_lossless(engine, monkeypatch):
-    import engine.constrained as constrained
+    import engine.decoding.constrained as constrained
 
     cuts, outputs = [], set()
     real_subtree = constrained.subtree

@@ -1,8 +1,8 @@
 """The draft-tree cost model: profiled curves by tokens fed and context length, and its use."""
 import pytest
 
-from engine.drafting.tree import Candidate, ConfidenceMap, TreeBuilder, choose_budget
-from engine.profiling import CostCurve, CostModel, profile_cost_model
+from engine.decoding.drafting.tree import Candidate, ConfidenceMap, TreeBuilder, choose_budget
+from engine.runtime.profiling import CostCurve, CostModel, profile_cost_model
 
 
 def test_cost_curve_interpolates_and_extrapolates():
@@ -68,7 +68,7 @@ def test_tree_uses_the_confidence_map_and_keeps_raw_estimates():
 
 
 def test_online_cost_follows_observed_times_and_relaxes():
-    from engine.profiling import OnlineCost
+    from engine.runtime.profiling import OnlineCost
 
     prof = CostModel({128: CostCurve([(1, 50.0), (2, 60.0), (8, 70.0), (32, 120.0)])})
     oc = OnlineCost(prof, alpha=0.5, relax=0.1)

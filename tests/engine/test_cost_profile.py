@@ -10,15 +10,15 @@ import pytest
 
 from engine.bench.methods import device_estimate
 from engine.bench.runner import BenchOptions, _with_device_note, format_table, summarize
-from engine.drafting import ConfidenceMap
+from engine.decoding.drafting import ConfidenceMap
 from engine.errors import EngineError
 from engine.methods import method_spec
-from engine.profiling import CostCurve, CostModel, OnlineCost, device_cost_model
-from engine.qnn import blocks
-from engine.qnn.blocks import BlockGraphs, GraphLedger
-from engine.qnn.cost_profile import DeviceCostProfile
-from engine.qnn.switching import plan, simulate
-from engine.speculative import DraftingSpeculator
+from engine.runtime.profiling import CostCurve, CostModel, OnlineCost, device_cost_model
+from engine.runtime.qnn import blocks
+from engine.runtime.qnn.blocks import BlockGraphs, GraphLedger
+from engine.runtime.qnn.cost_profile import DeviceCostProfile
+from engine.runtime.qnn.switching import plan, simulate
+from engine.decoding.speculative import DraftingSpeculator
 
 G1, G2 = 64, 8
 LENGTHS = (1, G2, G1)
@@ -250,10 +250,10 @@ def test_a_qnn_engine_plans_sizes_and_estimates_with_the_profile(engine, tmp_pat
     pytest.importorskip("onnxruntime_qnn")
     from engine import Engine
     from engine.bench.methods import EngineMethod
-    from engine.qnn.graphs import GRAPH_VERSION
-    from engine.qnn.runtime import BLOCK_LAYERS
+    from engine.runtime.qnn.graphs import GRAPH_VERSION
+    from engine.runtime.qnn.runtime import BLOCK_LAYERS
 
-    from engine.model_cache import entry_dir
+    from engine.model.cache import entry_dir
     layers = engine.model.config.num_layers
     n_blocks = -(-layers // BLOCK_LAYERS)
     qnn_model = entry_dir(engine.source, engine.cache_dir / "models").name   # qnn's graphs: the fp32 conversion

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from engine import Engine, EngineError
-from engine.model_cache import MANIFEST, WEIGHTS, ensure_cached, is_valid
-from engine.model_source import resolve
-from engine.transformer import CompactTransformer
+from engine.model.cache import MANIFEST, WEIGHTS, ensure_cached, is_valid
+from engine.model.source import resolve
+from engine.runtime.transformer import CompactTransformer
 
 
 def _tiny_model(folder, engine, model_type: str):
@@ -64,7 +64,7 @@ def test_chat_template_and_decoding_match_transformers(engine):
 
 
 def test_cache_round_trip_reloads_without_converting(engine, tmp_path):
-    from engine.kernels import COMPILING
+    from engine.runtime.kernels import COMPILING
 
     messages = []
     again = Engine.load(None, cache_dir=engine.folder.parent.parent, progress=messages.append)

@@ -9,7 +9,7 @@ import torch
 
 from engine import Done, Notice, Prefill, Step, Text
 from engine.events import SOURCES
-from engine.generation import Output
+from engine.decoding.generation import Output
 from engine.methods import METHODS
 from support.scripted_backend import EOS, Tokenizer, chain_prompt, scripted_engine
 
@@ -140,7 +140,7 @@ def test_sampling_is_seeded_and_differs_from_greedy():
 
 def test_calibrating_methods_get_the_whole_prompts_top_k_view(monkeypatch):
     from engine.methods import METHOD_SPECS
-    from engine.speculative import DraftingSpeculator
+    from engine.decoding.speculative import DraftingSpeculator
 
     seen = {}
     start = DraftingSpeculator.start
@@ -159,7 +159,7 @@ def test_calibrating_methods_get_the_whole_prompts_top_k_view(monkeypatch):
 
 
 def test_topk_view_holds_vocabulary_ids():
-    from engine.calibration import DEFAULT, TopKView
+    from engine.decoding.calibration_policy import DEFAULT, TopKView
 
     engine = scripted_engine()
     ids = [50, 51, 3]

@@ -1,4 +1,4 @@
-"""GGUF blocks into the kernels' code layouts (``engine/gguf_codes.py``): every native type rebuilds
+"""GGUF blocks into the kernels' code layouts (``engine/model/gguf_codes.py``): every native type rebuilds
 ggml's own dequantized weights exactly, and the packed bytes are the layout the kernels read."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import torch
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
-from engine.gguf_codes import NATIVE, decode, pack, rebuild
-from engine.gguf_model import _unpermute
+from engine.model.gguf_codes import NATIVE, decode, pack, rebuild
+from engine.model.gguf_model import _unpermute
 
 
 def blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
@@ -50,7 +50,7 @@ def test_llama_rows_are_unpermuted_as_transformers_does():
 
 @pytest.mark.parametrize("kind", sorted(NATIVE))
 def test_packed_codes_are_the_layout_the_kernels_read(kernel, kind):
-    from engine.kernels import PackedWeight
+    from engine.runtime.kernels import PackedWeight
 
     rows, K = 37, 256                        # a panel tail (37 = 2 x 16 + 5)
     d, m, q = decode(kind, blocks(kind, rows, K, seed=1), rows, K)
@@ -66,8 +66,8 @@ def test_packed_codes_are_the_layout_the_kernels_read(kernel, kind):
 
 def test_parts_of_several_types_keep_their_weights_in_layout_7(kernel):
     """Q4_K_M's fused q/k/v: Q4_K and Q6_K parts together in layout 7, every weight exact."""
-    from engine.gguf_codes import as_layout7
-    from engine.kernels import PackedWeight
+    from engine.model.gguf_codes import as_layout7
+    from engine.runtime.kernels import PackedWeight
 
     K, parts = 256, [("Q4_K", 20), ("Q6_K", 9), ("Q8_0", 16), ("Q5_1", 3)]
     decoded = [decode(kind, blocks(kind, rows, K, seed=i), rows, K) for i, (kind, rows) in enumerate(parts)]

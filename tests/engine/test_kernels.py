@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.kernels import host_isa, native_kernel
+from engine.runtime.kernels import host_isa, native_kernel
 
 pytestmark = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 
@@ -74,7 +74,7 @@ def test_no_compiler_is_a_clear_fallback(tmp_path):
 
 
 def test_engine_decodes_with_it(real_engine):
-    from engine.kernels import PackedWeight
+    from engine.runtime.kernels import PackedWeight
 
     model = real_engine.model
     assert model.kernel.startswith(("avx2 packed", "avx-vnni packed"))
@@ -164,7 +164,7 @@ def test_rmsnorm_and_silu_match_torch_and_do_not_depend_on_the_batch(kernel, M):
 
 
 def test_rope_split_rotates_q_and_k_and_fills_the_cache(kernel):
-    from engine.transformer import CompactTransformer
+    from engine.runtime.transformer import CompactTransformer
 
     g = torch.Generator().manual_seed(5)
     S, Hq, Hkv, start = 5, 9, 3, 7

@@ -12,8 +12,8 @@ import torch
 
 from engine import packed_weights
 from engine.events import Done
-from engine.kernels import KERNELS, host_isa
-from engine.kernels.binding import HEADER, Header
+from engine.runtime.kernels import KERNELS, host_isa
+from engine.runtime.kernels.binding import HEADER, Header
 
 pytestmark = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 

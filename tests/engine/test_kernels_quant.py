@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.kernels import QUANT_ROWS, PackedWeight, host_isa
+from engine.runtime.kernels import QUANT_ROWS, PackedWeight, host_isa
 
 pytestmark = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 

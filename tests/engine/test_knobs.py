@@ -10,11 +10,11 @@ import torch
 import torch.nn.functional as F
 
 from engine.errors import EngineError
-from engine.kernels import COMPILING, host_isa
-from engine.model_config import ModelConfig
+from engine.runtime.kernels import COMPILING, host_isa
+from engine.model.config import ModelConfig
 from engine.options import EngineOptions
 from engine.threads import configure, usable_cores
-from engine.transformer import CompactTransformer, library_linear
+from engine.runtime.transformer import CompactTransformer, library_linear
 
 
 def test_threads_none_means_every_usable_core_whatever_the_environment(monkeypatch):

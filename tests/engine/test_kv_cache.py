@@ -1,6 +1,6 @@
 import torch
 
-from engine.kv_cache import KVCache
+from engine.runtime.kv_cache import KVCache
 
 
 def filled(capacity=16, layers=2, heads=2, dim=3):

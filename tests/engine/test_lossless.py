@@ -65,7 +65,7 @@ TRIALS = 200
 
 def exact_two_token_distribution(engine, ids) -> dict[tuple[int, int], float]:
     """P(x1, x2) of plain sampling at TEMPERATURE, for x1 with p > 1e-3 (the rest lumped)."""
-    from engine.sampling import processed_probs
+    from engine.decoding.sampling import processed_probs
 
     model = engine.model
     cache = model.new_cache(len(ids) + 64)

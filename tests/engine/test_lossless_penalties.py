@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from engine.penalties import Penalties
-from engine.penalty_run import PenaltyRun
-from engine.sampling import processed_probs
+from engine.decoding.penalties import Penalties
+from engine.decoding.penalty_run import PenaltyRun
+from engine.decoding.sampling import processed_probs
 
 from test_lossless import SPECULATIVE, outcome, prompt, run
 

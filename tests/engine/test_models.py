@@ -41,7 +41,7 @@ def requantized(kind: str) -> Path:
         return out
     if not LLAMA_CPP:
         pytest.skip("llama-cpp-python is not installed (make installs the peers extra)")
-    from engine.model_source import embedded_gguf
+    from engine.model.source import embedded_gguf
     FILES.mkdir(parents=True, exist_ok=True)
     ftype = {"Q4_K_M": 15, "Q8_0": 7}[kind]   # llama_ftype: LLAMA_FTYPE_MOSTLY_Q4_K_M, _Q8_0
     code = ("import ctypes, sys, llama_cpp\n"
@@ -86,7 +86,7 @@ def test_speculative_decoding_is_plain_decoding(loaded, dev_cases):
 
 
 def test_random_trees_give_plain_steps_bits(loaded, dev_cases):
-    from engine.stress import stress
+    from engine.bench.stress import stress
     name, engine = loaded
     ids = prompt(engine, dev_cases[0]["turns"][0])
     keep = (len(ids) // 128) * 128 - 20 if len(ids) > 148 else len(ids)

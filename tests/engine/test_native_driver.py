@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import engine.kernels as kernels
-from engine.kernels import FLAGS, ISA_FLAGS, KERNELS, cpu_features, host_isa, sources
+import engine.runtime.kernels as kernels
+from engine.runtime.kernels import FLAGS, ISA_FLAGS, KERNELS, cpu_features, host_isa, sources
 
 DRIVER = Path(__file__).resolve().parents[1] / "native" / "driver.c"
 CROSS_CC = "aarch64-linux-gnu-gcc"            # Debian's gcc-aarch64-linux-gnu

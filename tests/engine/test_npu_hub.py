@@ -1,4 +1,4 @@
-"""``engine.qnn.hub`` offline: the graphs, input specs, graph names and option strings a compile + link
+"""``engine.runtime.qnn.hub`` offline: the graphs, input specs, graph names and option strings a compile + link
 on Qualcomm AI Hub would get (checked with qai_hub's own objects and its real
 ``submit_compile_and_link_jobs``, only the network calls recorded instead of sent), AI Hub's
 profile format turned into a device cost profile, and the whole compile/profile flow on a client
@@ -20,10 +20,10 @@ from qai_hub import public_api_pb2 as api_pb  # noqa: E402
 from qai_hub.client import SourceModelType, _determine_model_type, _profile_pb_to_python_dict  # noqa: E402
 
 from engine.errors import EngineError  # noqa: E402
-from engine.model_config import ModelConfig  # noqa: E402
-from engine.qnn import cost_profile, hub  # noqa: E402
-from engine.qnn.graphs import GRAPH_VERSION  # noqa: E402
-from engine.transformer import CompactTransformer  # noqa: E402
+from engine.model.config import ModelConfig  # noqa: E402
+from engine.runtime.qnn import cost_profile, hub  # noqa: E402
+from engine.runtime.qnn.graphs import GRAPH_VERSION  # noqa: E402
+from engine.runtime.transformer import CompactTransformer  # noqa: E402
 
 DEVICE = "Samsung Galaxy S24"
 S24 = ["chipset:qualcomm-snapdragon-8gen3", "chipset:sm8650", "os:android", "hexagon:v75", "framework:qnn",

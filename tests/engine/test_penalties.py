@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.drafting.tree import Candidate, TreeBuilder
-from engine.penalties import Penalties, breaker_ids
-from engine.penalty_run import PenaltyRun, dry_matches
-from engine.sampling import processed_probs
+from engine.decoding.drafting.tree import Candidate, TreeBuilder
+from engine.decoding.penalties import Penalties, breaker_ids
+from engine.decoding.penalty_run import PenaltyRun, dry_matches
+from engine.decoding.sampling import processed_probs
 
 V = 12
 

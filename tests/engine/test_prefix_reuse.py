@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from engine import Done, Prefill
-from engine.kv_cache import KVCache
-from engine.prefix_cache import MIN_REUSE, PrefixStore
+from engine.runtime.kv_cache import KVCache
+from engine.decoding.prefix_cache import MIN_REUSE, PrefixStore
 
 TURNS = ["In three sentences, explain what a lighthouse does and why ships need one.",
          "Now name two famous lighthouses.",

@@ -12,10 +12,10 @@ import torch
 pytest.importorskip("onnxruntime_qnn")
 
 from engine import Done, Engine, EngineError, Prefill  # noqa: E402
-from engine.profiling import CostCurve, CostModel  # noqa: E402
-from engine.qnn.graphs import MASKED, build_block, save_block  # noqa: E402
-from engine.qnn.session import load_graph  # noqa: E402
-from engine.transformer import CompactTransformer  # noqa: E402
+from engine.runtime.profiling import CostCurve, CostModel  # noqa: E402
+from engine.runtime.qnn.graphs import MASKED, build_block, save_block  # noqa: E402
+from engine.runtime.qnn.session import load_graph  # noqa: E402
+from engine.runtime.transformer import CompactTransformer  # noqa: E402
 
 
 
@@ -28,7 +28,7 @@ def _cpu_session(path: Path):
 def test_block_graph_equals_the_torch_layers_in_fp32(engine, tmp_path):
     """Two layers fed 5 real tokens padded to S=8, over 11 cached positions of a C=32 context.
     The graphs are built from raw weights (the torch engine's are packed for its kernel)."""
-    from engine.model_cache import ensure_cached   # the fp32 conversion the qnn graphs are built from
+    from engine.model.cache import ensure_cached   # the fp32 conversion the qnn graphs are built from
     m = CompactTransformer.load(ensure_cached(engine.source, engine.cache_dir / "models"))
     c = m.config
     first, last, S, C, past, n = 3, 5, 8, 32, 11, 5
@@ -129,7 +129,7 @@ def test_progressive_switching_holds_one_graph_family_per_block(qnn_engine):
 
 
 def test_qnn_cost_curve_is_a_staircase_over_its_graphs(qnn_engine):
-    from engine.profiling import profile_static_lengths
+    from engine.runtime.profiling import profile_static_lengths
 
     curve = profile_static_lengths(qnn_engine.model, repeats=1)
     G2 = qnn_engine.model.decode_lengths[-1]

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from engine.errors import EngineError
-from engine.model_config import ModelConfig
-from engine.qnn import shared
-from engine.qnn.shared import SOCS, choose_layout, detect_soc, export_layout, resolve_soc
-from engine.transformer import CompactTransformer
+from engine.model.config import ModelConfig
+from engine.runtime.qnn import shared
+from engine.runtime.qnn.shared import SOCS, choose_layout, detect_soc, export_layout, resolve_soc
+from engine.runtime.transformer import CompactTransformer
 
 
 # ---- which Snapdragon, which layout
@@ -80,7 +80,7 @@ def test_the_snapdragon_is_recognised_from_what_the_os_says():
 
 
 def test_provider_options_give_the_soc_and_its_architecture():
-    from engine.qnn.session import provider_options
+    from engine.runtime.qnn.session import provider_options
 
     opts = provider_options(resolve_soc("69"))
     assert (opts["soc_model"], opts["htp_arch"], opts["enable_htp_fp16_precision"]) == ("69", "79", "1")
@@ -90,7 +90,7 @@ def test_provider_options_give_the_soc_and_its_architecture():
 # ---- cache folders
 def test_the_cache_folder_names_soc_and_layout_and_takes_over_unnamed_graphs(tmp_path):
     pytest.importorskip("onnxruntime_qnn")
-    from engine.qnn.runtime import _prune_stale, graph_folder
+    from engine.runtime.qnn.runtime import _prune_stale, graph_folder
 
     model = "Tiny-1"
     emu = graph_folder(tmp_path, model, choose_layout(None, machine="x86_64"))
@@ -114,7 +114,7 @@ def test_the_cache_folder_names_soc_and_layout_and_takes_over_unnamed_graphs(tmp
 
 def test_a_bad_soc_stops_the_qnn_backend_before_any_graph_work(tmp_path):
     pytest.importorskip("onnxruntime_qnn")
-    from engine.qnn.runtime import QnnTransformer
+    from engine.runtime.qnn.runtime import QnnTransformer
 
     with pytest.raises(EngineError, match="--soc 'SM0000'"):
         QnnTransformer(tiny_model(), tmp_path, "Tiny", 32, soc="SM0000")
@@ -123,7 +123,7 @@ def test_a_bad_soc_stops_the_qnn_backend_before_any_graph_work(tmp_path):
 
 def test_the_engine_never_loads_a_shared_binary_on_the_emulator(tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime_qnn")
-    from engine.qnn import session
+    from engine.runtime.qnn import session
 
     monkeypatch.setattr(session, "real_npu", lambda: False)
     built = []
@@ -164,7 +164,7 @@ def _ep_nodes(ctx: Path) -> list[dict]:
 
 def test_each_block_becomes_one_binary_holding_all_its_graphs_and_one_weight_copy(tmp_path):
     pytest.importorskip("onnxruntime_qnn")
-    from engine.qnn.runtime import write_shared_binaries
+    from engine.runtime.qnn.runtime import write_shared_binaries
 
     cpu = tiny_model()
     lengths = (1, 8, 16)
@@ -211,7 +211,7 @@ def test_each_block_becomes_one_binary_holding_all_its_graphs_and_one_weight_cop
 
 def test_on_the_emulator_a_named_device_gets_separate_graphs_that_run(tmp_path):
     pytest.importorskip("onnxruntime_qnn")
-    from engine.qnn.runtime import QnnTransformer
+    from engine.runtime.qnn.runtime import QnnTransformer
 
     if shared.real_npu():
         pytest.skip("this machine has the NPU: --soc there means weight-shared binaries")
@@ -230,7 +230,7 @@ def test_on_the_emulator_a_named_device_gets_separate_graphs_that_run(tmp_path):
 def test_the_engine_on_a_snapdragon_compiles_each_block_into_one_binary_first(tmp_path, monkeypatch):
     """The device path up to loading, which the emulator cannot do: the engine says so, no crash."""
     pytest.importorskip("onnxruntime_qnn")
-    from engine.qnn import runtime
+    from engine.runtime.qnn import runtime
 
     if shared.real_npu():
         pytest.skip("this machine has the NPU")

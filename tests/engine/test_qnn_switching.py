@@ -1,7 +1,7 @@
 """The progressive switching plan (docs/architecture.md, technique 1) on made-up cost figures."""
 from __future__ import annotations
 
-from engine.qnn.switching import Costs, plan, simulate
+from engine.runtime.qnn.switching import Costs, plan, simulate
 
 
 def costs(load, g1=1000.0, g2=3000.0, n=5) -> Costs:

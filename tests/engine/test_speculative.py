@@ -4,8 +4,8 @@ from __future__ import annotations
 import random
 
 from engine.methods import METHOD_SPECS
-from engine.profiling import CostCurve, CostModel, OnlineCost
-from engine.speculative import DraftingSpeculator, PlainDecoding
+from engine.runtime.profiling import CostCurve, CostModel, OnlineCost
+from engine.decoding.speculative import DraftingSpeculator, PlainDecoding
 
 
 def steep_cost() -> OnlineCost:

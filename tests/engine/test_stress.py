@@ -1,6 +1,6 @@
-"""Stress mode (``engine/stress.py``): random draft trees against plain steps, bit for bit.
+"""Stress mode (``engine/bench/stress.py``): random draft trees against plain steps, bit for bit.
 
-The real-model test is the CI-sized run of ``python -m engine.stress``: two dev prompts whose
+The real-model test is the CI-sized run of ``python -m engine.bench.stress``: two dev prompts whose
 decoding crosses multiples of 128 positions, every variant (cold, history, warm, constrained).
 Before keys.c, the same run found mismatching rows (attention chunks by cache slot)."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import random
 
 import torch
 
-from engine.drafting.tree import assemble, root_only
-from engine.stress import RandomTrees, Recorder, stress
+from engine.decoding.drafting.tree import assemble, root_only
+from engine.bench.stress import RandomTrees, Recorder, stress
 
 
 class FixedInner:

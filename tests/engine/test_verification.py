@@ -2,8 +2,8 @@
 positions) gives the same logits as feeding each root-to-node path sequentially."""
 import torch
 
-from engine.drafting.accept import greedy_accept
-from engine.drafting.tree import Candidate, TreeBuilder
+from engine.decoding.drafting.accept import greedy_accept
+from engine.decoding.drafting.tree import Candidate, TreeBuilder
 
 
 def prefill(model, ids):

@@ -1,5 +1,5 @@
 /* The native kernels' test driver: one C program linked with one instruction set's kernels
- * (engine.kernels.sources(isa)), run natively for x86 and under qemu-aarch64 for ARM64 by
+ * (engine.runtime.kernels.sources(isa)), run natively for x86 and under qemu-aarch64 for ARM64 by
  * tests/engine/test_native_driver.py. It calls only what hexa.h declares.
  *
  *   driver check        every check; one line per failure (kernel, shape, row), exit 1 if any
@@ -401,7 +401,7 @@ static void check_linear_dot(const struct qweight *q) {
 /* bits 5 (Q5_1, Q5_K: d, m, codes 0..31), 6 (Q6_K: a d per 16 inputs, codes -32..31) and 7 (both:
    a d per 16 inputs and m, codes -127..127), written
    straight into their layout (layout.h: QM_HEAD, then a byte per input and column), as
-   engine/gguf_codes.py packs them from a GGUF's blocks */
+   engine/model/gguf_codes.py packs them from a GGUF's blocks */
 static struct qweight make_quant_m(int bits, int N, int K, int e) {
     const int nb = K / HEXA_QUANT_BLOCK, P = (N + HEXA_PANEL - 1) / HEXA_PANEL, PWc = HEXA_PANEL;
     const int block = hexa_quant_block_bytes(bits), head = (bits == 7 ? 3 : 2) * PWc * 4;

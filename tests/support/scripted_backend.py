@@ -1,5 +1,5 @@
 """A scripted runtime for fast generation tests: a bigram "model" over a 64-token vocabulary that
-implements ``engine.backend.Backend``, so the generation loop, every method's speculator, cancel
+implements ``engine.runtime.backend.Backend``, so the generation loop, every method's speculator, cancel
 and the stop rules run in milliseconds without the real model.
 
 The model's next token depends only on the current one (``SUCCESSOR``, overridable), so tree
@@ -13,10 +13,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from engine.backend import Backend
+from engine.runtime.backend import Backend
 from engine.engine import Engine
-from engine.kv_cache import KVCache
-from engine.profiling import CostCurve, CostModel
+from engine.runtime.kv_cache import KVCache
+from engine.runtime.profiling import CostCurve, CostModel
 
 V = 64
 EOS = 2

@@ -17,10 +17,10 @@ class TokenizerEngine:
     chat_ids = Engine.chat_ids
 
     def __init__(self, cache_dir: Path, context_window: int = DEFAULT_CONTEXT["torch"]):
-        from engine.gguf_model import entry
-        from engine.model_cache import ensure_cached
-        from engine.model_source import resolve
-        from engine.tokenizer import ChatTokenizer
+        from engine.model.gguf_model import entry
+        from engine.model.cache import ensure_cached
+        from engine.model.source import resolve
+        from engine.model.tokenizer import ChatTokenizer
 
         source = resolve(None)                  # the embedded model, as Engine.load(None) finds it
         models = Path(cache_dir) / "models"

@@ -1,7 +1,7 @@
 import torch
 
-from engine.drafting.accept import accepted_sources, greedy_accept, sample_accept
-from engine.drafting.tree import Candidate, DraftTree, TreeBuilder
+from engine.decoding.drafting.accept import accepted_sources, greedy_accept, sample_accept
+from engine.decoding.drafting.tree import Candidate, DraftTree, TreeBuilder
 
 V = 5
 

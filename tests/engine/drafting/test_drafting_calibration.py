@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from engine.drafting.calibration import CalibratedTree, CalibrationConfig
+from engine.decoding.drafting.calibration import CalibratedTree, CalibrationConfig
 
 
 def view(rows: list[list[tuple[int, float]]]):

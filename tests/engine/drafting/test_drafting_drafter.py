@@ -3,8 +3,8 @@ import random
 import pytest
 import torch
 
-from engine.drafting import Drafter, build_history, greedy_accept
-from engine.drafting.bench import OracleModel, simulate, synthetic_request
+from engine.decoding.drafting import Drafter, build_history, greedy_accept
+from engine.bench.drafting import OracleModel, simulate, synthetic_request
 
 
 @pytest.fixture(scope="module")

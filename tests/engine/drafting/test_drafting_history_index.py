@@ -9,10 +9,10 @@ import time
 import pytest
 
 from engine import Done, Step
-from engine.drafting import Drafter, HistoryIndex, SuffixAutomaton
+from engine.decoding.drafting import Drafter, HistoryIndex, SuffixAutomaton
 from engine.methods import METHOD_SPECS
-from engine.profiling import CostCurve, CostModel, OnlineCost
-from engine.speculative import DraftingSpeculator
+from engine.runtime.profiling import CostCurve, CostModel, OnlineCost
+from engine.decoding.speculative import DraftingSpeculator
 from support.scripted_backend import chain_prompt, scripted_engine
 
 

@@ -1,4 +1,4 @@
-from engine.drafting.reuse import ReuseBuffer, best_run
+from engine.decoding.drafting.reuse import ReuseBuffer, best_run
 
 # "Clinton arrived at the house" drafted; the model writes "Clinton has arrived at the house".
 ARRIVED, AT, THE, HOUSE, HAS, CAME, CLINTON = 1, 2, 3, 4, 50, 60, 9

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from engine.drafting.suffix_automaton import SuffixAutomaton
+from engine.decoding.drafting.suffix_automaton import SuffixAutomaton
 
 
 def occurrences(text, w):

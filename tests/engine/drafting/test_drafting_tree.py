@@ -4,7 +4,7 @@ import random
 import pytest
 import torch
 
-from engine.drafting.tree import (AdaptiveCutoff, Candidate, TreeBuilder, choose_budget, graft, root_only,
+from engine.decoding.drafting.tree import (AdaptiveCutoff, Candidate, TreeBuilder, choose_budget, graft, root_only,
                                  subtree)
 
 

@@ -1,0 +1,85 @@
+"""In-context calibration as the engine runs it: the one place its policy lives.
+
+A method that calibrates asks prefill for the model's top next tokens at every prompt position
+(``TopKView``), then builds a calibrated tree from them (the algorithm is
+``drafting/calibration.py``). What is ranked, how many tokens are kept per position and how wide
+the tree grows is chosen here, per method (``calibration_for``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+from ..runtime.backend import Backend
+from .drafting.calibration import CalibrationConfig
+from ..methods import MethodSpec
+
+
+@dataclass(frozen=True)
+class CalibrationPolicy:
+    tree: CalibrationConfig = field(default_factory=CalibrationConfig)   # tree.k: tokens kept per position
+    vocab: int = 4096     # rank the prompt's own tokens + the first ``vocab`` ids (0: every id)
+
+    @property
+    def topk(self) -> int:
+        return self.tree.k
+
+
+DEFAULT = CalibrationPolicy()
+# For trees that fill a 32-token budget (``hexa-fill``, a static graph): more and less likely
+# paths. Replaying the drafter on recorded dev outputs (summary, rag), they accept ~8% more per
+# verification there than the default, and nothing more in the few-token trees a CPU's cost
+# curve allows, where building them would only cost time (< 0.3 ms per prompt token).
+WIDE = CalibrationPolicy(CalibrationConfig(p_threshold=0.03, min_cum=0.01, max_nodes=64))
+
+
+def calibration_for(spec: MethodSpec | None) -> CalibrationPolicy | None:
+    """The calibration a method runs, or None for one that does not calibrate."""
+    if spec is None or not spec.calibration:
+        return None
+    return WIDE if spec.fill else DEFAULT
+
+
+def calibration_head(model: Backend, ids: Sequence[int], first_ids: int
+                     ) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """The output-projection rows calibration ranks: the prompt's own tokens + the ``first_ids``
+    lowest ids (BPE merge order: the frequent words and punctuation), or all rows if 0.
+
+    Calibration needs the model's top next tokens at *every* prompt position; the full
+    vocabulary (49k rows for SmolLM2) made that ~2 ms and ~60 MFLOP per prompt token, more than
+    the rest of the forward. Drafts copied or paraphrased from the context are almost always
+    prompt tokens or common ones, and probabilities normalised over the subset only overestimate
+    (the drafter rescales each source by its observed acceptance). Lossless either way: drafts
+    only steer what is verified.
+    """
+    head = model.lm_head
+    V = head.shape[0]
+    if first_ids <= 0 or first_ids >= V:
+        return None, head
+    vocab = torch.tensor(sorted(set(range(first_ids)) | {t for t in ids if 0 <= t < V}), dtype=torch.long)
+    return vocab, head[vocab]
+
+
+class TopKView:
+    """The model's top next tokens at every prompt position, gathered chunk by chunk in prefill."""
+
+    def __init__(self, model: Backend, prompt_ids: Sequence[int], policy: CalibrationPolicy):
+        self.model, self.k = model, policy.topk
+        self.vocab, self.head = calibration_head(model, prompt_ids, policy.vocab)
+        self._ids: list[torch.Tensor] = []
+        self._probs: list[torch.Tensor] = []
+
+    def add(self, hidden: torch.Tensor) -> None:
+        """The final hidden states of one prefill chunk."""
+        probs = torch.softmax(self.model.linear(hidden, self.head), dim=-1)
+        p, i = probs.topk(min(self.k, probs.shape[-1]), dim=-1)
+        self._ids.append(i if self.vocab is None else self.vocab[i])
+        self._probs.append(p)
+
+    def result(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """([T, k] ids, [T, k] probabilities) over the chunks added so far; None if none was."""
+        if not self._ids:
+            return None
+        return torch.cat(self._ids), torch.cat(self._probs)

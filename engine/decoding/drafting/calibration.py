@@ -1,0 +1,183 @@
+"""In-context distribution calibration (paper Technique 2).
+
+Context drafts are rejected early when the model phrases things differently from the human
+text.  After prefill the model has already told us, at every prompt position, what *it* would
+write next.  We turn that into a small n-gram-like model of the model's own distribution:
+
+  Sample  for each position i, take the top-k successors t of context token c_i with p >= the
+          threshold; aggregate them per short context key (c_i) and (c_{i-1}, c_i), averaging
+          over the key's occurrences (so P(t | key) is a proper conditional estimate).
+  Search  from every key, expand successors repeatedly: after t, the next predictions are those
+          made at *occurrences of t in the context* (backing off from (prev, t) to (t,)).  The
+          expansion is best-first by cumulative probability under a node cap, which keeps the
+          highest-probability part of the depth-first tree the paper describes.
+
+The result is a forest stored in flat arrays (token, parent, step prob), one tree per key.
+Drafting looks up the last 1..order generated tokens and returns root-to-leaf paths.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from array import array
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+
+@dataclass
+class CalibrationConfig:
+    """The algorithm's knobs; which values a method uses is ``engine/decoding/calibration_policy.py``'s choice."""
+    k: int = 4                # successors per position read from the top-k view
+    p_threshold: float = 0.1  # Sample: keep a successor only with p >= this (and per step after averaging)
+    min_cum: float = 0.02     # Search: stop a path once its probability product falls below this
+    max_depth: int = 8
+    max_nodes: int = 24       # per context key
+    order: int = 2            # context keys of length 1..order
+
+
+@dataclass
+class CalibrationStats:
+    build_ms: float
+    prompt_tokens: int
+    keys: int
+    nodes: int
+    nbytes: int
+
+    @property
+    def ms_per_token(self) -> float:
+        return self.build_ms / max(1, self.prompt_tokens)
+
+
+class CalibratedTree:
+    def __init__(self, config: CalibrationConfig) -> None:
+        self.config = config
+        self.tok = array("i")
+        self.parent = array("i")   # -1 for depth-1 nodes (their parent is the key itself)
+        self.prob = array("f")     # step probability
+        self.roots: dict[tuple[int, ...], tuple[int, int]] = {}   # key -> [start, end) node range
+        self.stats = CalibrationStats(0.0, 0, 0, 0, 0)
+
+    @classmethod
+    def build(cls, prompt_ids: Sequence[int] | torch.Tensor, topk_ids: torch.Tensor,
+              topk_probs: torch.Tensor, config: CalibrationConfig | None = None) -> "CalibratedTree":
+        cfg = config or CalibrationConfig()
+        t0 = time.perf_counter()
+        self = cls(cfg)
+        prompt = prompt_ids.tolist() if isinstance(prompt_ids, torch.Tensor) else list(prompt_ids)
+        T = len(prompt)
+        if topk_ids.shape[0] != T or topk_probs.shape != topk_ids.shape:
+            raise ValueError(f"top-k view must be [T={T}, k], got {tuple(topk_ids.shape)} / {tuple(topk_probs.shape)}")
+        k = min(cfg.k, topk_ids.shape[1])
+        ids = topk_ids[:, :k].tolist()
+        prs = topk_probs[:, :k].float().tolist()
+        thr = cfg.p_threshold
+
+        # ---- Sample: P(t | key) averaged over the key's occurrences -------------------------
+        mass: dict[tuple[int, ...], dict[int, float]] = {}
+        occ: dict[tuple[int, ...], int] = {}
+        for i in range(T):
+            row_ids, row_p = ids[i], prs[i]
+            for o in range(1, cfg.order + 1):
+                if i - o + 1 < 0:
+                    break
+                key = tuple(prompt[i - o + 1:i + 1])
+                occ[key] = occ.get(key, 0) + 1
+                d = mass.get(key)
+                if d is None:
+                    d = mass[key] = {}
+                for t, p in zip(row_ids, row_p):
+                    if p >= thr:
+                        d[t] = d.get(t, 0.0) + p
+        succ: dict[tuple[int, ...], list[tuple[float, int]]] = {}
+        for key, d in mass.items():
+            n = occ[key]
+            lst = sorted(((p / n, t) for t, p in d.items() if p / n >= thr), reverse=True)
+            if lst:
+                succ[key] = lst
+
+        # ---- Search: best-first expansion per key through occurrences of each successor -----
+        order, max_depth, max_nodes, min_cum = cfg.order, cfg.max_depth, cfg.max_nodes, cfg.min_cum
+        tok_a, par_a, prob_a = self.tok, self.parent, self.prob
+
+        def successors(ctx: tuple[int, ...]):
+            for o in range(min(order, len(ctx)), 0, -1):   # back off to shorter keys
+                s = succ.get(ctx[-o:])
+                if s is not None:
+                    return s
+            return None
+
+        for key, first in succ.items():
+            start = len(tok_a)
+            heap = []
+            tie = 0
+            for p, t in first:
+                if p >= min_cum:
+                    heap.append((-p, tie, t, -1, key + (t,), 1))
+                    tie += 1
+            heapq.heapify(heap)
+            made = 0
+            cum_local: list[float] = []   # cumulative prob of this key's nodes, by local index
+            while heap and made < max_nodes:
+                negc, _, t, par, ctx, depth = heapq.heappop(heap)
+                c0 = -negc
+                idx = len(tok_a)
+                tok_a.append(t)
+                par_a.append(par)
+                prob_a.append(c0 if par < 0 else c0 / cum_local[par - start])
+                cum_local.append(c0)
+                made += 1
+                if depth < max_depth:
+                    nxt = successors(ctx[-order:])
+                    if nxt:
+                        for p, t2 in nxt:
+                            c = c0 * p
+                            if c < min_cum:
+                                break       # sorted: the rest is smaller still
+                            heapq.heappush(heap, (-c, tie, t2, idx, ctx[-order + 1:] + (t2,) if order > 1 else (t2,), depth + 1))
+                            tie += 1
+            if made:
+                self.roots[key] = (start, len(tok_a))
+
+        nodes = len(tok_a)
+        nbytes = (tok_a.itemsize + par_a.itemsize + prob_a.itemsize) * nodes
+        nbytes += sum(56 + 8 * len(key) + 120 for key in self.roots)  # tuple + dict slot + range tuple
+        self.stats = CalibrationStats((time.perf_counter() - t0) * 1e3, T, len(self.roots), nodes, nbytes)
+        return self
+
+    def lookup(self, context: Sequence[int], max_paths: int = 8) -> list[tuple[list[int], list[float]]]:
+        """Calibrated continuations after ``context`` (the last generated tokens), as
+        (tokens, step probabilities) root-to-leaf paths, most probable leaf first."""
+        rng = None
+        for o in range(min(self.config.order, len(context)), 0, -1):
+            rng = self.roots.get(tuple(context[-o:]))
+            if rng is not None:
+                break
+        if rng is None:
+            return []
+        start, end = rng
+        tok, par, prob = self.tok, self.parent, self.prob
+        n = end - start
+        has_child = [False] * n
+        cum = [0.0] * n
+        for j in range(n):
+            p = par[start + j]
+            if p < 0:
+                cum[j] = prob[start + j]
+            else:
+                has_child[p - start] = True
+                cum[j] = cum[p - start] * prob[start + j]
+        leaves = sorted((j for j in range(n) if not has_child[j]), key=lambda j: -cum[j])[:max_paths]
+        out = []
+        for j in leaves:
+            toks, ps = [], []
+            g = start + j
+            while g >= 0:
+                toks.append(tok[g])
+                ps.append(prob[g])
+                g = par[g]
+            toks.reverse()
+            ps.reverse()
+            out.append((toks, ps))
+        return out

@@ -1,0 +1,151 @@
+"""GGUF quantized tensors to the native kernels' code layouts, block for block, with no fp32 copy.
+
+The kernels read two layouts (``kernels/layout.h``), per panel of 16 output rows and block of 32
+inputs: *bits 4* holds fp32 d[16], m[16] and 4-bit codes q (w = d*q + m), *bits 8* holds fp32
+d[16] and int8 codes (w = d*q). Every GGUF type below maps into one of them exactly: the weight
+the kernels rebuild (d*q, + m) is the weight ggml's dequantization gives, bit for bit but for the
+sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no product changes)
+(``tests/engine/test_gguf_codes.py`` compares them with the ``gguf`` package's dequantize):
+
+| GGUF   | ggml's weight                   | layout | d, m here                                   |
+|--------|---------------------------------|--------|---------------------------------------------|
+| Q4_0   | d * (q - 8)                     | 4      | d, -8d (both exact)                         |
+| Q4_1   | d * q + m                       | 4      | d, m                                        |
+| Q4_K   | (d*sc) * q - (dmin*mn), per 32  | 4      | d*sc, -(dmin*mn) (exact: 11 x 6 bits)       |
+| Q5_0   | d * (q - 16)                    | 8      | d, codes q - 16 in [-16, 15]                |
+| Q8_0   | d * q                           | 8      | d, q                                        |
+| Q5_1   | d * q + m                       | 5      | d, m; codes 0..31                           |
+| Q5_K   | (d*sc) * q - (dmin*mn), per 32  | 5      | d*sc, -(dmin*mn); codes 0..31               |
+| Q6_K   | (d*sc) * (q - 32), per 16       | 6      | d*sc of inputs 0-15, of 16-31; codes q - 32 |
+
+(Layouts 5 and 6 hold 8-bit codes after two fp32 arrays: ``layout.h``.) F16/BF16/F32 tensors are
+dequantized one tensor at a time into fp32 panels (4 bytes a weight): hexa's small ones (norms,
+biases) and any type not in this table.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime.kernels import PANEL, QUANT_BLOCK
+
+QB = QUANT_BLOCK
+NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 8, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6}   # -> layout
+
+
+def _half(raw: np.ndarray) -> np.ndarray:
+    """fp16 bytes (..., 2) -> fp32"""
+    return np.ascontiguousarray(raw).view(np.float16)[..., 0].astype(np.float32)
+
+
+def _nibbles(qs: np.ndarray) -> np.ndarray:
+    """[..., 16] bytes -> [..., 32] codes: low nibbles are inputs 0-15, high nibbles 16-31"""
+    return np.concatenate([qs & 15, qs >> 4], axis=-1)
+
+
+def decode(kind: str, data: np.ndarray, rows: int, K: int):
+    """(d [rows, K/32], m [rows, K/32] or None, codes [rows, K]) of a GGUF tensor's raw blocks
+    ``data`` (uint8 [rows, bytes per row]); for Q6_K (layout 6) m is the scale of each block's
+    inputs 16-31 and d that of inputs 0-15."""
+    nb = K // QB
+    if kind == "Q6_K":
+        b = data.reshape(rows, K // 256, 210)
+        ql, qh = b[..., 0:128].reshape(rows, -1, 2, 64), b[..., 128:192].reshape(rows, -1, 2, 32)
+        lo, hi = ql[..., :32], ql[..., 32:]                             # per half of 128 inputs
+        parts = [(lo & 15) | ((qh & 3) << 4), (hi & 15) | (((qh >> 2) & 3) << 4),
+                 (lo >> 4) | (((qh >> 4) & 3) << 4), (hi >> 4) | (((qh >> 6) & 3) << 4)]
+        q = (np.stack(parts, axis=3).astype(np.int16) - 32).astype(np.int8).reshape(rows, K)
+        d = _half(b[..., 208:210])[..., None]
+        scale = (d * b[..., 192:208].view(np.int8).astype(np.float32)).reshape(rows, nb, 2)   # per 16 inputs
+        return np.ascontiguousarray(scale[..., 0]), np.ascontiguousarray(scale[..., 1]), q
+    if kind == "Q5_K":
+        b = data.reshape(rows, K // 256, 176)
+        d, dmin = _half(b[..., 0:2])[..., None], _half(b[..., 2:4])[..., None]
+        sc, mn = _k_scales(b[..., 4:16])
+        qh = b[..., 16:48][..., None, :]                               # [rows, S, 1, 32]
+        qs = b[..., 48:].reshape(rows, K // 256, 4, 32)
+        bit = lambda j: ((qh >> j) & 1) << 4                           # noqa: E731
+        j = np.arange(4, dtype=np.uint8)[:, None]
+        q = np.stack([(qs & 15) | bit(2 * j), (qs >> 4) | bit(2 * j + 1)], axis=3).reshape(rows, K)
+        return ((d * sc.astype(np.float32)).reshape(rows, nb), -(dmin * mn.astype(np.float32)).reshape(rows, nb),
+                q.astype(np.int8))
+    if kind == "Q4_K":
+        b = data.reshape(rows, K // 256, 144)
+        d, dmin = _half(b[..., 0:2])[..., None], _half(b[..., 2:4])[..., None]
+        sc, mn = _k_scales(b[..., 4:16])                       # [rows, K/256, 8]
+        qs = b[..., 16:].reshape(rows, K // 256, 4, 32)        # 4 chunks of 64 inputs
+        q = np.stack([qs & 15, qs >> 4], axis=3).reshape(rows, K)   # sub-block 2j low, 2j+1 high
+        scale = (d * sc.astype(np.float32)).reshape(rows, nb)
+        return scale, -(dmin * mn.astype(np.float32)).reshape(rows, nb), q
+    size = {"Q4_0": 18, "Q4_1": 20, "Q5_0": 22, "Q8_0": 34, "Q5_1": 24}[kind]
+    b = data.reshape(rows, nb, size)
+    d = _half(b[..., 0:2])
+    if kind == "Q4_0":
+        return d, d * np.float32(-8), _nibbles(b[..., 2:]).reshape(rows, K)
+    if kind == "Q4_1":
+        return d, _half(b[..., 2:4]), _nibbles(b[..., 4:]).reshape(rows, K)
+    if kind == "Q8_0":
+        return d, None, b[..., 2:].view(np.int8).reshape(rows, K)
+    if kind == "Q5_1":
+        qh = np.ascontiguousarray(b[..., 4:8]).view(np.uint32)
+        high = ((qh >> np.arange(32, dtype=np.uint32)) & 1).astype(np.uint8) << 4
+        return d, _half(b[..., 2:4]), (_nibbles(b[..., 8:]) | high).astype(np.int8).reshape(rows, K)
+    qh = np.ascontiguousarray(b[..., 2:6]).view(np.uint32)          # Q5_0: the fifth bits
+    high = ((qh >> np.arange(32, dtype=np.uint32)) & 1).astype(np.uint8) << 4
+    q = (_nibbles(b[..., 6:]) | high).astype(np.int16) - 16
+    return d, None, q.astype(np.int8).reshape(rows, K)
+
+
+def _k_scales(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K/Q5_K's 12 bytes -> eight 6-bit scales and mins (ggml's get_scale_min_k4)"""
+    s = s.astype(np.uint8)
+    sc = np.concatenate([s[..., 0:4] & 63, (s[..., 8:12] & 15) | ((s[..., 0:4] >> 6) << 4)], axis=-1)
+    mn = np.concatenate([s[..., 4:8] & 63, (s[..., 8:12] >> 4) | ((s[..., 4:8] >> 6) << 4)], axis=-1)
+    return sc, mn
+
+
+def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):
+    """(d of inputs 0-15, d of inputs 16-31, m, int8 codes) of a tensor in layout ``bits``: layout 7
+    holds every other exactly, so a fused projection of parts of several types (Q4_K_M's Q4_K
+    q and k with a Q6_K v) stays codes."""
+    zero = np.zeros_like(d)
+    if bits == 6:
+        return d, m, zero, q.astype(np.int8)
+    return d, d, (m if bits in (4, 5) else zero), q.astype(np.int8)
+
+
+def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
+    """The layout's bytes (``pack.c``'s hexa_pack_quant fills the same) from per-row d, m, codes;
+    layout 7 takes (d, d of inputs 16-31 as m, m as m2)."""
+    N, K = q.shape
+    nb, P = K // QB, -(-N // PANEL)
+    pad = P * PANEL - N
+
+    def panels(a: np.ndarray) -> np.ndarray:        # [N, ...] -> [P, 16, ...], zero rows past N
+        if pad:
+            a = np.concatenate([a, np.zeros((pad,) + a.shape[1:], a.dtype)])
+        return a.reshape(P, PANEL, *a.shape[1:])
+
+    head = [panels(d.astype(np.float32)).transpose(0, 2, 1)]          # [P, nb, 16]
+    if bits != 8:   # m (bits 4, 5), or the second half's scale (bits 6, 7)
+        head.append(panels(m.astype(np.float32)).transpose(0, 2, 1))
+    if bits == 7:
+        head.append(panels(m2.astype(np.float32)).transpose(0, 2, 1))
+    if bits == 4:
+        c = panels(q.astype(np.uint8).reshape(N, nb, QB))             # [P, 16, nb, 32]
+        codes = (c[..., 0::2] | (c[..., 1::2] << 4)).transpose(0, 2, 3, 1)   # [P, nb, 16 pairs, 16]
+    else:
+        codes = panels(q.astype(np.int8).reshape(N, nb, QB)).transpose(0, 2, 3, 1).view(np.uint8)
+    parts = [np.ascontiguousarray(h).view(np.uint8) for h in head] + [codes.reshape(P, nb, -1)]
+    return np.ascontiguousarray(np.concatenate(parts, axis=-1)).reshape(-1)
+
+
+def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
+    """The weights the kernels rebuild from (d, m, q): d*q, then + m (fp32, in that order); bits 6:
+    each half block's own d times q."""
+    N, K = q.shape
+    if bits in (6, 7):
+        scale = np.stack([d, m], axis=2).reshape(N, -1)                # a scale per 16 inputs
+        w = np.repeat(scale, QB // 2, axis=1) * q.astype(np.float32)
+        return w + np.repeat(m2, QB, axis=1) if bits == 7 else w
+    w = np.repeat(d, QB, axis=1) * q.astype(np.float32)
+    return w + np.repeat(m, QB, axis=1) if bits in (4, 5) else w

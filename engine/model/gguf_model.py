@@ -1,0 +1,211 @@
+"""A GGUF model loaded as its own codes: the architecture, config and tokenizer from the file's
+metadata, every weight straight from its blocks into the native kernels' layouts
+(``gguf_codes.py``), never through an fp32 copy of the model.
+
+The cache keeps only what is slow to derive and small: ``config.json`` and the tokenizer files
+(transformers builds the tokenizer from the GGUF's vocabulary once, ~5 s), and the packed state
+(``packed_weights.py``), so later starts read the codes in one go. The architecture is checked
+from the header before anything else: a model hexa cannot run is refused in one line, at once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..errors import EngineError
+from .gguf_codes import NATIVE, as_layout7, decode, pack
+from ..runtime.kernels import PANEL
+from .gguf_header import ARCHITECTURES, check_architecture
+from .source import ModelSource
+
+Progress = Callable[[str], None]
+GEMMA3_LOCAL_BASE = 10000.0   # llama.cpp's gemma3: local layers' RoPE base (not in the file)
+GEMMA3_PATTERN = 6            # llama.cpp's gemma3: every 6th layer global, the rest sliding-window
+
+
+def reader(path: Path):
+    import gguf
+    try:
+        return gguf.GGUFReader(path)
+    except Exception as exc:   # truncated, not a GGUF, an unknown version
+        raise EngineError(f"{path.name}: not a readable GGUF file ({exc.__class__.__name__})") from None
+
+
+def field(r, key: str, default=None):
+    f = r.fields.get(key)
+    return default if f is None else f.contents()
+
+
+def architecture(path: Path, label: str, supported: tuple[str, ...] = ARCHITECTURES) -> str:
+    return check_architecture(path, label, supported)
+
+
+def config_dict(r, label: str) -> dict:
+    """The transformers-style config ``ModelConfig.from_dict`` reads, from the GGUF's metadata."""
+    arch = field(r, "general.architecture")
+    a = lambda key, default=None: field(r, f"{arch}.{key}", default)   # noqa: E731
+    tensors = {t.name: t for t in r.tensors}
+    heads = int(a("attention.head_count"))
+    hidden = int(a("embedding_length"))
+    scaling = a("rope.scaling.type")
+    if scaling not in (None, "none"):
+        raise EngineError(f"{label}: RoPE scaling {scaling!r} is not supported")
+    rope = {"rope_theta": float(a("rope.freq_base", 10000.0))}
+    if "rope_freqs.weight" in tensors:   # Llama 3.x: per-frequency divisors (its rope_scaling, precomputed)
+        rope["factors"] = [float(x) for x in np.asarray(tensors["rope_freqs.weight"].data, np.float32)]
+    eos = [int(x) for x in (field(r, "tokenizer.ggml.eos_token_id"), field(r, "tokenizer.ggml.eot_token_id"))
+           if x is not None]
+    vocab = a("vocab_size") or len(field(r, "tokenizer.ggml.tokens", []))
+    layers = int(a("block_count"))
+    extra = {}
+    if arch == "gemma3":
+        extra = {"hexa_act": "gelu_tanh", "hexa_embed_scale": hidden ** 0.5,
+                 "sliding_window": int(a("attention.sliding_window", 512)),
+                 "hexa_local_layers": [i for i in range(layers) if (i + 1) % GEMMA3_PATTERN],
+                 "rope_local_base_freq": GEMMA3_LOCAL_BASE}
+    return extra | {
+        "model_type": arch, "vocab_size": int(vocab), "hidden_size": hidden,
+        "intermediate_size": int(a("feed_forward_length")), "num_hidden_layers": layers,
+        "num_attention_heads": heads, "num_key_value_heads": int(a("attention.head_count_kv", heads)),
+        "head_dim": int(a("attention.key_length", hidden // heads)),
+        "rms_norm_eps": float(a("attention.layer_norm_rms_epsilon", 1e-6)),
+        "max_position_embeddings": int(a("context_length", 4096)),
+        "tie_word_embeddings": "output.weight" not in tensors,
+        "attention_bias": "blk.0.attn_q.bias" in tensors,
+        "rope_parameters": rope, "eos_token_id": sorted(set(eos)),
+    }
+
+
+def entry_dir(source: ModelSource, cache_root: Path) -> Path:
+    """The cache folder of a GGUF loaded as its codes (config, tokenizer, packed file)."""
+    safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in source.name)
+    return Path(cache_root) / f"{safe}-{source.fingerprint()}-gguf"
+
+
+def entry(source: ModelSource, cache_root: Path, progress: Progress | None = None) -> Path:
+    """The cache folder with config.json and the tokenizer; made on first use."""
+    architecture(source.path, source.name)                  # before anything slow
+    folder = entry_dir(source, cache_root)
+    if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
+        return folder
+    config = config_dict(reader(source.path), source.name) | {"hexa_name": source.name}
+    if progress:
+        progress(f"reading {source.name}'s tokenizer (first run only)")
+    Path(cache_root).mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=cache_root))
+    try:
+        from transformers import AutoTokenizer
+        try:
+            tok = AutoTokenizer.from_pretrained(source.path.parent, gguf_file=source.path.name)
+        except Exception as exc:
+            raise EngineError(f"{source.name}: cannot read the GGUF's tokenizer ({exc.__class__.__name__}: "
+                              f"{(str(exc).splitlines() or ['no detail'])[0][:160]})") from None
+        tok.save_pretrained(tmp)
+        (tmp / "config.json").write_text(json.dumps(config, indent=1))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def _unpermute(rows: int, heads: int) -> np.ndarray:
+    """llama.cpp's converter interleaves each head's rotary halves in attn_q/attn_k (row h*D + 2i + t
+    holds transformers' row h*D + t*D/2 + i); the source row of each transformers row."""
+    D = rows // heads
+    h, t, i = np.meshgrid(np.arange(heads), np.arange(2), np.arange(D // 2), indexing="ij")
+    return (h * D + 2 * i + t).reshape(-1)
+
+
+class Weights:
+    """The GGUF's tensors by name, as packed weights of the native kernel."""
+
+    def __init__(self, r, config, kernel):
+        self.t = {t.name: t for t in r.tensors}
+        self.config, self.kernel = config, kernel
+        self.native = self.fp32 = 0        # weights kept as codes / as fp32 panels
+
+    def rows(self, name: str) -> tuple[str, np.ndarray, int, int]:
+        t = self.t[name]
+        K, N = int(t.shape[0]), int(t.shape[1])
+        data = t.data
+        c = self.config
+        if c.model_type == "llama" and name.endswith(("attn_q.weight", "attn_k.weight")):
+            data = data[_unpermute(N, c.num_heads if "attn_q" in name else c.num_kv_heads)]
+        return t.tensor_type.name, data, N, K
+
+    def vector(self, name: str) -> torch.Tensor | None:
+        if name not in self.t:
+            return None
+        from gguf import quants
+        t = self.t[name]
+        return torch.from_numpy(np.array(quants.dequantize(t.data, t.tensor_type), np.float32).reshape(-1))
+
+    def packed(self, *names: str):
+        """The tensors ``names`` stacked by rows (q, k, v; gate, up) as one PackedWeight: their
+        codes when all map to one layout, else fp32 panels."""
+        from gguf import quants
+
+        from ..runtime.kernels import PackedWeight
+        parts = [self.rows(n) for n in names]
+        bits = {NATIVE.get(kind) for kind, *_ in parts}
+        N, K = sum(p[2] for p in parts), parts[0][3]
+        if None not in bits and K % 32 == 0:
+            b = bits.pop() if len(bits) == 1 else 7   # parts of several layouts: layout 7 holds them all
+            if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak
+                kind, data, _, _ = parts[0]
+                step = max(PANEL, (1 << 22) // K // PANEL * PANEL)     # ~4M weights a slice
+                slices = [pack(b, *decode(kind, data[r:r + step], min(step, N - r), K)) for r in range(0, N, step)]
+                codes = torch.from_numpy(np.concatenate(slices)) if len(slices) > 1 else torch.from_numpy(slices[0])
+            else:
+                decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
+                if b == 7:
+                    decoded = [as_layout7(NATIVE[kind], *x) for (kind, *_), x in zip(parts, decoded)]
+                    d, m, m2, q = (np.concatenate([x[i] for x in decoded]) for i in range(4))
+                    codes = torch.from_numpy(pack(7, d, m, q, m2))
+                else:
+                    d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
+                    m = np.concatenate([x[1] for x in decoded]) if b != 8 else None
+                    codes = torch.from_numpy(pack(b, d, m, q))
+            self.native += N * K
+            return PackedWeight(None, (N, K), (codes, b), self.kernel)
+        w = np.concatenate([np.asarray(quants.dequantize(data, self.t[n].tensor_type), np.float32).reshape(rows, k)
+                            for n, (_, data, rows, k) in zip(names, parts)])
+        self.fp32 += N * K
+        return self.kernel.pack(torch.from_numpy(w))
+
+
+def packed_state(r, config, kernel) -> dict:
+    """The state ``CompactTransformer.from_packed`` builds the model from (``packed_weights``'s)."""
+    w = Weights(r, config, kernel)
+
+    def entry_of(p) -> dict:
+        if p.quant is not None:
+            return {"shape": list(p.shape), "bits": p.bits, "codes": p.quant}
+        return {"shape": list(p.shape), "bits": 0, "data": p.data}
+
+    layers = []
+    for i in range(config.num_layers):
+        b = f"blk.{i}."
+        bias = [w.vector(b + f"attn_{n}.bias") for n in "qkv"]
+        layers.append({
+            "ln_in": w.vector(b + "attn_norm.weight"), "ln_post": w.vector(b + "ffn_norm.weight"),
+            "q_norm": w.vector(b + "attn_q_norm.weight"), "k_norm": w.vector(b + "attn_k_norm.weight"),
+            "post_attn": w.vector(b + "post_attention_norm.weight"), "post_ffn": w.vector(b + "post_ffw_norm.weight"),
+            "bqkv": torch.cat(bias) if all(x is not None for x in bias) else None,
+            "wqkv": entry_of(w.packed(b + "attn_q.weight", b + "attn_k.weight", b + "attn_v.weight")),
+            "wo": entry_of(w.packed(b + "attn_output.weight")),
+            "wgu": entry_of(w.packed(b + "ffn_gate.weight", b + "ffn_up.weight")),
+            "wdown": entry_of(w.packed(b + "ffn_down.weight"))})
+    tied = "output.weight" not in w.t
+    head = w.packed("token_embd.weight" if tied else "output.weight")
+    return {"layers": layers, "norm": w.vector("output_norm.weight"), "lm_head": entry_of(head), "tied": tied,
+            "embed": None if tied else w.packed("token_embd.weight"),
+            "native_weights": w.native, "fp32_weights": w.fp32}

@@ -1,0 +1,361 @@
+/* Decoding steps and draft trees on integer dot products: Q4_1 / Q8_0 codes times 8-bit
+ * activations (AVX2), as llama.cpp decodes the same GGUF.
+ *
+ * The exact kernel (quant_gemm.c) rebuilds every fp32 weight in registers (4 vector ops per 8
+ * weights) before its FMA: a 1-row step over SmolLM2's codes cost 9.2 ms for ~110 MB, far from
+ * what memory allows (~4.3 ms). Here each row of x is quantized per block of 32 inputs (dx =
+ * max|x| / 127, xq = round(x / dx)), each block's sum(q * xq) per column is formed in integers
+ * (Q4_1: bytes times bytes, _mm256_maddubs_epi16; Q8_0: int16 pairs, _mm256_madd_epi16), then
+ * y[n] = sum over blocks of d[n] * dx * sum(q * xq) (+ m[n] * dx * sum(xq) for Q4_1). Integer
+ * sums are exact, so how they are formed never changes a bit; the fp32 operations after them are
+ * the same ones in the same order in every tile. The codes are read in quant_gemm.c's layout:
+ * nothing else is stored.
+ *
+ * Draft trees verify several rows per call, so rows must be cheap, not only bytes. All of a
+ * SmolLM2-135M step's linears (30 layers' qkv, o, gate+up and down, and the Q8_0 head; 2 threads,
+ * one process, old and new interleaved, ms) at 1 / 2 / 4 / 8 / 16 / 32 rows: 5.0 / 7.8 / 13.4 /
+ * 26.6 / 54.8 / 112 with int16 pairs for Q4_1 too, 3.2 / 4.3 / 6.2 / 12.2 / 22.1 / 40.5 with the
+ * Q4_1 bytes, the sums added in order (IN_ORDER), a panel's codes decoded once for all its row
+ * tiles (dot_group) and the rows' max|x| found without fmaxf (block_amax).
+ *
+ * Not the fp32 arithmetic: prefill keeps the exact kernels, and decoding uses this one for every
+ * step and tree alike (``engine/runtime/transformer.py`` decides by phase, never by row count). Every
+ * row is quantized alone and accumulated in one fixed order, block after block, whatever the
+ * tile or the batch: a tree row still equals a plain step bit for bit.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hexa.h"
+#include "pool.h"
+#include "quantize.h"
+#include "tile.h"
+
+struct dot_job {
+    const uint8_t *packed;
+    const float *b, *res;
+    float *y;
+    const void *codes;      /* Q4_1: [M][K] the rows' 8-bit codes; Q8_0: [M][K/2] inputs 2j, 2j+1 as two int16 */
+    const float *dx, *sx;   /* [M][K/32]: block scale, and scale * sum of the block's codes */
+    int M, N, K, P, bits;
+};
+
+/* max|x| of a block as quantize_block's chain of fmaxf gives it, on the bits: a float >= 0
+   orders as its bits do, and |x|'s bits above inf's are NaN, which fmaxf leaves out. fmaxf is a
+   libm call per input on x86 (no instruction has its NaN rule): 64 rows x 1536 inputs took
+   0.36 ms to quantize, now 0.08, and all of a 32-row step's linears 46 ms, now 34. Returns 0 for
+   a block holding a signaling NaN, which fmaxf does not leave out. */
+static inline int block_amax(const float *xb, float *amax) {
+    int32_t top = 0, signaling = 0;
+    for (int i = 0; i < QB; i++) {
+        int32_t b;
+        memcpy(&b, xb + i, sizeof b);
+        b &= 0x7fffffff;
+        signaling |= b > 0x7f800000 && b < 0x7fc00000;
+        b = b > 0x7f800000 ? 0 : b;
+        top = b > top ? b : top;
+    }
+    memcpy(amax, &top, sizeof *amax);
+    return !signaling;
+}
+
+/* A signaling NaN makes the fmaxf chain a quiet NaN, which of the two operands' depending on
+   their order, and GCC orders a builtin's operands as suits its registers: the build before
+   block_amax called fmaxf(|x|, amax). Through a pointer, that order stays. */
+static float (*volatile fmaxf_call)(float, float) = fmaxf;
+
+/* x row [K] -> its block scales and codes (quantize.h): the int8 codes as they are for Q4_1, as
+   pairs of int16 (sign-extended: the same values) in int32 for Q8_0 */
+static void quantize_row(const float *x, int K, int bits, void *codes, float *dx, float *sx) {
+    for (int b = 0; b < K / QB; b++) {
+        int8_t q[QB];
+        float amax;
+        if (!block_amax(x + b * QB, &amax)) {
+            amax = 0.f;
+            for (int i = 0; i < QB; i++) amax = fmaxf_call(fabsf(x[b * QB + i]), amax);
+        }
+        quantize_scaled(x + b * QB, amax, q, dx + b, sx + b);
+        if (bits == 4)
+            memcpy((int8_t *)codes + b * QB, q, QB);
+        else
+            for (int i = 0; i < QB; i += 2)
+                ((int32_t *)codes)[(b * QB + i) / 2] = (int32_t)((uint32_t)(uint16_t)q[i] | (uint32_t)(uint16_t)q[i + 1] << 16);
+    }
+}
+
+/* ---- Q4_1: bytes times bytes ------------------------------------------------------------------
+   _mm256_maddubs_epi16 multiplies unsigned bytes (the codes, 0..15) by signed bytes (the row's
+   int8 codes, the very values the int16 pairs held) and adds each two products into int16:
+   16 columns x 4 inputs in two instructions, where int16 pairs took four. A 16-bit lane takes one
+   column's 2 inputs per group of 4, |sum| <= 2 * 15 * 128 = 3840 for any int8, so it never
+   saturates and a whole block (8 groups: 30720 < 32767) adds up in int16; one _mm256_madd_epi16
+   by 1 then adds each column's two lanes into its int32 sum, the same integer as before. */
+
+/* 16 columns x inputs 4g .. 4g+3, each 32-bit lane one column's 4 codes (arm64/quant_dot.c's
+   quads): w[0] columns 0-3 | 8-11, w[1] columns 4-7 | 12-15 */
+static inline void quads_q4(const uint8_t *bp, int g, __m256i *w) {
+    const __m256i zip = _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
+                                         0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(bp + Q4_HEAD) + g);   /* pairs 2g | 2g+1 */
+    /* per column c, a 16-bit lane: its byte of pair 2g, its byte of pair 2g+1 (c 0-7 | 8-15) */
+    const __m256i z = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(v, 0xd8), zip), low = _mm256_set1_epi8(0x0f);
+    const __m256i lo = _mm256_and_si256(z, low), hi = _mm256_and_si256(_mm256_srli_epi16(z, 4), low);
+    w[0] = _mm256_unpacklo_epi8(lo, hi);
+    w[1] = _mm256_unpackhi_epi8(lo, hi);
+}
+
+/* d[16] (or m[16]) in the quads' column order: columns 0-3 | 8-11, 4-7 | 12-15 */
+static inline __m256 quad_order(const float *d, int h) {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(d + 4 * h)), _mm_loadu_ps(d + 8 + 4 * h), 1);
+}
+
+/* Blocks read ahead in software. A step's ~120 calls each stream 0.1-1.5 MB, too short for the
+   hardware prefetchers to reach full speed: all projections of one step ran at ~12 GB/s where a
+   plain sum reaches ~26. Interleaved in one process over all of a step's projections: 0 blocks
+   ahead 7.9 ms, 4 blocks 6.7, 8 blocks 6.8, 16 blocks 7.3. Past a work item's end this reads
+   into the next panels (harmless). */
+#ifndef PREFETCH
+#define PREFETCH 4
+#endif
+
+/* GCC re-associated each running sum: it formed a block's products first and added them up
+   after, spilling most of them (a 6-row Q8_0 tile: 417 ymm spills and reloads per block; 95, the
+   fp32 sums', with this). An empty asm on each running sum keeps one add per product, in order. */
+#define IN_ORDER(u, v) __asm__("" : "+x"(u), "+x"(v))
+
+typedef void (*dot_tile)(const struct dot_job *, int, int, const __m256i *);
+
+/* The integer sums, with or without VNNI (the build for CPUs with AVX-VNNI defines HEXA_VNNI).
+   A 32-bit lane is one column's 4 inputs either way: maddubs' int16 pair sums added per group
+   then paired by a madd with ones, or vpdpbusd's quad sums accumulated in int32 directly; Q8_0's
+   int16 pairs by madd and an add, or by vpdpwssd. Exact integers both ways, so the same bits. */
+#ifdef HEXA_VNNI
+/* vpdpbusd chains on its accumulator (latency 5 on Zen 4): with 1-2 rows the block's 8 groups on
+   2 chains per output vector left it slower than maddubs + add (4.6 against 4.2 ms a step); odd
+   groups on chains of their own, added at the block's end (integers: the order is free) */
+#define SPLIT(MR) ((MR) <= 2)
+#define QUAD_ADD(s, w, x) _mm256_dpbusd_avx_epi32(s, w, x)
+#define QUAD_SUM(s, ones) ((void)(ones), (s))
+#define PAIR_ADD(s, w, x) _mm256_dpwssd_avx_epi32(s, w, x)
+#else
+#define SPLIT(MR) 0
+#define QUAD_ADD(s, w, x) _mm256_add_epi16(s, _mm256_maddubs_epi16(w, x))
+#define QUAD_SUM(s, ones) _mm256_madd_epi16(s, ones)
+#define PAIR_ADD(s, w, x) _mm256_add_epi32(s, _mm256_madd_epi16(w, x))
+#endif
+
+/* rows [m0, m0+MR) x panel p; PRE: the codes come quads_q4'd from pre (the panel's, decoded once
+   for all its row tiles), else decoded here */
+#define DOT_Q4(MR, PRE)                                                                           \
+static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
+    const int nb = a->K / QB;                                                                     \
+    const int8_t *codes = (const int8_t *)a->codes + (int64_t)m0 * a->K;                          \
+    __m256 acc[MR][2];                                                                            \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
+    for (int blk = 0; blk < nb; blk++) {                                                          \
+        const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * Q4_BYTES;                       \
+        if (!PRE)                                                                                 \
+            for (int off = 0; off < Q4_BYTES; off += 64)   /* PREFETCH blocks ahead */            \
+                _mm_prefetch((const char *)bp + PREFETCH * Q4_BYTES + off, _MM_HINT_T0);          \
+        __m256i s[MR][2], u[MR][2];   /* int16 pair sums, or with VNNI the int32 quad sums themselves */ \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i][0] = s[i][1] = u[i][0] = u[i][1] = _mm256_setzero_si256(); \
+        _Pragma("GCC unroll 8") for (int g = 0; g < QB / 4; g++) {                                \
+            __m256i w[2];                                                                         \
+            if (PRE) {                                                                            \
+                w[0] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2);                           \
+                w[1] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2 + 1);                       \
+            } else {                                                                              \
+                quads_q4(bp, g, w);                                                               \
+            }                                                                                     \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
+                int32_t quad;                                                                     \
+                memcpy(&quad, codes + (int64_t)i * a->K + blk * QB + 4 * g, sizeof quad);         \
+                const __m256i xv = _mm256_set1_epi32(quad);                                       \
+                if (SPLIT(MR) && (g & 1)) {   /* VNNI, 1-2 rows: odd groups on chains of their own */ \
+                    u[i][0] = QUAD_ADD(u[i][0], w[0], xv);                                        \
+                    u[i][1] = QUAD_ADD(u[i][1], w[1], xv);                                        \
+                    IN_ORDER(u[i][0], u[i][1]);                                                   \
+                    continue;                                                                     \
+                }                                                                                 \
+                s[i][0] = QUAD_ADD(s[i][0], w[0], xv);                                            \
+                s[i][1] = QUAD_ADD(s[i][1], w[1], xv);                                            \
+                IN_ORDER(s[i][0], s[i][1]);                                                       \
+            }                                                                                     \
+        }                                                                                         \
+        if (SPLIT(MR))                                                                            \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
+                s[i][0] = _mm256_add_epi32(s[i][0], u[i][0]);                                     \
+                s[i][1] = _mm256_add_epi32(s[i][1], u[i][1]);                                     \
+            }                                                                                     \
+        const float *d = (const float *)bp;                                                       \
+        const __m256 d0 = quad_order(d, 0), d1 = quad_order(d, 1);                                \
+        const __m256 mn0 = quad_order(d + PW, 0), mn1 = quad_order(d + PW, 1);                    \
+        const __m256i ones = _mm256_set1_epi16(1);                                                \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                    \
+            const int64_t at = (int64_t)(m0 + i) * nb + blk;                                      \
+            const __m256 dx = _mm256_set1_ps(a->dx[at]), sx = _mm256_set1_ps(a->sx[at]);          \
+            acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(QUAD_SUM(s[i][0], ones)), _mm256_mul_ps(d0, dx), acc[i][0]); \
+            acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(QUAD_SUM(s[i][1], ones)), _mm256_mul_ps(d1, dx), acc[i][1]); \
+            acc[i][0] = _mm256_fmadd_ps(mn0, sx, acc[i][0]);                                      \
+            acc[i][1] = _mm256_fmadd_ps(mn1, sx, acc[i][1]);                                      \
+        }                                                                                         \
+    }                                                                                             \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
+        store_panel(_mm256_permute2f128_ps(acc[i][0], acc[i][1], 0x20), _mm256_permute2f128_ps(acc[i][0], acc[i][1], 0x31), \
+                    a->b, a->res, a->y, m0 + i, p * PW, a->N);                                    \
+}
+DOT_Q4(1, 0) DOT_Q4(2, 0) DOT_Q4(3, 0) DOT_Q4(4, 0) DOT_Q4(5, 0) DOT_Q4(6, 0) DOT_Q4(7, 0) DOT_Q4(8, 0)
+DOT_Q4(1, 1) DOT_Q4(2, 1) DOT_Q4(3, 1) DOT_Q4(4, 1) DOT_Q4(5, 1) DOT_Q4(6, 1) DOT_Q4(7, 1) DOT_Q4(8, 1)
+
+static const dot_tile TILES_Q4[2][9] = {
+    {0, dot_q4_1_0, dot_q4_2_0, dot_q4_3_0, dot_q4_4_0, dot_q4_5_0, dot_q4_6_0, dot_q4_7_0, dot_q4_8_0},
+    {0, dot_q4_1_1, dot_q4_2_1, dot_q4_3_1, dot_q4_4_1, dot_q4_5_1, dot_q4_6_1, dot_q4_7_1, dot_q4_8_1}};
+
+/* ---- Q8_0: int16 pairs ------------------------------------------------------------------------
+   Signed codes times signed codes. _mm256_maddubs_epi16 needs one side unsigned: |q|, with q's
+   sign moved onto xq (_mm256_sign_epi8), reaches 2 * 128 * 127 = 32512 a lane, so no two groups
+   add up in int16, and a sign, a maddubs, a widening madd and an add per 8 columns x 4 inputs is
+   the count of two madd and two add on these pairs; splitting q into nibbles doubles the
+   maddubs instead. So these stay int16 pairs; rows gain from IN_ORDER and the decoding shared. */
+
+/* 16 columns x inputs (2kk, 2kk+1) as int16 pairs: w[0] columns 0-7, w[1] columns 8-15; the codes
+   start at head (CODE_HEAD: Q8_0's, or bits 5 and 6's after their two fp32 arrays) */
+static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
+    const __m128i *c = (const __m128i *)(bp + head) + 2 * kk;
+    const __m128i a = _mm_loadu_si128(c), b = _mm_loadu_si128(c + 1);
+    w[0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+    w[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
+}
+
+/* rows [m0, m0+MR) x panel p; PRE: the pairs come from pre (decoded once per panel) */
+#define DOT_Q8(MR, PRE)                                                                           \
+static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
+    const int nb = a->K / QB, half = a->K / 2, bits = a->bits;                                    \
+    const int bytes = BLOCK_BYTES(bits), head = CODE_HEAD(bits);                                  \
+    const int32_t *pairs = (const int32_t *)a->codes + (int64_t)m0 * half;                        \
+    __m256 acc[MR][2];                                                                            \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
+    for (int blk = 0; blk < nb; blk++) {                                                          \
+        const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * bytes;                          \
+        if (!PRE)                                                                                 \
+            for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
+                _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
+        const float *d = (const float *)bp;                                                       \
+        __m256i isum[MR][2];                                                                      \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
+        _Pragma("GCC unroll 16") for (int kk = 0; kk < QB / 2; kk++) {                            \
+            if (SPLIT_SCALE(bits) && kk == QB / 4) {   /* inputs 0-15 carry a scale of their own */ \
+                FLOAT_SUMS(MR, d);                                                                \
+                d += PW;                                                                          \
+            }                                                                                     \
+            __m256i w[2];                                                                         \
+            if (PRE) {                                                                            \
+                w[0] = _mm256_load_si256(pre + (blk * QB / 2 + kk) * 2);                          \
+                w[1] = _mm256_load_si256(pre + (blk * QB / 2 + kk) * 2 + 1);                      \
+            } else {                                                                              \
+                pairs_q8(bp, head, kk, w);                                                        \
+            }                                                                                     \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
+                const __m256i xv = _mm256_set1_epi32(pairs[(int64_t)i * half + blk * QB / 2 + kk]); \
+                isum[i][0] = PAIR_ADD(isum[i][0], w[0], xv);                                      \
+                isum[i][1] = PAIR_ADD(isum[i][1], w[1], xv);                                      \
+                IN_ORDER(isum[i][0], isum[i][1]);                                                 \
+            }                                                                                     \
+        }                                                                                         \
+        FLOAT_SUMS(MR, d);                                                                        \
+        if (MIN_AT(bits) >= 0)   /* + m * dx * sum(xq), as Q4_1 */                                \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
+                const __m256 sx = _mm256_set1_ps(a->sx[(int64_t)(m0 + i) * nb + blk]);            \
+                const float *mn = (const float *)bp + MIN_AT(bits);                               \
+                acc[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps(mn), sx, acc[i][0]);                  \
+                acc[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps(mn + 8), sx, acc[i][1]);              \
+            }                                                                                     \
+    }                                                                                             \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
+        store_panel(acc[i][0], acc[i][1], a->b, a->res, a->y, m0 + i, p * PW, a->N);             \
+}
+/* the integer sums so far times d * dx into the fp32 sums; the integer sums start again */
+#define FLOAT_SUMS(MR, d)                                                                         \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                        \
+        const __m256 dx = _mm256_set1_ps(a->dx[(int64_t)(m0 + i) * nb + blk]);                    \
+        acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][0]), _mm256_mul_ps(_mm256_loadu_ps(d), dx), acc[i][0]); \
+        acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][1]), _mm256_mul_ps(_mm256_loadu_ps(d + 8), dx), acc[i][1]); \
+        isum[i][0] = isum[i][1] = _mm256_setzero_si256();                                         \
+    }
+DOT_Q8(1, 0) DOT_Q8(2, 0) DOT_Q8(3, 0) DOT_Q8(4, 0) DOT_Q8(5, 0) DOT_Q8(6, 0) DOT_Q8(7, 0) DOT_Q8(8, 0)
+DOT_Q8(1, 1) DOT_Q8(2, 1) DOT_Q8(3, 1) DOT_Q8(4, 1) DOT_Q8(5, 1) DOT_Q8(6, 1) DOT_Q8(7, 1) DOT_Q8(8, 1)
+
+static const dot_tile TILES_Q8[2][9] = {
+    {0, dot_q8_1_0, dot_q8_2_0, dot_q8_3_0, dot_q8_4_0, dot_q8_5_0, dot_q8_6_0, dot_q8_7_0, dot_q8_8_0},
+    {0, dot_q8_1_1, dot_q8_2_1, dot_q8_3_1, dot_q8_4_1, dot_q8_5_1, dot_q8_6_1, dot_q8_7_1, dot_q8_8_1}};
+
+/* Rows per tile. Up to ONE rows take one tile that decodes its codes itself; more rows take
+   tiles of up to MR rows over the panel's codes decoded once (pre): decoding in every tile
+   repeats the same work per tile, and a tile whose sums outgrow the 16 ymm registers spills.
+   The Q8_0 head, 1 thread: 64 rows in tiles of 8 decoding their own codes 41.5 ms, in tiles of 4
+   over pre 32.7; but 8 rows in one tile 4.7, in two over pre 6.6. Q4_1 cared little (4 to 8). */
+#ifndef ONE_Q4
+#define ONE_Q4 6
+#endif
+#ifndef MR_Q4
+#define MR_Q4 6
+#endif
+#ifndef ONE_Q8
+#define ONE_Q8 8
+#endif
+#ifndef MR_Q8
+#define MR_Q8 4
+#endif
+_Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of 1 to 8 rows");
+
+/* a work item: panels [g*GP, g*GP+GP) x all rows, in tiles (the codes of a panel stay in cache
+   across the row tiles; each row's arithmetic is the same in every tile) */
+static void dot_group(void *ctx, int g) {
+    const struct dot_job *a = ctx;
+    const int q8 = a->bits != 4, nb = a->K / QB;   /* bits 5, 6, 8: 8-bit codes as int16 pairs */
+    const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
+    const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : TILES_Q4;
+    const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
+    const int one = a->M <= (q8 ? ONE_Q8 : ONE_Q4), mr = q8 ? MR_Q8 : MR_Q4;
+    const int tiles = one ? 1 : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
+    __m256i *pre = NULL;
+    if (!one && !(pre = aligned_alloc(32, sizeof(__m256i) * (size_t)nb * per_blk))) abort();
+    for (int p = g * GP; p < p_end; p++) {
+        if (pre)
+            for (int blk = 0; blk < nb; blk++) {
+                const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * bytes;
+                for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */
+                    _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);
+                for (int q = 0; q < per_blk / 2; q++) {
+                    if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
+                    else quads_q4(bp, q, pre + (blk * per_blk / 2 + q) * 2);
+                }
+            }
+        for (int t = 0, m = 0; t < tiles; t++) {
+            const int rows = (a->M - m) / (tiles - t) + ((a->M - m) % (tiles - t) != 0);
+            tiles_of[!one][rows](a, m, p, pre);
+            m += rows;
+        }
+    }
+    free(pre);
+}
+
+void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
+                     int M, int N, int K, int bits, int threads) {
+    const int nb = K / QB;
+    const size_t row_bytes = bits != 4 ? sizeof(int32_t) * (K / 2) : (size_t)K;
+    uint8_t *codes = malloc(row_bytes * (size_t)M);
+    float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
+    if (!codes || !scales) abort();
+    for (int m = 0; m < M; m++)
+        quantize_row(x + (int64_t)m * K, K, bits, codes + row_bytes * m, scales + (int64_t)m * nb,
+                     scales + (int64_t)M * nb + (int64_t)m * nb);
+    const int P = (N + PW - 1) / PW;
+    struct dot_job a = {packed, b, res, y, codes, scales, scales + (int64_t)M * nb, M, N, K, P, bits};
+    hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
+    free(codes);
+    free(scales);
+}

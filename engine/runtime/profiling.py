@@ -1,0 +1,264 @@
+"""Measure the backend's forward cost by number of tokens fed (the draft-tree sizing cost model).
+
+The cost of one verification pass depends on the tokens fed (n) and, through attention, on the
+context already in the KV cache. ``profile_cost_model`` times forward + logits for each n at two
+context lengths over a KV cache filled with random entries (attention cost does not depend on
+the values, so no prefill is needed) and interpolates linearly in the context length.
+
+A static-shape backend's cost is a staircase over its graph lengths (``profile_static_lengths``).
+With a device cost profile (``--cost-profile``) the staircase is ``device_cost_model``: the
+profile's graph times, plus the CPU side of a step as measured here (``profile_cpu_side``).
+"""
+from __future__ import annotations
+
+import time
+from bisect import bisect_left
+from typing import TYPE_CHECKING, Callable
+
+import torch
+
+from ..files import atomic_write
+
+if TYPE_CHECKING:
+    from .qnn.cost_profile import DeviceCostProfile
+
+PROFILE_SIZES = (1, 2, 4, 8, 16, 32)
+PROFILE_PAST = (128, 1024)
+
+
+class CostCurve:
+    """Piecewise-linear cost in ms for feeding n tokens; extrapolates from the last segment."""
+
+    def __init__(self, points: list[tuple[int, float]]):
+        self.points = sorted(points)
+        self.sizes = [n for n, _ in self.points]
+
+    def __call__(self, n: int) -> float:
+        pts = self.points
+        i = bisect_left(self.sizes, n)
+        if i < len(pts) and pts[i][0] == n:
+            return pts[i][1]
+        if i == 0:
+            return pts[0][1]
+        if i == len(pts):
+            (n0, c0), (n1, c1) = pts[-2], pts[-1]
+        else:
+            (n0, c0), (n1, c1) = pts[i - 1], pts[i]
+        return c0 + (c1 - c0) * (n - n0) / (n1 - n0)
+
+    def as_dict(self) -> dict[int, float]:
+        return dict(self.points)
+
+
+def _monotone(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """A bigger feed never costs less (noise must not invert the ranking)."""
+    out = list(points)
+    for i in range(1, len(out)):
+        out[i] = (out[i][0], max(out[i][1], out[i - 1][1]))
+    return out
+
+
+class CostModel:
+    """Cost curves measured at several context lengths; ``at(past)`` interpolates between them.
+
+    Calling the model directly (``model(n)``) uses the shortest profiled context, so it can stand
+    in wherever a plain ``CostCurve`` is expected.
+    """
+
+    def __init__(self, curves: dict[int, CostCurve]):
+        self.curves = dict(sorted(curves.items()))
+        self.pasts = list(self.curves)
+        self._memo: dict[int, CostCurve] = {}
+
+    def __call__(self, n: int) -> float:
+        return self.curves[self.pasts[0]](n)
+
+    def at(self, past: int, bucket: int = 64) -> CostCurve:
+        key = max(0, past) // bucket * bucket
+        curve = self._memo.get(key)
+        if curve is None:
+            if len(self.pasts) == 1:
+                curve = self.curves[self.pasts[0]]
+            else:
+                p0, p1 = self.pasts[0], self.pasts[-1]
+                c0, c1 = self.curves[p0], self.curves[p1]
+                w = (key - p0) / (p1 - p0)          # linear in context, extrapolated past p1
+                sizes = sorted(set(c0.sizes) | set(c1.sizes))
+                curve = CostCurve(_monotone([(n, max(1e-3, c0(n) + w * (c1(n) - c0(n)))) for n in sizes]))
+            self._memo[key] = curve
+        return curve
+
+    def as_dict(self) -> dict[int, dict[int, float]]:
+        return {p: c.as_dict() for p, c in self.curves.items()}
+
+
+def profile_cost_curve(model, past: int = 256, repeats: int = 3) -> CostCurve:
+    """Time forward + logits for each size over a ``past``-token cache; keep each size's best time."""
+    cache = model.new_cache(past + max(PROFILE_SIZES) + 1)
+    g = torch.Generator().manual_seed(0)
+    cache.k.normal_(generator=g)
+    cache.v.normal_(generator=g)
+    cache.length = past
+    points = []
+    for n in PROFILE_SIZES:
+        best = float("inf")
+        toks = torch.randint(0, 1000, (n,), generator=g)
+        mask = torch.ones(n, past + n, dtype=torch.bool).tril(past) if n > 1 else None
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            model.logits(model.forward(toks, torch.arange(past, past + n), cache, mask))
+            best = min(best, (time.perf_counter() - t0) * 1000)
+        points.append((n, best))
+    return CostCurve(_monotone(points))
+
+
+def profile_static_lengths(model, repeats: int = 2) -> CostModel:
+    """A static-shape backend runs a feed of n tokens on the shortest graph with S >= n, over its
+    whole static context: the cost is a staircase over n, the same at every context length."""
+    return _time_static_lengths(model, repeats, outside_graphs=False)
+
+
+def profile_cpu_side(model, repeats: int = 2) -> CostModel:
+    """The part of a static-shape step that is not its graphs: ``profile_static_lengths``'s timings
+    minus the graph runs and load waits they contain (``model.graphs.ledger``). It is the CPU's
+    work on a device too: embedding lookup, the graphs' inputs and KV copies, final norm, output head."""
+    return _time_static_lengths(model, repeats, outside_graphs=True)
+
+
+def _time_static_lengths(model, repeats: int, outside_graphs: bool) -> CostModel:
+    lengths = model.decode_lengths
+    cache = model.new_cache(model.context)
+    cache.length = model.context // 2
+    cost = {}
+    for S in lengths:
+        toks = torch.zeros(S, dtype=torch.long)
+        pos = torch.arange(cache.length, cache.length + S)
+        best = float("inf")
+        for i in range(repeats + 1):           # the first run warms the graph
+            before = model.graphs.ledger.snapshot() if outside_graphs else None
+            t0 = time.perf_counter()
+            model.logits(model.forward(toks, pos, cache))
+            ms = (time.perf_counter() - t0) * 1000
+            if outside_graphs:
+                spent = model.graphs.ledger.since(before)
+                ms = max(1e-3, ms - spent.graph_ms - spent.stall_ms)
+            if i:
+                best = min(best, ms)
+        cost[S] = best
+    points = [(n, cost[model.graph_for(n)]) for n in range(1, lengths[-1] + 1)]
+    return CostModel({0: CostCurve(_monotone(points))})
+
+
+def device_cost_model(profile: DeviceCostProfile, n_blocks: int, graph_for: Callable[[int], int],
+                      cpu_side: CostModel) -> CostModel:
+    """The staircase of a static-shape backend on the profile's device: a feed of n tokens costs
+    every block's graph S = ``graph_for(n)`` at the profile's compute_ms, plus ``cpu_side(n)``
+    (``profile_cpu_side``: what the device profile does not cover, measured on this machine)."""
+    cpu = cpu_side.at(0)             # one curve: a static backend's cost does not depend on the context
+    points = [(n, cpu(n) + sum(profile.cost(bi, graph_for(n)).compute_ms for bi in range(n_blocks)))
+              for n in cpu.sizes]
+    return CostModel({0: CostCurve(_monotone(points))})
+
+
+def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: int = 3) -> CostModel:
+    if model.decode_lengths:             # a static-shape backend
+        return profile_static_lengths(model)
+    model.logits(model.forward(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long),
+                               model.new_cache(2)))          # warm the kernels once
+    return CostModel({p: profile_cost_curve(model, p, repeats) for p in pasts})
+
+
+def profile_key(model, model_name: str, threads: int) -> str:
+    """What the cost depends on: model, kernel, threads, torch build and CPU."""
+    import hashlib
+    import platform
+
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    raw = "|".join([model_name, model.kernel, model.kernel_build, str(threads),
+                    torch.__version__, platform.machine(), cpu])
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def load_or_profile(model, path, profiler: Callable[..., CostModel] | None = None, **kw) -> CostModel:
+    """The saved profile at ``path`` if readable, else a fresh one (then saved; None: not kept).
+    Profiling takes a few seconds; without the file every start would add them to the first
+    speculative reply. ``OnlineCost`` corrects a saved profile that no longer fits the machine's
+    load. ``profiler``: what measures it (default ``profile_cost_model``)."""
+    import json
+
+    measure = profiler or profile_cost_model
+    if path is None:
+        return measure(model, **kw)
+    try:
+        data = json.loads(path.read_text())
+        curves = {int(p): CostCurve([(int(n), float(c)) for n, c in pts.items()]) for p, pts in data.items()}
+        if curves and all(len(c.points) >= 2 for c in curves.values()):
+            return CostModel(curves)
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass                                       # missing or damaged: profile again
+    model_ = measure(model, **kw)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps({str(p): {str(n): c for n, c in pts.items()}
+                                       for p, pts in model_.as_dict().items()}))
+    except OSError:
+        pass                                       # a read-only cache only costs the re-profile
+    return model_
+
+
+class OnlineCost:
+    """The profiled ``CostModel`` corrected by the verification times actually observed.
+
+    A warm-up profile can be off by the time decoding runs (other processes on the same cores,
+    caches, a longer context): per size bucket, keep an exponential average of observed/profiled
+    cost and scale the profile by it. A bucket that stops being observed (its trees stopped being
+    chosen) drifts back toward the plain-step correction, so one unlucky sample cannot ban big
+    trees for good. One instance per engine, shared by requests and methods (same backend).
+    ``learn=False`` keeps the profile as it is (a device cost profile: what this machine observes
+    is not the device's time).
+    """
+
+    BUCKETS = (1, 2, 4, 8, 16, 32)
+
+    def __init__(self, model: CostModel, alpha: float = 0.25, relax: float = 0.05, learn: bool = True):
+        self.model = model
+        self.alpha, self.relax = alpha, relax
+        self.learn = learn
+        self.ratio = [1.0] * len(self.BUCKETS)
+        self._memo: dict[int, CostCurve] = {}
+
+    def _bucket(self, n: int) -> int:
+        return min(bisect_left(self.BUCKETS, n), len(self.BUCKETS) - 1)
+
+    def __call__(self, n: int) -> float:
+        return self.model(n) * self.ratio[self._bucket(n)]
+
+    def at(self, past: int, bucket: int = 64) -> CostCurve:
+        key = max(0, past) // bucket * bucket
+        curve = self._memo.get(key)
+        if curve is None:
+            base = self.model.at(past, bucket)
+            curve = CostCurve(_monotone([(n, base(n) * self.ratio[self._bucket(n)]) for n in base.sizes]))
+            self._memo[key] = curve
+        return curve
+
+    def observe(self, fed: int, past: int, ms: float) -> None:
+        """One verification pass fed ``fed`` tokens over ``past`` cached ones and took ``ms``."""
+        expected = self.model.at(past)(fed)
+        if not self.learn or expected <= 0 or ms <= 0:
+            return
+        b = self._bucket(fed)
+        r = min(4.0, max(0.25, ms / expected))
+        self.ratio[b] += self.alpha * (r - self.ratio[b])
+        for i in range(len(self.ratio)):
+            if i != b:
+                self.ratio[i] += self.relax * (self.ratio[0] - self.ratio[i]) if i else 0.0
+        self._memo.clear()
+
+    def as_dict(self) -> dict:
+        return {"profile": self.model.as_dict(), "ratio": dict(zip(self.BUCKETS, (round(r, 3) for r in self.ratio)))}

@@ -1,0 +1,381 @@
+"""The engine's own decoder forward for llama and qwen2 (one small module, in the spirit of gpt-fast).
+
+Differences from transformers that matter to hexa: the KV cache is the engine's (``KVCache``),
+positions are explicit (a draft tree puts siblings at the same depth), the attention mask over
+cache + new tokens is arbitrary (tree masks), and q/k/v and gate/up projections are fused so a
+step costs fewer kernel launches.
+
+The forward pass exists in four forms; each is kept for a job no other does:
+- the fused C pass (``kernels/forward.c`` through ``kernels/fused.py``): every pass of up to
+  ``HEXA_FORWARD_ROWS`` tokens (each step and each draft tree) as one native call. It is the
+  speed: the one-call pass is what puts hexa ahead of llama.cpp on the embedded model.
+- the native layers (``_native_layers``): the same kernels called layer by layer, for passes
+  longer than the fused pass takes (prefill chunks). Rows never interact in either, so tree rows
+  equal plain steps bit for bit.
+- the torch layers (``_torch_layers``): heads the native pass does not take (their products still
+  go through the packed kernel), a model loaded without the native kernel (no C compiler, or
+  ``linear = "onednn"``/``"mkl"``), and the plain reference the native arithmetic is checked
+  against (tests/engine/test_foundation_model.py against transformers).
+- the ONNX graphs (``qnn/graphs.py``): the static-shape blocks the Hexagon NPU runs; QNN takes
+  nothing else. They are built from this module's weights and checked against it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .arithmetic import DECODE_CHOICES, LINEAR_CHOICES, library_linear  # noqa: F401
+from ..errors import EngineError
+from .kv_cache import KVCache
+from ..model.config import ModelConfig
+
+
+MAX_TREE = 32         # draft tokens per verification on this dynamic-shape backend
+
+
+class Layer:
+    __slots__ = ("ln_in", "wqkv", "bqkv", "wo", "ln_post", "wgu", "wdown", "q_norm", "k_norm", "post_attn",
+                 "post_ffn")
+
+    def __init__(self, **w):
+        for k in self.__slots__:
+            setattr(self, k, w.get(k))
+
+
+class CompactTransformer:
+    """The torch runtime (``backend.Backend``): dynamic shapes, no graphs to switch."""
+    max_draft = MAX_TREE
+    prefill_graph = "torch:dynamic"
+    decode_lengths: tuple[int, ...] = ()
+    switch_status = None
+
+    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor], linear: str = "native",
+                 decode: str = "int8"):
+        p = "model."
+        embed = weights[p + "embed_tokens.weight"]
+        layers = []
+        for i in range(config.num_layers):
+            q = f"{p}layers.{i}."
+            a = q + "self_attn."
+            bias = None
+            if config.attention_bias:
+                bias = torch.cat([weights[a + n + "_proj.bias"] for n in "qkv"])
+            layers.append(Layer(
+                ln_in=weights[q + "input_layernorm.weight"],
+                wqkv=torch.cat([weights[a + n + "_proj.weight"] for n in "qkv"]).contiguous(),
+                bqkv=bias,
+                wo=weights[a + "o_proj.weight"],
+                ln_post=weights[q + "post_attention_layernorm.weight"],
+                wgu=torch.cat([weights[q + "mlp.gate_proj.weight"], weights[q + "mlp.up_proj.weight"]]).contiguous(),
+                wdown=weights[q + "mlp.down_proj.weight"],
+            ))
+        self._setup(config, embed, embed if config.tie_embeddings else weights["lm_head.weight"],
+                    weights[p + "norm.weight"], layers, linear, decode)
+
+    @classmethod
+    def from_packed(cls, config: ModelConfig, state: dict, kernel, name: str,
+                    linear: str = "native", decode: str = "int8") -> "CompactTransformer":
+        """The model from ``packed_weights.load``'s state: the kernel's packed weights as saved,
+        no fp32 copy ever read."""
+        from .kernels import PackedWeight
+
+        def weight(entry: dict) -> PackedWeight:
+            quant = (entry["codes"], entry["bits"]) if entry["bits"] else None
+            return PackedWeight(entry.get("data"), tuple(entry["shape"]), quant, kernel)
+
+        layers = [Layer(ln_in=L["ln_in"], bqkv=L["bqkv"], ln_post=L["ln_post"],
+                        **{n: L.get(n) for n in ("q_norm", "k_norm", "post_attn", "post_ffn")},
+                        **{slot: weight(L[slot]) for slot in ("wqkv", "wo", "wgu", "wdown")})
+                  for L in state["layers"]]
+        head = weight(state["lm_head"])
+        embed = state["embed"]
+        if isinstance(embed, dict):   # an untied embedding kept as codes (a GGUF's own)
+            embed = weight(embed)
+        model = cls.__new__(cls)
+        model._setup(config, head if state["tied"] else embed, head, state["norm"], layers, linear, decode)
+        model._use_packed(kernel, name)
+        return model
+
+    def _setup(self, config: ModelConfig, embed, lm_head, norm: torch.Tensor, layers: list[Layer],
+               linear: str, decode: str = "int8") -> None:
+        self.config = c = config
+        self.embed, self.lm_head, self.norm, self.layers = embed, lm_head, norm, layers
+        self._inv = {"global": c.inv_freq(), "local": c.inv_freq(c.rope_local_base) if c.local_layers else None}
+        self._rope_rows = 0
+        self._grow_rope(min(c.max_positions, 4096))   # grown on demand: Gemma's 32k x 256 tables were 134 MB
+        self._q = c.num_heads * c.head_dim
+        self._kv = c.num_kv_heads * c.head_dim
+        self._group = c.num_heads // c.num_kv_heads
+        self.linear, self._library = library_linear(linear)
+        self.native = None       # the native kernel, when it runs whole layers (64-dim heads)
+        self.fused = None        # its one-call forward pass for steps and trees (FusedForward)
+        # fp32 arithmetic for every pass (else decoding passes take integer dot products on codes);
+        # prefill is always exact, so a prompt's KV never depends on how it was chunked or reused
+        if decode not in DECODE_CHOICES:
+            raise EngineError(f"decode {decode!r} is not one of {', '.join(DECODE_CHOICES)}")
+        self.exact = decode == "exact"
+        self._prefilling = False
+        self.kernel = self._library
+        self.kernel_build = ""   # the native kernel's source digest, if in use
+
+    def use_native_kernel(self, kernel, name: str) -> None:
+        """Pack every projection (and the output head, which may be the tied embedding) for the
+        native kernel and route all products through it, prefill chunks included (it beats the
+        library kernels for 1-256 rows). The packed copies replace the originals: weights that
+        are exactly Q4_1/Q8_0 keep only their codes, and ``embed[ids]`` still reads rows."""
+        for L in self.layers:
+            for slot in ("wqkv", "wo", "wgu", "wdown"):
+                setattr(L, slot, kernel.pack(getattr(L, slot)))   # the fp32 original is freed here
+        tied = self.lm_head is self.embed
+        self.lm_head = kernel.pack(self.lm_head)
+        if tied:
+            self.embed = self.lm_head
+        self._use_packed(kernel, name)
+
+    def _use_packed(self, kernel, name: str) -> None:
+        """Route every product through the native kernel (weights already packed) and, for
+        64-dim heads, run steps and trees as one native call (``kernels/fused.py``)."""
+        from .kernels import HEAD_DIMS, PackedWeight
+        from .kernels.fused import FusedForward
+
+        library = self.linear
+
+        def linear(x: torch.Tensor, w, b: torch.Tensor | None = None) -> torch.Tensor:
+            # a raw tensor is a calibration head subset, gathered per request
+            return kernel.linear(x, w, b) if isinstance(w, PackedWeight) else library(x, w, b)
+        self.linear = linear
+        c = self.config
+        if c.head_dim not in HEAD_DIMS and (c.model_type in ("qwen3", "gemma3") or c.local_layers):
+            raise EngineError(f"{c.name or c.model_type}: heads of {c.head_dim} dims; the native pass a "
+                              f"{c.model_type} model needs takes {', '.join(map(str, HEAD_DIMS))}")
+        if self.config.head_dim in HEAD_DIMS:
+            self.native = kernel
+            for L in self.layers:   # the fused pass reads these through raw pointers
+                for n in ("ln_in", "ln_post", "bqkv", "q_norm", "k_norm", "post_attn", "post_ffn"):
+                    v = getattr(L, n)
+                    setattr(L, n, v.float().contiguous() if v is not None else None)
+            self.norm = self.norm.float().contiguous()
+            self.fused = FusedForward(kernel, self.config, self.layers, self.norm)
+        self.kernel = f"{name} packed + {self._library}"
+        self.kernel_build = kernel.build
+
+    def _grow_rope(self, rows: int) -> None:
+        """cos/sin tables (and the local layers' own) for positions [0, rows)."""
+        def table(inv):
+            freqs = torch.outer(torch.arange(rows, dtype=torch.float32), inv)
+            emb = torch.cat([freqs, freqs], dim=-1)
+            return emb.cos(), emb.sin()
+        self.cos, self.sin = table(self._inv["global"])
+        self.cos_local = self.sin_local = None
+        if self._inv["local"] is not None:   # gemma3's sliding-window layers rotate with their own base
+            self.cos_local, self.sin_local = table(self._inv["local"])
+        self._rope_rows = rows
+
+    @classmethod
+    def load_gguf(cls, folder: Path, gguf: Path, kernel, linear: str = "native",
+                  decode: str = "int8") -> "CompactTransformer":
+        """A GGUF model as its own codes (``gguf_model.py``): packed from the file's blocks on the
+        first start, from the packed file beside ``folder``'s config afterwards."""
+        from ..model import gguf_model, packed_weights
+
+        config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
+        state = packed_weights.load(folder, kernel.build)
+        fresh = state is None
+        if fresh:
+            state = gguf_model.packed_state(gguf_model.reader(gguf), config, kernel)
+        model = cls.from_packed(config, state, kernel, kernel.isa, linear, decode)
+        if fresh:
+            try:
+                packed_weights.save(model, folder, kernel.build)
+            except OSError:
+                pass   # a read-only cache: the next start packs again
+        return model
+
+    @classmethod
+    def load(cls, folder: Path, linear: str = "native", kernel=None, decode: str = "int8") -> "CompactTransformer":
+        """The model in the cache ``folder``; with a native ``kernel``, packed for it — read from
+        the packed file an earlier start wrote (``packed_weights``) when there is one, else packed
+        from the fp32 weights and that file written."""
+        from safetensors.torch import load_file
+
+        from ..model import packed_weights
+
+        config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
+        if kernel is not None:
+            state = packed_weights.load(folder, kernel.build)
+            if state is not None:
+                return cls.from_packed(config, state, kernel, kernel.isa, linear, decode)
+        model = cls(config, load_file(str(folder / "model.safetensors")), linear, decode)
+        if kernel is not None:
+            model.use_native_kernel(kernel, kernel.isa)
+            try:
+                packed_weights.save(model, folder, kernel.build)
+            except OSError:
+                pass   # a read-only cache: the next start packs again
+        return model
+
+    def new_cache(self, capacity: int) -> KVCache:
+        c = self.config
+        if capacity > self._rope_rows:
+            self._grow_rope(max(capacity, min(2 * self._rope_rows, c.max_positions)))
+        return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity)
+
+    def begin_prefill(self, total_tokens: int) -> None:
+        """Nothing to plan (every shape runs as it comes); prefill passes are exact."""
+        self._prefilling = True
+
+    def end_prefill(self) -> None:
+        self._prefilling = False
+
+    def weight_bytes(self) -> int:
+        """Bytes of every weight as held (codes, fp32 panels or plain tensors; a tied head once)."""
+        held = [self.norm, self.embed] + ([] if self.lm_head is self.embed else [self.lm_head])
+        held += [getattr(L, slot) for L in self.layers for slot in Layer.__slots__]
+        return sum(t.nbytes for t in held if t is not None)
+
+    @property
+    def decode_arithmetic(self) -> str:
+        """What decoding passes compute with, for the status lines: "int8" or "exact"."""
+        return "int8" if self.native is not None and not self.exact else "exact"
+
+    def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.config.rms_eps))
+
+    @staticmethod
+    def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+    @torch.inference_mode()
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor, cache: KVCache,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Run ``tokens`` (1-D) at ``positions``; return final hidden states [S, hidden].
+
+        New K/V go to cache slots [length, length+S) (pending until ``cache.commit``). ``mask`` is a
+        bool [S, length+S] (True = may attend); None means causal over cache + new tokens.
+        """
+        c = self.config
+        S = tokens.shape[0]
+        start, end = cache.length, cache.length + S
+        if end > cache.capacity:
+            raise ValueError("KV cache is full")
+        if mask is None and S > 1:
+            mask = torch.ones(S, end, dtype=torch.bool).tril(start)
+        if mask is not None:
+            # one additive float mask per pass (not a bool mask converted in every layer), rows
+            # repeated for the query group folded into the sequence axis; 4-D so SDPA takes the
+            # fused CPU flash kernel instead of the math path (measured 2-5x faster attention)
+            if mask.dtype == torch.bool:
+                mask = torch.zeros(mask.shape, dtype=torch.float32).masked_fill_(~mask, float("-inf"))
+            if self._group > 1:
+                mask = mask.repeat(self._group, 1)
+            mask = mask.view(1, 1, self._group * S, end)
+        if end > self._rope_rows:
+            self._grow_rope(min(max(2 * self._rope_rows, end), max(c.max_positions, end)))
+        cos, sin = self.cos[positions], self.sin[positions]
+        x = self.embed[tokens]
+        if c.embed_scale != 1.0:
+            x = x * c.embed_scale
+        if self.native is not None:
+            mask2d = None if mask is None else mask.reshape(self._group * S, end).contiguous()
+            local = None
+            if c.local_layers:
+                local = (self.cos_local[positions], self.sin_local[positions],
+                         self._window(mask2d, positions, start, end))
+            if self.fused is not None and S <= self.fused.rows:
+                return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
+                                  exact=self.exact or self._prefilling, local=local)
+            x = self._native_layers(x, cos, sin, cache, mask2d, local)
+            return self.native.rmsnorm(x, self.norm, c.rms_eps)
+        x = self._torch_layers(x, cos.unsqueeze(0), sin.unsqueeze(0), cache, mask)
+        return self._rms(x, self.norm)
+
+    def _window(self, mask2d: torch.Tensor | None, positions: torch.Tensor, start: int, end: int
+                ) -> torch.Tensor | None:
+        """The local layers' additive mask: ``mask2d`` (or all visible) with every key at least
+        ``sliding_window`` positions behind its row's token hidden; None when none is."""
+        W, S = self.config.sliding_window, len(positions)
+        keys = torch.cat([torch.arange(start), positions])          # a key's position: a tree's by depth
+        hide = (positions[:, None] - keys[None, :]) >= W
+        if not bool(hide.any()):
+            return mask2d
+        add = torch.zeros(S, end).masked_fill_(hide, float("-inf")).repeat(self._group, 1)
+        return (add if mask2d is None else mask2d + add).contiguous()
+
+    def _native_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
+                       mask2d: torch.Tensor | None, local=None) -> torch.Tensor:
+        """The layers with the native kernel doing everything, prefill chunks included: ~6 calls
+        per layer instead of ~25 torch ops (``kernels/fused.py`` makes them one call for passes
+        of up to 64 tokens). Every row of every kernel is computed alone, so a token's KV and
+        hidden state never depend on the other rows of its pass: tree rows equal plain steps, and
+        a prompt prefilled in any chunking (or partly reused from an earlier request) gives the
+        same bits. (torch's flash attention, used here for chunks over 64 tokens before, did not:
+        a warm request's 1-token suffix then differed from the cold chunk. The native attention
+        is also faster there: 1,400-token prompt in 256-token chunks, 200 against 156 tok/s.)"""
+        c, k = self.config, self.native
+        S = x.shape[0]
+        start, end = cache.length, cache.length + S
+        x = x.contiguous()
+        locals_ = set(c.local_layers)
+        for i, L in enumerate(self.layers):
+            cs, sn, mk = local if i in locals_ else (cos, sin, mask2d)
+            qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv)
+            q = k.rope_split(qkv, cs, sn, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5,
+                             L.q_norm, L.k_norm, c.rms_eps)
+            q = q.view(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
+            o = k.attention(q, cache.k[i], cache.v[i], end, mk, tokens=S, scaled=True, pass_keys=S)
+            x = self._add(k, o, L.wo, L.post_attn, x)
+            gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
+            act = k.gelu_mul(gu) if c.act == "gelu_tanh" else k.silu_mul(gu)
+            x = self._add(k, act, L.wdown, L.post_ffn, x)
+        return x
+
+    def _add(self, k, h: torch.Tensor, w, norm: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor:
+        """x + h @ w.T, or x + RMSNorm(h @ w.T) with gemma3's post norms (forward.c's project_add)."""
+        if norm is None:
+            return k.linear(h, w, residual=x)
+        return x.add_(k.rmsnorm(k.linear(h, w), norm, self.config.rms_eps))
+
+    def _torch_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
+                      mask: torch.Tensor | None) -> torch.Tensor:
+        c = self.config
+        S = x.shape[0]
+        start, end = cache.length, cache.length + S
+        lin = self.linear
+        for i, L in enumerate(self.layers):
+            h = self._rms(x, L.ln_in)
+            qkv = lin(h, L.wqkv, L.bqkv)
+            q = qkv[:, :self._q].view(S, c.num_heads, c.head_dim).transpose(0, 1)
+            k = qkv[:, self._q:self._q + self._kv].view(S, c.num_kv_heads, c.head_dim).transpose(0, 1)
+            v = qkv[:, self._q + self._kv:].view(S, c.num_kv_heads, c.head_dim).transpose(0, 1)
+            q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
+            cache.k[i, :, start:end] = k
+            cache.v[i, :, start:end] = v
+            # GQA without copying K/V: fold each kv head's query group into the sequence axis
+            q = q.reshape(c.num_kv_heads, self._group * S, c.head_dim)
+            x = x + lin(self._sdpa(q, cache, i, end, mask), L.wo)
+            h = self._rms(x, L.ln_post)
+            gu = lin(h, L.wgu)
+            g, u = gu.chunk(2, dim=-1)
+            x = x + lin(F.silu(g) * u, L.wdown)
+        return x
+
+    def _sdpa(self, q: torch.Tensor, cache: KVCache, layer: int, end: int, mask: torch.Tensor | None
+              ) -> torch.Tensor:
+        """torch's attention of q [kv_heads, group*S, head_dim] over cache rows [0, end); returns the
+        token-major [S, heads*head_dim] rows the output projection reads."""
+        c = self.config
+        S = q.shape[1] // self._group
+        o = F.scaled_dot_product_attention(q[None], cache.k[layer, None, :, :end], cache.v[layer, None, :, :end],
+                                           attn_mask=mask)
+        return o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q)
+
+    @torch.inference_mode()
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.native is not None and not (self.exact or self._prefilling):
+            return self.native.linear(hidden, self.lm_head, exact=False)
+        return self.linear(hidden, self.lm_head)
