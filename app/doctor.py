@@ -100,7 +100,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
 
 def _packed_weights(settings, locs, kernel) -> str:
     """What the engine keeps resident for the weights: the packed file a start writes and reads."""
-    from engine import packed_weights
+    from engine.model import packed_weights
     from engine.errors import EngineError
 
     try:

@@ -86,7 +86,7 @@ def test_online_cost_follows_observed_times_and_relaxes():
 
 
 def test_profile_is_saved_and_reused(real_engine, tmp_path, monkeypatch):
-    from engine import profiling
+    from engine.runtime import profiling
 
     path = tmp_path / "profiles" / "p.json"
     first = profiling.load_or_profile(real_engine.model, path, pasts=(64,), repeats=1)

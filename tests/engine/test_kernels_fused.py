@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine import packed_weights
+from engine.model import packed_weights
 from engine.events import Done
 from engine.runtime.kernels import KERNELS, host_isa
 from engine.runtime.kernels.binding import HEADER, Header

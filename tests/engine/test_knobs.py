@@ -93,7 +93,7 @@ needs_avx2 = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[
 
 @needs_avx2
 def test_compiling_the_native_kernels_is_announced_only_when_it_happens(monkeypatch, tmp_path):
-    from engine import kernels
+    from engine.runtime import kernels
 
     def fake_build(out, isa, cc=None):
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +113,8 @@ def test_compiling_the_native_kernels_is_announced_only_when_it_happens(monkeypa
 def test_first_load_reports_the_compile_through_progress(engine, monkeypatch, tmp_path):
     """The load's progress callback hears about the compile (about a minute on 2 cores, so the
     compiler is stood in for here) and about the fallback when it fails."""
-    from engine import Engine, kernels
+    from engine import Engine
+    from engine.runtime import kernels
 
     (tmp_path / "models").symlink_to(engine.cache_dir / "models", target_is_directory=True)
     monkeypatch.setattr(kernels, "_build", lambda out, isa, cc=None: "compiling the kernel failed: test")
