@@ -20,7 +20,8 @@ def endpoints(settings: Settings, env: Mapping[str, str] | None = None) -> list[
             key = env.get(t["api_key_env"], "")
             if not key:
                 raise ConfigError(f"[servers.{name}]: api_key_env names {t['api_key_env']}, which is not set")
-        out.append(Endpoint(name, t["url"], t.get("model", ""), key, t.get("price_in", 0.0), t.get("price_out", 0.0)))
+        out.append(Endpoint(name, t["url"], t.get("model", ""), key, t.get("price_in", 0.0), t.get("price_out", 0.0),
+                            t.get("api", "auto")))
     return out
 
 

@@ -108,7 +108,7 @@ class Settings:
     # -- device and server (DiSCo routing; docs/routing.md) --
     servers: dict[str, dict] = option({}, "OpenAI-compatible endpoints: [servers.NAME] url, model, api_key_env "
                                       "(the NAME of an environment variable holding the key), price_in, "
-                                      "price_out (per token)", env=False)
+                                      "price_out (per token), api (auto, completions or chat)", env=False)
     route: str = option("disco", "where requests run when a server is configured", flag="--route-policy",
                         choices=("device", "server", "disco", "random"))
     route_budget: float = option(0.3, "routing budget b: the share of prompt tokens the dear side (the device "
@@ -275,7 +275,8 @@ def parse(name: str, raw: Any, origin: str = "") -> Any:
     return value
 
 
-SERVER_KEYS = {"url": str, "model": str, "api_key_env": str, "price_in": float, "price_out": float}
+SERVER_KEYS = {"url": str, "model": str, "api_key_env": str, "price_in": float, "price_out": float, "api": str}
+SERVER_APIS = ("auto", "completions", "chat")   # chat: the server takes messages only (most cloud APIs)
 
 
 def parse_servers(raw: Any, origin: str) -> dict[str, dict]:
@@ -294,6 +295,8 @@ def parse_servers(raw: Any, origin: str) -> dict[str, dict]:
             if not ok:
                 raise ConfigError(f"{where}.{name}]: {key} = {value!r} is not allowed (keys: "
                                   f"{', '.join(SERVER_KEYS)}; prices are numbers >= 0)")
+            if key == "api" and value not in SERVER_APIS:
+                raise ConfigError(f"{where}.{name}]: api = {value!r}: expected one of {', '.join(SERVER_APIS)}")
         out[str(name)] = {k: (float(v) if SERVER_KEYS[k] is float else v) for k, v in table.items()}
     return out
 

@@ -22,6 +22,7 @@ class Endpoint:
     api_key: str = ""          # the value (the app reads it from the environment variable the user names)
     price_in: float = 0.0
     price_out: float = 0.0
+    api: str = "auto"          # "completions", "chat" (messages only: most cloud APIs) or "auto" (probed)
 
     @property
     def root(self) -> str:
@@ -35,10 +36,12 @@ class Capabilities:
     same_vocab: bool           # the server tokenizes like the device
     ids: bool                  # /v1/completions takes a prompt of token ids
     llama_cpp: bool = False    # a llama.cpp server (its completions default to repeat_penalty 1.1)
+    chat: bool = False         # it takes messages only (/v1/chat/completions): no raw prompt, and
+                               # no answer can be handed to it mid-way (a chat API cannot continue one)
 
     @property
     def handover(self) -> str:
-        return "ids" if self.same_vocab and self.ids else "text"
+        return "ids" if self.same_vocab and self.ids and not self.chat else "text"
 
 
 def prices(device_in: float, device_out: float, ep: Endpoint) -> Prices:
@@ -46,12 +49,14 @@ def prices(device_in: float, device_out: float, ep: Endpoint) -> Prices:
 
 
 class ServerClient:
-    def __init__(self, endpoint: Endpoint, timeout: float = 60.0):
+    def __init__(self, endpoint: Endpoint, timeout: float = 60.0, transport: httpx.AsyncBaseTransport | None = None):
         self.ep = endpoint
         self.extra: dict = {}          # set from the probe: what greedy decoding needs on this server
         self.model = endpoint.model    # the OpenAI API requires one: the server's first, if not configured
+        self.chat = endpoint.api == "chat"   # prompts go as messages (the probe may find it out)
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-        self.http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout, connect=5.0))
+        self.http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout, connect=5.0),
+                                      transport=transport)
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -60,19 +65,25 @@ class ServerClient:
         return EngineError(f"server {self.ep.name} at {self.ep.url}: {exc.__class__.__name__}"
                            f"{': ' + str(exc).splitlines()[0] if str(exc) else ''}")
 
-    async def stream(self, prompt: str | Sequence[int], max_tokens: int, temperature: float = 0.0,
+    async def stream(self, prompt: str | Sequence[int] | list[dict], max_tokens: int, temperature: float = 0.0,
                      stop: Sequence[str] = ()) -> AsyncIterator[str]:
-        """Text deltas of one /v1/completions stream; closing the iterator closes the connection
-        (the server sees the client go and stops the request)."""
-        body = {"prompt": prompt if isinstance(prompt, str) else list(prompt), "max_tokens": max_tokens,
-                "temperature": temperature, "stream": True}
+        """Text deltas of one streamed completion: /v1/completions for a prompt (text or ids),
+        /v1/chat/completions for messages. Closing the iterator closes the connection (the server
+        sees the client go and stops the request)."""
+        chat = isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], dict)
+        body: dict = {"max_tokens": max_tokens, "temperature": temperature, "stream": True}
+        if chat:
+            body["messages"] = prompt
+        else:
+            body["prompt"] = prompt if isinstance(prompt, str) else list(prompt)
         if self.model:
             body["model"] = self.model
         if stop:
             body["stop"] = list(stop)
         body.update(self.extra)
+        path = "/chat/completions" if chat else "/completions"
         try:
-            async with self.http.stream("POST", self.ep.url.rstrip("/") + "/completions", json=body) as r:
+            async with self.http.stream("POST", self.ep.url.rstrip("/") + path, json=body) as r:
                 if r.status_code != 200:
                     text = (await r.aread()).decode(errors="replace")[:200]
                     raise EngineError(f"server {self.ep.name} answered {r.status_code}: {text}")
@@ -83,11 +94,15 @@ class ServerClient:
                     if data == "[DONE]":
                         return
                     try:
-                        choice = json.loads(data)["choices"][0]
-                    except (ValueError, KeyError, IndexError, TypeError):
+                        choices = json.loads(data)["choices"]
+                        if not choices:                  # a usage-only chunk
+                            continue
+                        choice = choices[0]
+                        piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                         raise EngineError(f"server {self.ep.name} sent a chunk that is not a completion") from None
-                    if choice.get("text"):
-                        yield choice["text"]
+                    if piece:
+                        yield piece
         except httpx.HTTPError as exc:
             raise self._fail(exc) from None
 
@@ -111,30 +126,42 @@ class ServerClient:
         return None
 
     async def probe(self, encode: Callable[[str], list[int]]) -> Capabilities:
-        """Does the server share the device's vocabulary, and take token-id prompts?"""
+        """Does the server share the device's vocabulary, take token-id prompts, or take messages
+        only (``api = "auto"``: a one-token completion it refuses while a chat one works)?"""
         if not self.model:
             try:
                 r = await self.http.get(self.ep.url.rstrip("/") + "/models")
                 self.model = str(r.json()["data"][0]["id"]) if r.status_code == 200 else ""
             except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
                 self.model = ""
+        if self.ep.api == "auto":
+            self.chat = not await self._takes("/completions", {"prompt": "Hello"}) and \
+                await self._takes("/chat/completions", {"messages": [{"role": "user", "content": "Hello"}]})
+        if self.chat:
+            return Capabilities(False, False, False, chat=True)
         remote = [await self.tokenize(p) for p in PROBES]
         llama = remote[0] is not None and await self._answers("/extras/tokenize")
-        if llama:
+        self.adopt(Capabilities(False, False, llama), self.model)
+        same = all(r is not None for r in remote) and same_vocabulary([encode(p) for p in PROBES], remote)
+        ids = same and await self._takes("/completions", {"prompt": encode("Hello")})
+        return Capabilities(same, ids, llama)
+
+    def adopt(self, caps: Capabilities, model: str) -> None:
+        """What an earlier probe found, for this client's requests (a router probes once and
+        opens a client per request)."""
+        self.model, self.chat = model or self.model, caps.chat or self.chat
+        if caps.llama_cpp:
             # llama-cpp-python's completions apply repeat_penalty 1.1 unless told: with it, its
             # "greedy" answer is not the model's greedy answer (nor the device's)
             self.extra = {"repeat_penalty": 1.0}
-        same = all(r is not None for r in remote) and same_vocabulary([encode(p) for p in PROBES], remote)
-        ids = False
-        if same:
-            body = {"prompt": encode("Hello"), "max_tokens": 1, "temperature": 0.0}
-            if self.model:
-                body["model"] = self.model
-            try:
-                ids = (await self.http.post(self.ep.url.rstrip("/") + "/completions", json=body)).status_code == 200
-            except httpx.HTTPError:
-                ids = False
-        return Capabilities(same, ids, llama)
+
+    async def _takes(self, path: str, body: dict) -> bool:
+        """Does a one-token greedy request to ``path`` succeed?"""
+        body = body | {"max_tokens": 1, "temperature": 0.0} | ({"model": self.model} if self.model else {})
+        try:
+            return (await self.http.post(self.ep.url.rstrip("/") + path, json=body)).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     async def _answers(self, path: str) -> bool:
         try:
@@ -145,6 +172,6 @@ class ServerClient:
     async def ttft(self, prompt: str, max_tokens: int = 1) -> float:
         """One request's time to its first streamed text (an observation for F)."""
         t0 = time.perf_counter()
-        async for _ in self.stream(prompt, max_tokens):
+        async for _ in self.stream([{"role": "user", "content": prompt}] if self.chat else prompt, max_tokens):
             return time.perf_counter() - t0
         return time.perf_counter() - t0

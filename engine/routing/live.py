@@ -107,9 +107,13 @@ class Live:
     # -- one request -------------------------------------------------------------------------------
     async def serve(self, ids: list[int], plan: Plan, max_new: int, *, migrate: bool = True,
                     force_migrate_at: int | None = None, on_text: Callable[[str], None] | None = None,
-                    stop: threading.Event | None = None) -> Served:
+                    stop: threading.Event | None = None, messages: list[dict] | None = None) -> Served:
         """Serve one request by ``plan``; ``on_text`` hears the answer as the reader may see it
-        (whole words while a text migration may still cut); ``stop`` (the user's cancel) ends it."""
+        (whole words while a text migration may still cut); ``stop`` (the user's cancel) ends it.
+        A chat-only server is sent ``messages`` (the chat whose prompt is ``ids``) and is never
+        handed an answer mid-way; it can still hand its own to the device."""
+        if self.caps.chat and messages is None and plan.server_at is not None:
+            raise ValueError("a chat-only server needs the request's messages")
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         out = Served()
@@ -128,8 +132,8 @@ class Live:
 
         if plan.server_at is not None:
             out.server_in += len(ids) if plan.server_at == 0 else 0
-            server_task = asyncio.ensure_future(self._server(queue, self._server_prompt(ids), max_new,
-                                                             plan.server_at))
+            prompt = messages if self.caps.chat else self._server_prompt(ids)
+            server_task = asyncio.ensure_future(self._server(queue, prompt, max_new, plan.server_at))
         starter = asyncio.ensure_future(start_device(plan.device_at)) if plan.device_at is not None else None
         current, gen_text, emitted, tokens, base = None, "", 0, 0, 0
         ended: set[str] = set()
@@ -212,6 +216,8 @@ class Live:
             if not migrate or out.migrated or n == 0:
                 continue
             other = "server" if src == "device" else "device"
+            if other == "server" and self.caps.chat:
+                continue                                 # a chat API cannot continue an answer
             gap = (p.device_out - p.server_out) if src == "device" else (p.server_out - p.device_out)
             t_m = (self.fit.quantile(MIGRATION_QUANTILE) if other == "server"
                    else self.device.ttft(len(ids) + tokens))

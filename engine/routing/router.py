@@ -16,6 +16,7 @@ from typing import Iterator
 
 from ..errors import EngineError
 from ..events import Done, Event, Notice, Text
+from .chat import ChatFrames, chat_messages
 from .client import Endpoint, ServerClient
 from .live import Live
 from .measure import measure_device
@@ -34,6 +35,8 @@ class Router:
         self.state = None
         self.caps = None
         self.down = ""              # why the server is not used (set once; the device serves)
+        self.frames = None          # the chat template's frames, for a chat-only server (False: none)
+        self.model = ""             # the server's model, as the probe found it
 
     def describe(self) -> str:
         return f"{self.policy_name} routing with {self.endpoint.name} ({self.endpoint.url}), budget {self.budget}"
@@ -45,9 +48,12 @@ class Router:
             self.state.device = measure_device(self.engine, lengths=(64, 256), repeats=1, decode_tokens=4)
         if self.caps is None:
             self.caps = await client.probe(self.engine.encode)
+            self.model = client.model
+        else:
+            client.adopt(self.caps, self.model)      # what the first request's probe found
         fit = self.state.server(self.endpoint.name)
         if fit is None or len(fit.samples) < PROBE_REQUESTS:
-            text = self.engine.tokenizer.decode(ids[-64:], skip_special_tokens=False)
+            text = self.engine.tokenizer.decode(ids[-64:], skip_special_tokens=client.chat)
             for _ in range(PROBE_REQUESTS):
                 self.state.observe(self.endpoint.name, await client.ttft(text))
 
@@ -83,6 +89,20 @@ class Router:
                 events.put(Notice(self.down))
                 result["device"] = True
                 return
+            messages = None
+            if self.caps.chat:
+                if self.frames is None:
+                    self.frames = ChatFrames.learn(self.engine.tokenizer) or False
+                if self.frames is False:
+                    self.down = (f"device serves: {self.endpoint.name} takes chat messages only, and this "
+                                 f"model's chat template cannot be read back into messages")
+                    events.put(Notice(self.down))
+                    result["device"] = True
+                    return
+                messages = chat_messages(self.engine.tokenizer, self.frames, ids)
+                if messages is None:   # a continued answer, or a prompt not built by the chat template
+                    result["device"] = True
+                    return
             st = self.state
             st.lengths = (st.lengths + [len(ids)])[-2000:]
             fit = st.server(self.endpoint.name)
@@ -95,7 +115,8 @@ class Router:
                 return
             live = Live(self.engine, client, self.caps, st.device, fit, self.prices, read_rate=self.read_rate,
                         expected_out=max_new, device_options=options, temperature=temperature)
-            out = await live.serve(ids, plan, max_new, on_text=lambda s: events.put(Text(s)), stop=cancel)
+            out = await live.serve(ids, plan, max_new, on_text=lambda s: events.put(Text(s)), stop=cancel,
+                                   messages=messages)
             if out.served_by.startswith("server"):
                 st.observe(self.endpoint.name, out.ttft)
             if out.note and out.note != "cancelled":
