@@ -22,8 +22,14 @@ MESSAGES = [{"role": "system", "content": "You are brief."},
 
 
 @pytest.fixture(scope="module")
-def chat_server(engine):
-    with serving(lambda: engine) as server:
+def chat_server():
+    """A server with an engine of its own, as a server is another machine: nothing the device's
+    engine kept (prefixes, drafting history, a test's leftovers) is shared with it."""
+    import os
+
+    from engine import Engine
+
+    with serving(lambda: Engine.load(None, cache_dir=os.environ["HEXA_CACHE_DIR"])) as server:
         yield server.url + "/v1"
 
 
