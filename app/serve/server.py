@@ -148,12 +148,25 @@ def create_app(load: Callable[[], Any], settings: Any, api_key: str | None = Non
     async def index(request: Request):
         """Keep token ids as a drafting source (``{"token_ids": [...]}``), between requests."""
         engine = state.ready()
-        ids = (await _parse_json(request)).get("token_ids")
-        if not isinstance(ids, list) or not all(type(t) is int and 0 <= t < engine.model.config.vocab_size
-                                                for t in ids):
-            raise ApiError(400, "token_ids: a list of token ids is needed", "token_ids")
+        ids = _token_ids((await _parse_json(request)).get("token_ids"), engine, "token_ids")
         await state.queue.submit(lambda: engine.index_response(ids))
         return {"indexed": len(ids)}
+
+    @app.post("/tokenize", dependencies=auth)
+    async def tokenize(request: Request):
+        """llama-server's ``/tokenize`` (``{"content": text}`` -> ``{"tokens": [...]}``): a router
+        that finds the same ids here as on its device hands answers over as token ids."""
+        engine = state.ready()
+        text = (await _parse_json(request)).get("content")
+        if not isinstance(text, str):
+            raise ApiError(400, "content: the text to tokenize is needed", "content")
+        return {"tokens": engine.encode(text)}
+
+    @app.post("/detokenize", dependencies=auth)
+    async def detokenize(request: Request):
+        engine = state.ready()
+        ids = _token_ids((await _parse_json(request)).get("tokens"), engine, "tokens")
+        return {"content": engine.tokenizer.decode(ids, skip_special_tokens=False)}
 
     @app.post("/v1/chat/completions", dependencies=auth)
     async def chat(request: Request):
@@ -275,6 +288,13 @@ async def _parse_json(request: Request) -> dict:
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
     return body
+
+
+def _token_ids(value, engine, field: str) -> list[int]:
+    if not isinstance(value, list) or not all(type(t) is int and 0 <= t < engine.model.config.vocab_size
+                                              for t in value):
+        raise ApiError(400, f"{field}: a list of token ids is needed", field)
+    return value
 
 
 def _model_card(engine, created: float) -> dict:

@@ -86,6 +86,19 @@ def test_completions_text_and_token_ids_are_the_same_request(engine, client, mod
     assert "".join(c.choices[0].text for c in streamed) == want.text
 
 
+def test_tokenize_and_detokenize_are_the_engines(engine, server):
+    """llama-server's /tokenize and /detokenize: a router finds the device's own ids here."""
+    text = "Hello, wörld — 42 tokens?"
+    r = httpx.post(server.url + "/tokenize", json={"content": text}, timeout=10)
+    assert r.status_code == 200 and r.json() == {"tokens": engine.encode(text)}
+    r = httpx.post(server.url + "/detokenize", json={"tokens": engine.encode(text)}, timeout=10)
+    assert r.status_code == 200 and r.json()["content"] == text
+    for path, body in (("/tokenize", {"content": 3}), ("/detokenize", {"tokens": [-1]}),
+                       ("/detokenize", {"tokens": "abc"})):
+        r = httpx.post(server.url + path, json=body, timeout=10)
+        assert r.status_code == 400 and "needed" in r.json()["error"]["message"], (path, r.text)
+
+
 def test_stop_seed_and_sampling_options(client, model):
     # a stop string ends the answer before it, as OpenAI's API does
     r = client.completions.create(model=model, prompt=COUNT, max_tokens=40, temperature=0, stop=[" 14"])

@@ -1,0 +1,37 @@
+"""``hexa serve`` as the router's server (the same model file on a bigger machine, say): it shares
+the device's vocabulary, found through its /tokenize, and takes token-id prompts, so an answer the
+device started is handed over as token ids: no text cut, nothing retokenized."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engine.routing.client import Endpoint, ServerClient
+from engine.routing.live import Live
+from engine.routing.models import DeviceModel, Prices, ServerTTFT
+from engine.routing.policy import Plan
+from support.serve_helpers import serving
+
+pytestmark = pytest.mark.slow
+QUESTION = [{"role": "user", "content": "Give three tips for staying focused while studying."}]
+
+
+def test_an_answer_moves_to_hexa_serve_by_token_ids(engine):
+    with serving(lambda: engine) as server:
+        async def main():
+            client = ServerClient(Endpoint("box", server.url + "/v1"))
+            caps = await client.probe(engine.encode)
+            live = Live(engine, client, caps, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3, 0.5]),
+                        Prices(1e-6, 1e-6))
+            out = await live.serve(engine.chat_ids(QUESTION), Plan(None, 0.0), 40, force_migrate_at=8)
+            await client.aclose()
+            return caps, out
+        caps, out = asyncio.run(main())
+    assert caps.same_vocab and caps.ids and not caps.chat and caps.handover == "ids"
+    assert out.migrated and out.handover == "ids" and out.served_by == "device+server"
+    (first, kept), (second, more) = out.parts
+    assert (first, second) == ("device", "server") and kept >= 8 and more > 0
+    # the server went on from the device's exact ids: the device's own start is kept whole
+    own = list(engine.generate(engine.chat_ids(QUESTION), max_new_tokens=kept, reuse=False))[-1].text
+    assert out.text.startswith(own)
