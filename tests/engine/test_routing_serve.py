@@ -18,7 +18,12 @@ QUESTION = [{"role": "user", "content": "Give three tips for staying focused whi
 
 
 def test_an_answer_moves_to_hexa_serve_by_token_ids(engine):
-    with serving(lambda: engine) as server:
+    import os
+
+    from engine import Engine
+
+    # an engine of its own: a server is another machine (see test_routing_chat_serve.py)
+    with serving(lambda: Engine.load(None, cache_dir=os.environ["HEXA_CACHE_DIR"])) as server:
         async def main():
             client = ServerClient(Endpoint("box", server.url + "/v1"))
             caps = await client.probe(engine.encode)
