@@ -51,7 +51,7 @@ def cmd_serve(args) -> int:
     from agents.phone.device import VirtualPhone
     from agents.phone.server import PhoneServer
 
-    from .locations import ensure
+    from ..locations import ensure
 
     host, port = listen_address(args)
     server = PhoneServer(VirtualPhone(), host=host, port=port, auth=not args.no_auth,
