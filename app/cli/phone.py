@@ -48,8 +48,8 @@ def listen_address(args) -> tuple[str, int]:
 
 
 def cmd_serve(args) -> int:
-    from agents.phone.device import VirtualPhone
-    from agents.phone.server import PhoneServer
+    from agents.phone.device.phone import VirtualPhone
+    from agents.phone.adb.server import PhoneServer
 
     from ..locations import ensure
 
