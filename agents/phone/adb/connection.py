@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from . import wire
-from .keys import KeyStore
+from .auth_keys import KeyStore
 from ..shell.sh import Shell
 from .tty import LineSession
 

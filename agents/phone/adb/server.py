@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from .. import Phone
-from .keys import KeyStore
+from .auth_keys import KeyStore
 from .connection import FEATURES, Connection
 from ..shell.sh import Shell
 
