@@ -155,7 +155,7 @@ def test_the_virtual_phone_reads_its_assets_through_importlib_resources():
                    for no, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
                    if "__file__" in line.split("#")[0])
     assert not walks, walks
-    apps = (ROOT / "agents" / "phone" / "apps.py").read_text(encoding="utf-8")
+    apps = (ROOT / "agents" / "phone" / "device" / "apps.py").read_text(encoding="utf-8")
     assert 'files("assets.phone")' in apps
 
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from agents.phone.checks import Task, load_tasks
-from agents.phone.paths import get
+from agents.phone.device.checks import Task, load_tasks
+from agents.phone.device.paths import get
 
 from .control import PhoneControl
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from agents.phone.checks import Task
+from agents.phone.device.checks import Task
 
 from .templates import clock, contacts, messages, settings
 from .templates.base import Template, Variant, signature

@@ -60,8 +60,8 @@ class DeviceLink:
         store is the real phone_dir's: the first connection asks, as a phone would, and it
         accepts on its own."""
         if self.server is None:
-            from agents.phone.device import VirtualPhone
-            from agents.phone.server import PhoneServer
+            from agents.phone.device.phone import VirtualPhone
+            from agents.phone.adb.server import PhoneServer
 
             phone = VirtualPhone()
             server = PhoneServer(phone, host=LOCALHOST, port=0, auth=True,

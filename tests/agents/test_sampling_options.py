@@ -78,7 +78,7 @@ def test_the_summarizers_defaults_reach_the_real_engine(engine, monkeypatch):
 
 
 def test_bench_runs_a_method_with_a_modes_options_and_counts_loops():
-    from app.cli_bench import mode_options
+    from app.cli.bench import mode_options
     from engine.bench.methods import EngineMethod, make_method
     from engine.bench.runner import has_repeated_ngram
     from engine.errors import EngineError

@@ -72,7 +72,7 @@ def test_a_bad_config_file_stops_ask_with_one_line(tmp_path):
 
 
 def test_unexpected_errors_are_one_line_and_logged(tmp_path, monkeypatch, capsys):
-    import app.cli_info as info
+    import app.cli.info as info
 
     def boom(args):
         raise RuntimeError("something broke\nsecond line")

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from app import cli_npu
+from app.cli import npu as cli_npu
 from app.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -189,8 +189,8 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
 def test_explore_events_say_when_the_phone_goes_away(tmp_path, hash_embedder):
     """Explore's job on the real phone path: progress after every edge, and a phone unplugged
     mid-exploration is one last event (the app marks it disconnected), the graph kept so far."""
-    from agents.phone.device import VirtualPhone
-    from agents.phone.server import PhoneServer
+    from agents.phone.device.phone import VirtualPhone
+    from agents.phone.adb.server import PhoneServer
     from agents.ui.adb import AdbConnection
     from agents.ui.device import Device
     from app.tui.explore_job import ExploreProgress, PhoneGone, explore_events

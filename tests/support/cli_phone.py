@@ -18,8 +18,8 @@ def home(tmp_path, monkeypatch):
 
 
 def serve(tmp_path, real: bool = False):
-    from agents.phone.device import VirtualPhone
-    from agents.phone.server import PhoneServer
+    from agents.phone.device.phone import VirtualPhone
+    from agents.phone.adb.server import PhoneServer
 
     phone = VirtualPhone()
     server = PhoneServer(phone, host="127.0.0.1", port=0, auth=False, keys_file=tmp_path / "phone-keys")

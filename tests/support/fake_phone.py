@@ -1,6 +1,6 @@
 """A small test double of the ``Phone`` protocol: a launcher and a few apps, one text field,
 and a log of every input it receives, so transport and shell tests can check what reached
-the device. (The real device model lives in agents/phone/device.py.)"""
+the device. (The real device model lives in agents/phone/device/phone.py.)"""
 from __future__ import annotations
 
 import threading

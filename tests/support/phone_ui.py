@@ -7,8 +7,8 @@ from pathlib import Path
 import xml.etree.ElementTree as ET
 
 from agents.phone import NotIdle
-from agents.phone.checks import Task, load_tasks
-from agents.phone.device import VirtualPhone
+from agents.phone.device.checks import Task, load_tasks
+from agents.phone.device.phone import VirtualPhone
 
 BOUNDS = re.compile(r"^\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]$")
 

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from agents.phone.paths import get, merge
+from agents.phone.device.paths import get, merge
 
 APP_NAMES = {"settings": ("Settings",), "clock": ("Clock", "Google Clock"),
              "contacts": ("Contacts", "Google Contacts"), "messages": ("Messages", "Google Messages")}
@@ -72,7 +72,7 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-# -- predicates (agents.phone.checks) ------------------------------------------------------------
+# -- predicates (agents.phone.device.checks) ------------------------------------------------------------
 def eq(path: str, value: Any) -> dict:
     return {"eq": [path, value]}
 

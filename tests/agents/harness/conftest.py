@@ -13,6 +13,6 @@ if PHONE_TESTS not in sys.path:
 
 @pytest.fixture(scope="session")
 def fresh_state() -> dict:
-    from agents.phone.device import VirtualPhone
+    from agents.phone.device.phone import VirtualPhone
 
     return VirtualPhone().state()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agents.harness.control import PhoneControl
-from agents.phone.device import VirtualPhone
-from agents.phone.server import PhoneServer
+from agents.phone.device.phone import VirtualPhone
+from agents.phone.adb.server import PhoneServer
 from agents.ui.adb import AdbConnection, DeviceError
 
 REAL_PHONE = "/system/bin/sh: hexa-phone: inaccessible or not found\n"

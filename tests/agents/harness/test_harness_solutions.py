@@ -8,8 +8,8 @@ import pytest
 from support.harness_ui import play, ref, solution, typed_time
 
 from agents.harness.variants import make, templates
-from agents.phone.checks import check
-from agents.phone.device import VirtualPhone
+from agents.phone.device.checks import check
+from agents.phone.device.phone import VirtualPhone
 
 FRESH = VirtualPhone().state()
 SCAN = range(300)  # seeds looked through for one of each branch

@@ -9,9 +9,9 @@ from support.harness_ui import play
 
 from agents.harness.control import PhoneControl
 from agents.harness.task_eval import DEFAULT_TASK_FILES, TASK_DIR, TaskEval, TaskEvalError, load_task_files
-from agents.phone.checks import Task
-from agents.phone.device import VirtualPhone
-from agents.phone.shell import Shell
+from agents.phone.device.checks import Task
+from agents.phone.device.phone import VirtualPhone
+from agents.phone.shell.sh import Shell
 
 
 class LocalConn:

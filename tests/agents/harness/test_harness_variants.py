@@ -12,10 +12,10 @@ import pytest
 from agents.harness.task_eval import load_task_files
 from agents.harness.templates import pools, settings as settings_templates
 from agents.harness.variants import APPS, draw, draw_variants, make, templates
-from agents.phone.apps import load_catalog
-from agents.phone.checks import check, parse_task
-from agents.phone.device import VirtualPhone
-from agents.phone.paths import has, merge
+from agents.phone.device.apps import load_catalog
+from agents.phone.device.checks import check, parse_task
+from agents.phone.device.phone import VirtualPhone
+from agents.phone.device.paths import has, merge
 
 SEEDS = range(8)
 NO_NEAR = {"settings.default_browser"}  # two choices: the only wrong outcome is the start itself

@@ -3,10 +3,10 @@
 ``use``/``count``/``lines`` template directives, the ``vcard`` filter, ``write`` steps and inverted switches."""
 from __future__ import annotations
 
-from agents.phone.actions import run
-from agents.phone.checks import check
-from agents.phone.paths import get, put, render
-from agents.phone.views import View
+from agents.phone.device.actions import run
+from agents.phone.device.checks import check
+from agents.phone.device.paths import get, put, render
+from agents.phone.device.views import View
 
 STATE = {"people": [{"id": 1, "name": "bea", "tags": ["x"]}, {"id": 2, "name": "Al", "tags": []},
                     {"id": 3, "name": "Cy", "tags": ["y"]}], "args": {"id": 2}, "local": {"who": "Cy"}}

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.phone.checks import check, load_tasks
-from agents.phone.paths import get, put, render
+from agents.phone.device.checks import check, load_tasks
+from agents.phone.device.paths import get, put, render
 
 STATE = {"settings": {"wifi": False, "languages": ["English (United States)", "Aghem"], "font_size": {"step": 2},
                       "ringtone": {"category": "Pixel Sounds", "name": "Copycat"}, "name": "Wi\u2011Fi phone"},

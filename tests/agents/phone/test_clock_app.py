@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.phone.checks import load_tasks
-from agents.phone.device import VirtualPhone
+from agents.phone.device.checks import load_tasks
+from agents.phone.device.phone import VirtualPhone
 from support import phone_ui
 from support.phone_ui import dev_instructions, bounds, centre, dump, find, nodes, tap, texts
 
@@ -237,14 +237,14 @@ def test_every_screen_dumps_well_formed_xml(steps):
     ("{secs|duration}", "5"), ("{min5|duration}", "5:00"), ("{hour|duration}", "1:05:00"), ("{secs|elapsed}", "0:05"),
     ("{keys|hms}", 5400), ("{typed|int|pad2}:{m|pad2}", "07:05")])
 def test_template_filters(template, expected):
-    from agents.phone.paths import render
+    from agents.phone.device.paths import render
     ctx = {"m": 5, "typed": "07", "bad": "7a", "days": ["Mon", "Fri"], "secs": 5, "min5": 300, "hour": 3900,
            "keys": "013000"}
     assert render(template, ctx) == expected
 
 
 def test_the_some_predicate():
-    from agents.phone.checks import check
+    from agents.phone.device.checks import check
     state = {"clock": {"alarms": [{"label": "gym", "on": True}, {"label": "meeting", "on": False}]}}
     assert check({"some": ["clock.alarms", {"all": [{"eq": ["item.label", "meeting"]}, {"eq": ["item.on", False]}]}]}, state)
     assert not check({"some": ["clock.alarms", {"eq": ["item.label", "work"]}]}, state)

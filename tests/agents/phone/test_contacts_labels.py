@@ -3,7 +3,7 @@ screens: the Labels section of Fix & manage, a label's page (Add contact, Rename
 Remove contacts), the chips on a contact's page, Sort by / Name format, and the query kept in state."""
 from __future__ import annotations
 
-from agents.phone.device import VirtualPhone
+from agents.phone.device.phone import VirtualPhone
 from support.phone_ui import dump, find, long_press, nodes, open_app, screen, solve, tap, texts
 
 ACCOUNT = "Signed in as alex.morgan.pixel@gmail.com"

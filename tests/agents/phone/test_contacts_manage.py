@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from adb_shell.adb_device import AdbDeviceTcp
 
-from agents.phone.device import VirtualPhone
-from agents.phone.server import PhoneServer
-from agents.phone.shell import Shell
+from agents.phone.device.phone import VirtualPhone
+from agents.phone.adb.server import PhoneServer
+from agents.phone.shell.sh import Shell
 from support.phone_ui import centre, dump, find, nodes, solve, tap, texts
 
 

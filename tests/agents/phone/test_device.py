@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from agents.phone import NotIdle
-from agents.phone.apps import load_app
-from agents.phone.device import VirtualPhone
+from agents.phone.device.apps import load_app
+from agents.phone.device.phone import VirtualPhone
 from support.phone_ui import bounds, centre, dump, find, nodes, scroll, tap, texts
 
 ATTRS = ["index", "text", "resource-id", "class", "package", "content-desc", "checkable", "checked", "clickable",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.phone.checks import load_tasks
-from agents.phone.device import VirtualPhone
+from agents.phone.device.checks import load_tasks
+from agents.phone.device.phone import VirtualPhone
 from support.phone_ui import dump, find, long_press, nodes, played, solve, tap, tasks_by_id, texts
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks" / "messages.jsonl"

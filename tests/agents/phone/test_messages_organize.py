@@ -3,7 +3,7 @@ chats from Start chat, pinned conversations first, the Notifications switch of a
 Details, Blocked numbers' Add a number, and the search query kept in state."""
 from __future__ import annotations
 
-from agents.phone.device import VirtualPhone
+from agents.phone.device.phone import VirtualPhone
 from support.phone_ui import dump, find, long_press, nodes, open_app, screen, solve, tap, texts
 
 

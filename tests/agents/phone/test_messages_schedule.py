@@ -3,7 +3,7 @@ the Schedule send bottom sheet behind a long press on send, the Material date an
 scheduled bubble's options, and the selection mode of message bubbles (Star, Copy, Delete, Forward)."""
 from __future__ import annotations
 
-from agents.phone.device import VirtualPhone
+from agents.phone.device.phone import VirtualPhone
 from support.phone_ui import bounds, dump, find, long_press, nodes, screen, solve, tap, texts
 
 

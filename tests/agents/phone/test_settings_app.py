@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.phone.checks import load_tasks
-from agents.phone.device import VirtualPhone
+from agents.phone.device.checks import load_tasks
+from agents.phone.device.phone import VirtualPhone
 from support.phone_ui import dev_instructions, solve
 
 TASKS = Path(__file__).resolve().parents[3] / "assets" / "phone" / "tasks"

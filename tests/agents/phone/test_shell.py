@@ -8,7 +8,7 @@ import time
 import pytest
 from support.fake_phone import LAUNCHER, FakePhone
 
-from agents.phone.shell import Shell
+from agents.phone.shell.sh import Shell
 
 
 @pytest.fixture

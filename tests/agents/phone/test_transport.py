@@ -17,9 +17,9 @@ from adb_shell.auth.keygen import keygen
 from adb_shell.auth.sign_pythonrsa import PythonRSASigner
 from support.fake_phone import FakePhone
 
-from agents.phone import wire
-from agents.phone.android_keys import KeyStore, decode_pubkey, verify_token
-from agents.phone.server import PhoneServer
+from agents.phone.adb import wire
+from agents.phone.adb.auth_keys import KeyStore, decode_pubkey, verify_token
+from agents.phone.adb.server import PhoneServer
 
 BANNER = (b"device::ro.product.name=hexa_phone;ro.product.model=Hexa Virtual Phone;"
           b"ro.product.device=hexa;features=")

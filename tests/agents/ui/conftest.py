@@ -6,8 +6,8 @@ import pytest
 
 @pytest.fixture
 def phone_server(tmp_path):
-    from agents.phone.device import VirtualPhone
-    from agents.phone.server import PhoneServer
+    from agents.phone.device.phone import VirtualPhone
+    from agents.phone.adb.server import PhoneServer
 
     phone = VirtualPhone()
     server = PhoneServer(phone, host="127.0.0.1", port=0, auth=True,

@@ -22,8 +22,8 @@ APPS = ("com.google.android.deskclock", "com.google.android.contacts")
 @pytest.fixture(scope="module")
 def explored(tmp_path_factory):
     """A phone served over TCP and a memory that explored its Clock and Contacts (once)."""
-    from agents.phone.device import VirtualPhone
-    from agents.phone.server import PhoneServer
+    from agents.phone.device.phone import VirtualPhone
+    from agents.phone.adb.server import PhoneServer
     from agents.ui.adb import AdbConnection
     from agents.ui.device import Device
     from memory import Memory

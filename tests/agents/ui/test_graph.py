@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.phone.device import VirtualPhone
+from agents.phone.device.phone import VirtualPhone
 from agents.ui.entry import digits_step, duration_digits, entry_kind, shown_digits, time_step
 from agents.ui.graph import AppGraph, UIEdge, UIScreen, element_key, keys_of
 from agents.ui.screen import Screen, parse_dump

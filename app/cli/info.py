@@ -17,7 +17,7 @@ def cmd_paths(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from . import doctor, settings
+    from .. import doctor, settings
 
     # doctor reports a bad setting instead of stopping at it
     loaded = settings.load(args.locations.config_file, flags=settings.flag_values(args), strict=False)

@@ -11,10 +11,10 @@ import socket
 import threading
 from pathlib import Path
 
-from . import Phone
-from .android_keys import KeyStore
+from .. import Phone
+from .auth_keys import KeyStore
 from .connection import FEATURES, Connection
-from .shell import Shell
+from ..shell.sh import Shell
 
 log = logging.getLogger(__name__)
 

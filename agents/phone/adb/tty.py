@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .shell import Shell
+    from ..shell.sh import Shell
 
 MAX_LINE = 64 * 1024
 

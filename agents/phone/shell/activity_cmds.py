@@ -7,9 +7,9 @@ first, then the short one.
 """
 from __future__ import annotations
 
-from .components import full_class, short_name
+from ..device.components import full_class, short_name
 from .dumpsys import dumpsys_cmd
-from .shellcmd import Args, JavaError, NumberFormat, default_command, illegal_argument, report
+from .cmd import Args, JavaError, NumberFormat, default_command, illegal_argument, report
 
 ACTION_MAIN = "android.intent.action.MAIN"
 CATEGORY_LAUNCHER = "android.intent.category.LAUNCHER"

@@ -48,10 +48,10 @@ def listen_address(args) -> tuple[str, int]:
 
 
 def cmd_serve(args) -> int:
-    from agents.phone.device import VirtualPhone
-    from agents.phone.server import PhoneServer
+    from agents.phone.device.phone import VirtualPhone
+    from agents.phone.adb.server import PhoneServer
 
-    from .locations import ensure
+    from ..locations import ensure
 
     host, port = listen_address(args)
     server = PhoneServer(VirtualPhone(), host=host, port=port, auth=not args.no_auth,

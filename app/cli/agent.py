@@ -1,14 +1,14 @@
 """``hexa agent "task"``: one UI-agent episode on a phone, step by step in the terminal;
-``hexa agent explore``: learn the phone's apps first (``cli_agent_explore``);
-``hexa agent-bench``: tasks with state checks on the virtual phone (``cli_agent_bench``)."""
+``hexa agent explore``: learn the phone's apps first (``agent_explore``);
+``hexa agent-bench``: tasks with state checks on the virtual phone (``agent_bench``)."""
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
 
-from . import cli_agent_explore
-from . import settings as config
+from . import agent_explore
+from .. import settings as config
 
 RUN = " task"     # the hidden parser of `hexa agent <task words>` (a name nobody types)
 
@@ -63,7 +63,7 @@ def register(sub) -> None:
     run.add_argument("task", nargs="*", help="what to do, e.g. \"Turn off Bluetooth\"")
     _task_flags(run, top=False)
     run.set_defaults(func=cmd_agent, uses_settings=True)
-    cli_agent_explore.register(cmds)
+    agent_explore.register(cmds)
 
 
 def ask_user(question: str) -> bool:
@@ -81,8 +81,8 @@ def cmd_agent(args) -> int:
     from agents.common import AgentError
     from agents.ui.agent import UIAgent
 
-    from .loading import load_engine, open_memory
-    from .phone_agent import agent_options, connect, describe, is_virtual, known_apps
+    from ..loading import load_engine, open_memory
+    from ..phone_agent import agent_options, connect, describe, is_virtual, known_apps
 
     s = args.loaded.settings
     if args.export is not None:

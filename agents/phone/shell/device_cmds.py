@@ -13,9 +13,9 @@ import math
 import posixpath
 import time
 
-from . import NotIdle
-from .keycodes import keycode_from_string
-from .shellcmd import Args, JavaError, NumberFormat, default_command, illegal_argument, java_float, java_int, report
+from .. import NotIdle
+from ..device.keycodes import keycode_from_string
+from .cmd import Args, JavaError, NumberFormat, default_command, illegal_argument, java_float, java_int, report
 
 INPUT_ON_COMMAND = "com.android.server.input.InputShellCommand.onCommand(InputShellCommand.java:288)"
 INPUT_FRAMES = ("com.android.server.input.InputManagerService.onShellCommand(InputManagerService.java:2782)",

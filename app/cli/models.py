@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def cmd_models(args) -> int:
-    from .model_catalog import find_models
+    from ..model_catalog import find_models
 
     models = find_models(args.locations)
     if not args.all:

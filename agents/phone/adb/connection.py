@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from . import wire
-from .android_keys import KeyStore
-from .shell import Shell
+from .auth_keys import KeyStore
+from ..shell.sh import Shell
 from .tty import LineSession
 
 log = logging.getLogger(__name__)

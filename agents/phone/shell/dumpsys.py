@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 
-from .components import full_class, short_name
+from ..device.components import full_class, short_name
 
 SERVICES = ("activity", "input", "package", "power", "window")
 

@@ -5,7 +5,7 @@ import argparse
 import sys
 import threading
 
-from . import settings as config
+from .. import settings as config
 
 
 def register(sub) -> None:
@@ -22,8 +22,8 @@ def register(sub) -> None:
 
 
 def cmd_serve(args) -> int:
-    from .loading import load_engine
-    from .serve.run import Server, api_key
+    from ..loading import load_engine
+    from ..serve.run import Server, api_key
 
     s = args.loaded.settings
     key = api_key(s)

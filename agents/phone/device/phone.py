@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import threading
 from dataclasses import dataclass, field
-from . import NotIdle
+from .. import NotIdle
 from . import layout as L
 from .actions import run
 from .apps import App, Catalog, load_catalog
@@ -20,7 +20,7 @@ from .checks import check
 from .keys import char_of, lookup
 from .paths import get, merge, put, render
 from .uixml import Node, find, to_xml
-from .vfs import FileSystem
+from ..shell.vfs import FileSystem
 from .views import View
 from .windows import build_window
 

@@ -42,7 +42,7 @@ class Rung:
 
 @dataclass
 class BenchTask:
-    task: Any                 # agents.phone.checks.Task
+    task: Any                 # agents.phone.device.checks.Task
     kind: str                 # "shipped" or "variant"
 
 

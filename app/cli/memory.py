@@ -107,8 +107,8 @@ def _data_dir(args) -> Path:
 def _open(args, **kw):
     from memory import Memory
 
-    from . import settings
-    from .locations import locations
+    from .. import settings
+    from ..locations import locations
 
     # the [memory] options (checked: a bad value stops here, in one line, as every command does)
     loaded = getattr(args, "loaded", None) or settings.load(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from . import settings as config
-from .phone_agent import EXPLORE_BUDGET, app_label, progress_text, summary_text
+from .. import settings as config
+from ..phone_agent import EXPLORE_BUDGET, app_label, progress_text, summary_text
 
 
 def register(cmds) -> None:
@@ -39,8 +39,8 @@ def cmd_explore(args) -> int:
     from agents.common import AgentError
     from agents.ui.knowledge import Knowledge
 
-    from .loading import open_memory
-    from .phone_agent import connect, describe, explore_apps, forget_app, known_apps, resolve_apps
+    from ..loading import open_memory
+    from ..phone_agent import connect, describe, explore_apps, forget_app, known_apps, resolve_apps
 
     if args.list:
         with open_memory(args.locations, settings=args.loaded.settings) as memory:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import settings as config
+from .. import settings as config
 from .agent_bench_runs import RUNGS, BenchTask, Rung
 
 POLICIES = ("top", "planner", "model")
@@ -132,8 +132,8 @@ def cmd_agent_bench(args) -> int:
     from agents.harness.task_eval import TaskEvalError
 
     from .agent_bench_report import exploration_table, results_table
-    from .loading import load_engine
-    from .phone_agent import connect, resolve_apps
+    from ..loading import load_engine
+    from ..phone_agent import connect, resolve_apps
 
     check_args(args)              # the flags and the task files first: no phone, no model needed
     rungs = plan_rungs(args)
@@ -195,8 +195,8 @@ def explore(device, control, folder: Path, engine, apps: list[tuple[str, str]], 
     from agents.ui.knowledge import Knowledge
     from memory import Memory
 
-    from .cli_agent_explore import LiveLine
-    from .phone_agent import explore_apps, progress_text, summary_text
+    from .agent_explore import LiveLine
+    from ..phone_agent import explore_apps, progress_text, summary_text
 
     if budget < 1:
         return []
@@ -221,7 +221,7 @@ def run_rung_in(folder: Path, engine, device, control, settings, rung: Rung, tas
     from memory import Memory
 
     from .agent_bench_runs import run_rung
-    from .phone_agent import agent_options
+    from ..phone_agent import agent_options
 
     options = agent_options(settings, virtual=True, **rung.options)
     with Memory.open(folder, tokenizer=engine.encode, options=config.memory_options(settings)) as memory:

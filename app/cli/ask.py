@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import settings as config
+from .. import settings as config
 
 
 def register(sub) -> None:
@@ -48,7 +48,7 @@ def cmd_ask(args) -> int:
     from agents.sampling import generation_options
     from engine.errors import EngineError
 
-    from .loading import load_engine
+    from ..loading import load_engine
 
     prompt = read_prompt(args.prompt)
     s = args.loaded.settings
@@ -69,7 +69,7 @@ def ask_in_session(args, engine, prompt: str) -> int:
     from agents.assistant import Assistant
     from agents.common import AgentError
 
-    from .loading import open_memory
+    from ..loading import open_memory
 
     if args.stop:
         raise AgentError("--stop works only for a one-shot answer (without --session, --continue or --save)")
@@ -88,7 +88,7 @@ def ask_in_session(args, engine, prompt: str) -> int:
             sid = session.id
         if args.system:
             memory.set_system_prompt(sid, args.system)
-        from .routing import build_router
+        from ..routing import build_router
 
         router, note = build_router(engine, args.loaded.settings, args.data_dir)   # a [servers.X] configured
         agent = Assistant(engine, memory, args.loaded.settings, router, note)

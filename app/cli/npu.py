@@ -26,8 +26,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 from urllib.request import getproxies, proxy_bypass
 
-from . import settings as config
-from .locations import ensure
+from .. import settings as config
+from ..locations import ensure
 
 # what qai_hub.api_utils.get_config_path and qai_hub.public_rest_api read (checked by the tests);
 # importing qai_hub to ask takes a second of the two

@@ -12,12 +12,12 @@ import logging
 import posixpath
 from dataclasses import dataclass
 
-from . import Phone
+from .. import Phone
 from .activity_cmds import COMMANDS as ACTIVITY_COMMANDS
 from .device_cmds import COMMANDS as DEVICE_COMMANDS
-from .sh_builtins import COMMANDS as BUILTIN_COMMANDS, ShellExit
-from .sh_parse import AndOr, Lit, Parser, Pipeline, Redirect, ShSyntaxError, Simple, Sub, Var
-from .sh_text import COMMANDS as TEXT_COMMANDS
+from .builtins import COMMANDS as BUILTIN_COMMANDS, ShellExit
+from .parse import AndOr, Lit, Parser, Pipeline, Redirect, ShSyntaxError, Simple, Sub, Var
+from .text import COMMANDS as TEXT_COMMANDS
 from .vfs import WRITABLE, FileSystem
 
 log = logging.getLogger(__name__)

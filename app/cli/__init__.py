@@ -12,9 +12,9 @@ import sys
 import traceback
 from importlib.metadata import PackageNotFoundError, version
 
-from . import (cli_agent, cli_agent_bench, cli_ask, cli_bench, cli_info, cli_memory, cli_models, cli_npu, cli_phone,
-               cli_serve, settings)
-from .locations import locations
+from .. import settings
+from . import agent, agent_bench, ask, bench, info, memory, models, npu, phone, serve
+from ..locations import locations
 
 
 def hexa_version() -> str:
@@ -46,8 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     settings.add_flags(parser.add_argument_group("model"), settings.MODEL_FLAGS, top_level=True)
     settings.add_flags(parser.add_argument_group("generation"), settings.GENERATION_FLAGS, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (cli_ask, cli_agent, cli_agent_bench, cli_bench, cli_serve, cli_memory, cli_models, cli_phone, cli_npu,
-                   cli_info):
+    for module in (ask, agent, agent_bench, bench, serve, memory, models, phone, npu, info):
         module.register(sub)
     return parser
 
@@ -60,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args.cache_dir = loc.cache
     try:
         if args.command is None:
-            from .tui import run_tui
+            from ..tui import run_tui
 
             # the app reports a bad value in a notification and carries on without it
             loaded = settings.load(loc.config_file, flags=settings.flag_values(args), strict=False)
@@ -105,6 +104,3 @@ def describe_error(exc: BaseException, log_dir) -> str:
     first = (str(exc).strip().splitlines() or [""])[0]
     return f"internal error: {exc.__class__.__name__}: {first}{where}"
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import cli_bench_route
-from . import settings as config
+from . import bench_route
+from .. import settings as config
 
 
 def register(sub) -> None:
@@ -32,7 +32,7 @@ def register(sub) -> None:
     p.add_argument("--child", action="store_true",
                    help="with --app: also through the app with its engine in a `hexa serve` child process "
                         "(engine_process = child), in the same run")
-    cli_bench_route.add_flags(p)
+    bench_route.add_flags(p)
     config.add_flags(p.add_argument_group("model"), config.MODEL_FLAGS, top_level=False)
     config.add_flags(p.add_argument_group("penalties and truncation (for METHOD@MODE)"), config.SAMPLING_OPTIONS,
                      top_level=False)
@@ -44,7 +44,7 @@ def cmd_bench(args) -> int:
     from engine.bench.runner import BenchOptions, format_table, format_turns, run_bench, run_turns, write_json
     from engine.errors import EngineError
 
-    from .loading import load_engine
+    from ..loading import load_engine
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
@@ -59,7 +59,7 @@ def cmd_bench(args) -> int:
               file=sys.stderr)
     engine = load_engine(settings, args.locations)
     if args.route:
-        return cli_bench_route.bench_route(engine, cases, args)
+        return bench_route.bench_route(engine, cases, args)
     if args.app:
         return bench_app(engine, cases, methods, args)
     opts = BenchOptions(methods=methods, max_new_tokens=args.max_new_tokens,
@@ -96,11 +96,11 @@ def mode_options(methods: list[str], settings) -> dict[str, dict]:
 def bench_app(engine, cases, methods: list[str], args) -> int:
     import json
 
-    from .tui import bench
+    from ..tui import bench
 
     child = None
     if args.child:
-        from .serve.child import start
+        from ..serve.child import start
 
         child = start(args.loaded.settings)
     try:
