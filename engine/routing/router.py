@@ -115,8 +115,10 @@ class Router:
                 return
             live = Live(self.engine, client, self.caps, st.device, fit, self.prices, read_rate=self.read_rate,
                         expected_out=max_new, device_options=options, temperature=temperature)
+            # migration is DiSCo's; the server and random policies keep an answer where it started
+            # (as `hexa bench --route` runs them), unless that side fails mid-answer
             out = await live.serve(ids, plan, max_new, on_text=lambda s: events.put(Text(s)), stop=cancel,
-                                   messages=messages)
+                                   messages=messages, migrate=policy.name.startswith("disco"))
             if out.served_by.startswith("server"):
                 st.observe(self.endpoint.name, out.ttft)
             if out.note and out.note != "cancelled":

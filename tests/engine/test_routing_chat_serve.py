@@ -41,6 +41,7 @@ def test_a_chat_only_server_answers_the_messages_the_prompt_was_built_from(engin
     events = list(router.generate(ids, max_new_tokens=40))
     done = events[-1]
     assert router.caps.chat and isinstance(done, Done) and done.served_by.startswith("cloud")
+    assert "device" not in done.served_by          # the server policy: no migration to the device
     # the same model greedy on the same chat: the server's answer is the device's own
     assert done.text == own.text and "".join(e.delta for e in events if isinstance(e, Text)) == own.text
 
