@@ -74,7 +74,6 @@ class AgentScreen(ExploreActions, ModeScreen):
         self.episode: int | None = None   # the request id of the last episode
         self.step_done: Done | None = None
         self.shown: tuple = ()
-        self.after_stop: str | None = None  # a task typed while a job was stopping: run when it has
 
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -195,7 +194,7 @@ class AgentScreen(ExploreActions, ModeScreen):
             # Esc was pressed and the job ends after the action under way (a second or so): a task
             # typed meanwhile starts then, instead of being refused and left in the box
             what = "The exploration" if self.exploring is not None else "The last episode"
-            self.after_stop = text
+            self.deferred = lambda: self.run_task(text)
             self.notify(f"{what} is stopping: this task starts when it has.")
             return False
         if self.exploring is not None:
@@ -291,9 +290,6 @@ class AgentScreen(ExploreActions, ModeScreen):
             await self.explore_finished(error)
         elif error and rid == self.episode:
             await self.query_one(StepLog).error(error)
-        if not self.jobs and self.after_stop is not None:
-            task, self.after_stop = self.after_stop, None
-            await self.run_task(task)
 
     def cancelled(self, rid: int) -> None:
         if rid == self.exploring:

@@ -69,7 +69,9 @@ class ModeScreen(SessionActions, Screen):
         self.views: dict[int, MessageView] = {}
         self.inbox = Inbox()
         self.metrics = RequestMetrics()
-        self.deferred: Callable[[], Awaitable[None]] | None = None   # a send typed while loading
+        # a request typed while the screen could not take it (the model loading, a stopped job
+        # still ending): run when it can
+        self.deferred: Callable[[], Awaitable[None]] | None = None
         self._dirty = False
         self._panels_t = 0.0
         self._frames = None
@@ -178,6 +180,9 @@ class ModeScreen(SessionActions, Screen):
                 await self.refresh_sessions()
         except MemoryCallFailed:
             pass
+        await self.run_deferred()
+
+    async def run_deferred(self) -> None:
         if self.deferred is not None:
             deferred, self.deferred = self.deferred, None
             await deferred()
@@ -243,6 +248,8 @@ class ModeScreen(SessionActions, Screen):
         await self.prepare_event(rid, event)
         if isinstance(event, Finished):
             await self.job_finished(rid, event.error)
+            if not self.jobs:
+                await self.run_deferred()
         elif isinstance(event, Saved):
             await self.on_saved(rid, event)
         elif rid != self.active:
