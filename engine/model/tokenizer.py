@@ -87,6 +87,12 @@ class TokenText:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
+    def chat_text(self, messages: list[dict]) -> str:
+        """The chat template applied to ``messages``, as text (the prompt ``chat_ids`` encodes)."""
+        if hasattr(self.tokenizer, "render_chat"):            # ChatTokenizer
+            return self.tokenizer.render_chat(messages, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
     def chat_ids(self, messages: list[dict]) -> list[int]:
         from ..errors import EngineError
 

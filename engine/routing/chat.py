@@ -20,12 +20,6 @@ from ..model.tokenizer import TokenText
 _S, _U1, _A1, _U2 = "@@hexa-s@@", "@@hexa-u1@@", "@@hexa-a1@@", "@@hexa-u2@@"
 
 
-def _render(tokenizer, messages: list[dict]) -> str:
-    if hasattr(tokenizer, "render_chat"):                     # the engine's ChatTokenizer
-        return tokenizer.render_chat(messages, add_generation_prompt=True)
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-
-
 @dataclass(frozen=True)
 class ChatFrames:
     head_user: str                 # the text before the first question, when there is no system prompt
@@ -41,10 +35,11 @@ class ChatFrames:
         told apart (the device then serves every request itself)."""
         if not getattr(tokenizer, "chat_template", None):
             return None
+        chat = TokenText(tokenizer)
         turns = [{"role": "user", "content": _U1}, {"role": "assistant", "content": _A1},
                  {"role": "user", "content": _U2}]
         try:
-            plain = _render(tokenizer, turns)
+            plain = chat.chat_text(turns)
         except Exception:
             return None
         at = [plain.find(m) for m in (_U1, _A1, _U2)]
@@ -55,7 +50,7 @@ class ChatFrames:
         if not frames["to_assistant"] or not frames["to_user"] or not frames["tail"]:
             return None
         try:
-            full = _render(tokenizer, [{"role": "system", "content": _S}] + turns)
+            full = chat.chat_text([{"role": "system", "content": _S}] + turns)
             s, u1 = full.find(_S), full.find(_U1)
             if 0 <= s < u1:
                 frames |= dict(head_system=full[:s], after_system=full[s + len(_S):u1])

@@ -141,10 +141,11 @@ class ServerClient:
             return Capabilities(False, False, False, chat=True)
         remote = [await self.tokenize(p) for p in PROBES]
         llama = remote[0] is not None and await self._answers("/extras/tokenize")
-        self.adopt(Capabilities(False, False, llama), self.model)
         same = all(r is not None for r in remote) and same_vocabulary([encode(p) for p in PROBES], remote)
         ids = same and await self._takes("/completions", {"prompt": encode("Hello")})
-        return Capabilities(same, ids, llama)
+        caps = Capabilities(same, ids, llama)
+        self.adopt(caps, self.model)
+        return caps
 
     def adopt(self, caps: Capabilities, model: str) -> None:
         """What an earlier probe found, for this client's requests (a router probes once and
