@@ -10,11 +10,10 @@ import pytest
 
 from engine.events import Done, Text
 from engine.routing.client import Endpoint, ServerClient
-from engine.routing.live import Live
-from engine.routing.models import DeviceModel, Prices, ServerTTFT
+from engine.routing.models import Prices
 from engine.routing.policy import Plan
 from engine.routing.router import Router
-from support.serve_helpers import serving
+from support.serve_helpers import live as make_live, own_engine, serving
 
 pytestmark = pytest.mark.slow
 MESSAGES = [{"role": "system", "content": "You are brief."},
@@ -23,13 +22,7 @@ MESSAGES = [{"role": "system", "content": "You are brief."},
 
 @pytest.fixture(scope="module")
 def chat_server():
-    """A server with an engine of its own, as a server is another machine: nothing the device's
-    engine kept (prefixes, drafting history, a test's leftovers) is shared with it."""
-    import os
-
-    from engine import Engine
-
-    with serving(lambda: Engine.load(None, cache_dir=os.environ["HEXA_CACHE_DIR"])) as server:
+    with serving(own_engine) as server:
         yield server.url + "/v1"
 
 
@@ -60,7 +53,7 @@ def test_an_answer_is_never_handed_to_a_chat_only_server(engine, chat_server):
     async def main():
         client = ServerClient(Endpoint("cloud", chat_server, api="chat"))
         caps = await client.probe(engine.encode)
-        live = Live(engine, client, caps, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3, 0.5]), Prices(1e-6, 1e-6))
+        live = make_live(engine, client, caps, Prices(1e-6, 1e-6))
         ids = engine.chat_ids(MESSAGES)
         device = await live.serve(ids, Plan(None, 0.0), 32, force_migrate_at=6, messages=MESSAGES)
         server = await live.serve(ids, Plan(0.0, None), 32, migrate=False, messages=MESSAGES)

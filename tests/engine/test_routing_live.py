@@ -9,10 +9,10 @@ from support import llama_server
 import pytest
 
 from engine.routing.client import Endpoint, ServerClient
-from engine.routing.live import Live
-from engine.routing.models import DeviceModel, Prices, ServerTTFT
+from engine.routing.models import Prices
 from engine.routing.policy import Plan
 from engine.routing.proxy import DelayProxy
+from support.serve_helpers import live as routing_live
 
 
 _MISSING = llama_server.missing()
@@ -28,8 +28,8 @@ def server_url(engine):
         yield url
 
 
-def make_live(engine, client, caps) -> Live:
-    return Live(engine, client, caps, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3, 0.5]), PRICES)
+def make_live(engine, client, caps):
+    return routing_live(engine, client, caps, PRICES)
 
 
 def test_migrated_greedy_answers_are_the_devices_own(engine, server_url):

@@ -8,27 +8,20 @@ import asyncio
 import pytest
 
 from engine.routing.client import Endpoint, ServerClient
-from engine.routing.live import Live
-from engine.routing.models import DeviceModel, Prices, ServerTTFT
+from engine.routing.models import Prices
 from engine.routing.policy import Plan
-from support.serve_helpers import serving
+from support.serve_helpers import live as make_live, own_engine, serving
 
 pytestmark = pytest.mark.slow
 QUESTION = [{"role": "user", "content": "Give three tips for staying focused while studying."}]
 
 
 def test_an_answer_moves_to_hexa_serve_by_token_ids(engine):
-    import os
-
-    from engine import Engine
-
-    # an engine of its own: a server is another machine (see test_routing_chat_serve.py)
-    with serving(lambda: Engine.load(None, cache_dir=os.environ["HEXA_CACHE_DIR"])) as server:
+    with serving(own_engine) as server:
         async def main():
             client = ServerClient(Endpoint("box", server.url + "/v1"))
             caps = await client.probe(engine.encode)
-            live = Live(engine, client, caps, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3, 0.5]),
-                        Prices(1e-6, 1e-6))
+            live = make_live(engine, client, caps, Prices(1e-6, 1e-6))
             out = await live.serve(engine.chat_ids(QUESTION), Plan(None, 0.0), 40, force_migrate_at=8)
             await client.aclose()
             return caps, out

@@ -38,3 +38,22 @@ def status(server) -> dict:
     import httpx
 
     return httpx.get(server.url + "/hexa/status", timeout=10).json()
+
+
+def own_engine():
+    """An engine of its own for a server under test: a server is another machine, so nothing the
+    device's engine kept (prefixes, drafting history, a test's leftovers) is shared with it."""
+    import os
+
+    from engine import Engine
+
+    return Engine.load(None, cache_dir=os.environ["HEXA_CACHE_DIR"])
+
+
+def live(engine, client, caps, prices):
+    """A router's ``Live`` for one request at a time: the device's TTFT line and the server's TTFTs
+    fixed (the tests drive the plan themselves)."""
+    from engine.routing.live import Live
+    from engine.routing.models import DeviceModel, ServerTTFT
+
+    return Live(engine, client, caps, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3, 0.5]), prices)
