@@ -171,19 +171,12 @@ def third_party_imports(paths) -> set[str]:
     return {m for m in found if m not in sys.stdlib_module_names and m not in PACKAGES and m != "__future__"}
 
 
+def project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
 def declared_distributions() -> set[str]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return {re.split(r"[<>=!~\[;\s]", d, maxsplit=1)[0].lower().replace("_", "-") for d in project["dependencies"]}
-
-
-def test_every_module_the_virtual_phone_imports_is_declared():
-    dists = importlib.metadata.packages_distributions()
-    declared = declared_distributions()
-    imported = third_party_imports(phone_modules().values())
-    assert "cryptography" in imported                 # the check sees what it is about
-    missing = sorted(m for m in imported
-                     if not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & declared)
-    assert not missing, f"imported by the virtual phone but not in pyproject's dependencies: {missing}"
+    return {re.split(r"[<>=!~\[;\s]", d, maxsplit=1)[0].lower().replace("_", "-") for d in project()["dependencies"]}
 
 
 # modules only optional code imports: the extra and the distribution that provide them (llama.cpp,
@@ -191,15 +184,11 @@ def test_every_module_the_virtual_phone_imports_is_declared():
 OPTIONAL = {"llama_cpp": ("peers", "llama-cpp-python")}
 
 
-def test_every_module_hexa_imports_is_declared():
-    """Not only the phone: what app/, agents/, memory/ and engine/ import is in pyproject's
-    dependencies (installed as another package's dependency is not enough)."""
+def undeclared(imported: set[str]) -> list[str]:
+    """The modules of ``imported`` that no dependency of pyproject provides (an optional one's
+    extra counts for the modules of ``OPTIONAL``)."""
     dists = importlib.metadata.packages_distributions()
-    declared = declared_distributions()
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    paths = [p for pkg in ("app", "agents", "memory", "engine") for p in (ROOT / pkg).rglob("*.py")]
-    imported = third_party_imports(paths)
-    assert {"torch", "textual", "chromadb", "tokenizers", "llama_cpp"} <= imported   # it sees them
+    declared, extras = declared_distributions(), project()["optional-dependencies"]
     missing = []
     for m in sorted(imported):
         if m in OPTIONAL:
@@ -208,6 +197,23 @@ def test_every_module_hexa_imports_is_declared():
                 missing.append(m)
         elif not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & declared:
             missing.append(m)
+    return missing
+
+
+def test_every_module_the_virtual_phone_imports_is_declared():
+    imported = third_party_imports(phone_modules().values())
+    assert "cryptography" in imported                 # the check sees what it is about
+    missing = undeclared(imported)
+    assert not missing, f"imported by the virtual phone but not in pyproject's dependencies: {missing}"
+
+
+def test_every_module_hexa_imports_is_declared():
+    """Not only the phone: what app/, agents/, memory/ and engine/ import is in pyproject's
+    dependencies (installed as another package's dependency is not enough)."""
+    paths = [p for pkg in ("app", "agents", "memory", "engine") for p in (ROOT / pkg).rglob("*.py")]
+    imported = third_party_imports(paths)
+    assert {"torch", "textual", "chromadb", "tokenizers", "llama_cpp"} <= imported   # it sees them
+    missing = undeclared(imported)
     assert not missing, f"imported by hexa but not in pyproject's dependencies: {missing}"
 
 
