@@ -84,8 +84,8 @@ class Engine:
         linear = options.linear
         source = resolve(model)
         if source.kind == "gguf":   # an architecture hexa cannot run is refused here, in one line
-            from .model.gguf_model import architecture
-            architecture(source.path, source.name)
+            from .model.gguf_header import check_architecture
+            check_architecture(source.path, source.name)
         n_threads = _threads.configure(threads)
         from .model.tokenizer import ChatTokenizer
         from .runtime.transformer import CompactTransformer

@@ -79,9 +79,9 @@ def ensure_cached(source: ModelSource, cache_root: Path, progress: Progress | No
         say("model cache is incomplete or corrupt: rebuilding it")
         shutil.rmtree(entry, ignore_errors=True)
     if source.kind == "gguf":   # refuse an architecture before a long conversion, in one line
-        from .gguf_model import architecture
+        from .gguf_header import check_architecture
         from .source import SUPPORTED_ARCHITECTURES
-        architecture(source.path, source.name, SUPPORTED_ARCHITECTURES)
+        check_architecture(source.path, source.name, SUPPORTED_ARCHITECTURES)
     cache_root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=entry.name + ".tmp-", dir=cache_root))
     try:

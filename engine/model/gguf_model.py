@@ -21,8 +21,8 @@ import torch
 
 from ..errors import EngineError
 from .gguf_codes import NATIVE, as_layout7, decode, pack
+from .gguf_header import check_architecture
 from ..runtime.kernels import PANEL
-from .gguf_header import ARCHITECTURES, check_architecture
 from .source import ModelSource
 
 Progress = Callable[[str], None]
@@ -41,10 +41,6 @@ def reader(path: Path):
 def field(r, key: str, default=None):
     f = r.fields.get(key)
     return default if f is None else f.contents()
-
-
-def architecture(path: Path, label: str, supported: tuple[str, ...] = ARCHITECTURES) -> str:
-    return check_architecture(path, label, supported)
 
 
 def config_dict(r, label: str) -> dict:
@@ -91,7 +87,7 @@ def entry_dir(source: ModelSource, cache_root: Path) -> Path:
 
 def entry(source: ModelSource, cache_root: Path, progress: Progress | None = None) -> Path:
     """The cache folder with config.json and the tokenizer; made on first use."""
-    architecture(source.path, source.name)                  # before anything slow
+    check_architecture(source.path, source.name)            # before anything slow
     folder = entry_dir(source, cache_root)
     if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
         return folder
