@@ -11,6 +11,7 @@ sent to the phone (taps, swipes, keys, app starts).
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from .exploring import NEGATIVE, NUMBER, changes, labels_of, same_element, unsaf
 from .graph import NEW_SCREEN, SAME, AppGraph, UIEdge, UIElement, UIScreen, element_key, keys_of
 from .knowledge import Knowledge
 from .screen import Element, Screen
+
+DIGITS = re.compile(r"\d+")
 
 MAX_SCAN_SWIPES = 12          # a screen's list is read this far down when it is first seen
 GROUP_MIN = 4                 # this many like list rows (or number keys) form a group...
@@ -187,6 +190,15 @@ class Explorer:
         screen, e = found
         self._act(action, e)
         after, there = self._visit(opener=e.label)
+        if there.id == here.id and after.kind == "screen" and _words(after.title) \
+                and _words(after.title) != _words(screen.title) \
+                and keys_of(after)[0] != keys_of(screen)[0]:
+            # a mode of the screen ("Create group" turns New conversation into New group, and
+            # its rows then add people instead of opening a chat): a screen of its own, or the
+            # rest of the first one would be learned in that mode. Titles compared without their
+            # numbers: a timer's "00h 00m 01s" after a digit is the same screen holding data
+            there = self.knowledge.save_screen(g, UIScreen.of(after, e.label))
+            r.new_screens += 1
         edge = self._edge(here, key, action, screen, e, after, there)
         self.knowledge.save_edge(g, edge)
         r.new_edges += 1
@@ -327,9 +339,11 @@ class Explorer:
             self.knowledge.save_screen(g, known)
             self.report.new_screens += 1
         else:
+            size = known.size()
             fresh = known.observe(screen)
             if fresh:
                 self.revealed[known.id] = set(fresh)
+            if known.size() != size:
                 self.knowledge.save_screen(g, known)
         return screen, known
 
@@ -398,3 +412,8 @@ class Explorer:
 
     def _checked(self, screen: Screen, key: str) -> bool:
         return any(element_key(e) == key and e.checked for e in screen.elements)
+
+
+def _words(title: str) -> str:
+    """A title without its numbers (the data a screen shows in it)."""
+    return DIGITS.sub("#", title or "").strip()

@@ -59,6 +59,8 @@ class Forms:
             s = self.task.slots[i]
             if s.kind in ("time", "duration", "ordinal", "day"):
                 continue
+            if i in p.ident and "search" not in label:
+                continue          # a message a row shows is the object to pick, not text to type
             sc = field_fit(label, s, self.task.text, e.password)
             if sc > score:
                 best, score = i, sc

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIElement, UIScreen
-from .relevance import Relevance
+from .relevance import VAGUE, Relevance, _match, stem, words_of
 from .safety import SENSITIVE
 from .slots import Slot, TaskInfo
 
@@ -82,6 +82,9 @@ class GoalFinder:
     def __init__(self, task: TaskInfo, relevance: Relevance, graphs: list[AppGraph], recall=None):
         self.task, self.rel, self.graphs, self.recall = task, relevance, graphs, recall
         self.navigating = bool(NAVIGATE.search(" ".join(task.words)))   # not inside a quoted message
+        # only to look ("Check the battery usage"): no verb that changes anything
+        self.looking = self.navigating and not any(VERBS.fullmatch(w) for w in task.words
+                                                   if not NAVIGATE.fullmatch(w))
         self._rows: dict[str, list[tuple[set[int], set[int], set[int]]]] = {}   # package -> (slots, shaped, after)
         self.ident: set[int] = set()        # value slots that name an object listed on screen
 
@@ -176,6 +179,12 @@ class GoalFinder:
         if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and \
                 not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive):
             goal.score -= 1.5        # a call, a send, a payment the task does not ask for: never a goal
+        if self.looking and kind in ("switch", "choice", "relabel", "commit", "content") \
+                and not NAVIGATE.search(label):       # ("Check for update" is what "check for updates" asks)
+            goal.score -= 1.0        # a task that asks to look at something switches nothing on
+
+        if kind != "field" and _other_action(self.rel, label):
+            goal.score -= 0.5        # "Schedule message" does what its verb says, not the task's "send"
         if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
         if kind == "commit" and (s.entry or any(x.kind in ("field", "password") for x in s.elements.values())):
@@ -184,25 +193,33 @@ class GoalFinder:
             from .fields import field_fit
 
             fit = max((field_fit(" ".join([el.label, el.detail, el.key.replace("_", " "), s.title]).lower(),
-                                 task.slots[i], task.text, el.kind == "password") for i in unused), default=0.0)
-            goal.score += 0.5 * min(fit, 1.0) - 0.5      # a field is a goal only for a slot it suits
+                                 task.slots[i], task.text, el.kind == "password") for i in unused
+                       if i not in self.ident), default=0.0)
+            # a field is a goal only for a slot it suits, and not for one a row already shows
+            # (the message to star is picked from the conversation, not typed again)
+            goal.score += 0.5 * min(fit, 1.0) - 0.5
         covers = self._covers(s, el, unused)
         live = getattr(self, "_live", None)
         if live is not None and live[0] == s.id and (el.row or not el.fixed):
             covers |= live[1] & set(unused)
         named = 0.0          # the object the task names is chosen on the way (a contact's row)
+        sure = set(covers)   # slots it takes for certain (not a row merely shaped like the slot)
         for slots, like, after in self._row_slots(g):
             if s.id in after:
                 covers |= (slots | like) & set(unused)
+                sure |= slots & set(unused)
                 names = [i for i in unused if task.slots[i].kind in ("name", "phone")]
                 if names:
                     named = max(named, (0.4 * len(slots & set(names)) + 0.15 * len(like & set(names))) / len(names))
         if which is not None:
             covers.add(task.slots.index(which))
+            sure.add(task.slots.index(which))
         goal.covers = sorted(covers)
         values = [i for i in unused if task.slots[i].kind in VALUE_KINDS and i not in self.ident]
         if values:
-            share = len([i for i in goal.covers if i in values]) / len(values)
+            # a quoted sentence a list of messages might hold counts half: the task may give it
+            # as a value to type ("send … saying 'X'") rather than to find
+            share = sum(1.0 if i in sure else 0.5 for i in goal.covers if i in values) / len(values)
             goal.score += 0.6 * share if share else -1.0   # a value the task gives must go somewhere
         elif unused:
             goal.score += 0.1 * len(goal.covers) / len(unused)
@@ -258,6 +275,20 @@ def _kind(g: AppGraph, s: UIScreen, el: UIElement, tap: UIEdge | None) -> str | 
 
 NEGATIVE = re.compile(r"^(cancel|no|not now|dismiss|close|never|deny|skip|later|navigate up|"
                       r"collapse.*|exit.*|back)$", re.I)
+
+
+CONFIRMS = {"done", "ok", "apply", "next", "select"}
+
+
+def _other_action(rel: Relevance, label: str) -> bool:
+    """A label that opens with an action verb the task neither asks for (nor a synonym or the
+    opposite of its verb) nor says anywhere: a button for another job."""
+    m = VERBS.match(label.strip())
+    if m is None or not rel.verb or rel.verb in VAGUE:
+        return False
+    said = stem(m.group(1))
+    return said not in {stem(w) for w in CONFIRMS} | VAGUE and not _match(rel.verb, {said}) \
+        and said not in words_of(rel.task.text)
 
 
 def _selection(g: AppGraph, s: UIScreen, el: UIElement) -> bool:

@@ -160,6 +160,12 @@ class UIScreen:
                 self.elements[key].varies = True
         return list(dict.fromkeys(fresh))
 
+    def size(self) -> int:
+        """How much the catalogue holds (keys and labels under them): a visit that grew it has
+        something to save — a button reading "Pin" on one row's selection and "Unpin" on another's
+        is one key with two labels, and both are what a task may ask for."""
+        return sum(1 + len(el.labels) + el.varies for el in self.elements.values())
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["fixed"] = sorted(self.fixed)
@@ -248,6 +254,13 @@ class AppGraph:
                         continue
                     for e in self.edges_from(t.id):
                         if e.key in s.elements and (e.key, e.action) not in tried and e.effect in NEW_SCREEN:
+                            out.append(replace(e, src=screen_id))
+                            tried.add((e.key, e.action))
+                for t in self.screens.values():       # a tab opens its page from wherever it shows
+                    for e in self.edges_from(t.id):
+                        dst = self.screens.get(e.dst) if e.dst is not None else None
+                        if e.key in s.fixed and (e.key, e.action) not in tried and e.effect in NEW_SCREEN \
+                                and dst is not None and "sel:" + e.key in dst.fixed and dst.id != screen_id:
                             out.append(replace(e, src=screen_id))
                             tried.add((e.key, e.action))
             tried = {(e.key, e.action) for e in out}

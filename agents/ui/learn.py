@@ -14,6 +14,7 @@ from .knowledge import Knowledge
 from .planner import Step
 from .progress import Progress
 from .screen import Screen
+from .slots import slot_match
 
 
 def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
@@ -30,8 +31,11 @@ def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
         if g.home is None:
             g.home = here.id
             knowledge.save_app(g)
-    elif here.observe(screen):
-        knowledge.save_screen(g, here)
+    else:
+        size = here.size()
+        here.observe(screen)
+        if here.size() != size:
+            knowledge.save_screen(g, here)
     return g, here
 
 
@@ -130,9 +134,17 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
         twin = next((e for e in after.elements if e.bounds == step.element.bounds and e.rid == step.element.rid), None)
         reached = twin is None or twin.checked == goal.want or there is None or there.id != (here.id if here else None)
     if reached:
+        if before.kind in ("dialog", "sheet"):
+            # a confirmation that names the object ("Unblock +1 800-555-0175?") says the object
+            # the task named is the one acted on: its slot is used, not a value still to enter
+            shown = [before.title, *before.texts[:4]]
+            p.used |= {i for i in p.unused() if any(slot_match(p.task.slots[i], t) >= 0.8 for t in shown if t)}
         p.reached.append(goal)
         p.goal = None
-        if goal.kind in ("commit", "pick", "choice"):      # what confirms values entered for it
+        left = there is None or here is None or there.id != here.id
+        # what confirms values entered for it (a button never tried when exploring, as a Block
+        # that is disabled until a number is typed, confirms them by closing their dialog)
+        if goal.kind in ("commit", "pick", "choice") or (goal.kind == "button" and left):
             p.pending.clear()
 
 

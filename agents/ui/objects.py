@@ -27,12 +27,17 @@ class Objects:
         texts = [e.label, e.desc] + e.texts[:6]
         if screen is not None and e.row:
             texts += screen.row_texts(e)[:12]
-        for text in dict.fromkeys(texts):
+        named = None
+        for n, text in enumerate(dict.fromkeys(texts)):
             if text:
                 m, w = self.rel.slot_hits(text, [self.task.slots[i] for i in slots])
                 if m > best:
                     best, which = m, w
-        return best, which
+                if n == 0 and m >= 0.5:
+                    named = w
+        # a row is the object its label names: Ana's conversation showing her last message as a
+        # preview uses up "Ana", and the quoted message is still there to pick inside it
+        return best, named or which
 
     def row(self, els: list[Element], p: Progress, screen: Screen | None = None) -> Element | None:
         """Of a list's rows, the one showing an unused slot (the task's contact, alarm…), or the

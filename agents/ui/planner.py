@@ -223,11 +223,18 @@ class Planner:
         """The way from here to the goal's screen; through the row of an object the task names
         when the way passes a list of such rows."""
         paths = g.paths_from(here.id, avoid=p.failed_edges)
-        direct = g.paths_from(here.id, avoid=p.failed_edges, rows=False).get(goal.screen) or paths.get(goal.screen)
+        direct = g.paths_from(here.id, avoid=p.failed_edges, rows=False).get(goal.screen)
+        creating = CREATE.search(self.task.text)       # a new object: its name is typed, not looked for
+        if direct is None and (creating or not any(s.kind in ("name", "phone") for s in self.task.slots)):
+            # through any row of a list only when the task names no one: a task about Priya is
+            # never carried out in another person's conversation
+            direct = paths.get(goal.screen)
         best = direct
         names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone", "time", "text")]
-        if CREATE.search(self.task.text):       # a new object: its name is typed, not looked for
+        if creating:
             names = [i for i in names if self.task.slots[i].kind not in ("name", "phone")]
+        if goal.kind == "field":                # what the goal's field takes is typed there, not
+            names = [i for i in names if i not in self._takes(g, goal)]   # looked for on the way
         if not names:
             return best
         ways = []
@@ -254,6 +261,18 @@ class Planner:
         if ways:                       # the object the task names is chosen on the way
             best = min(ways, key=lambda w: (w[0], w[1]))[2]
         return best
+
+    def _takes(self, g: AppGraph, goal: Goal) -> set[int]:
+        """The slots a field goal's field suits (a phone number for "Phone number")."""
+        from .fields import field_fit
+
+        screen = g.screens.get(goal.screen)
+        el = screen.elements.get(goal.key) if screen is not None else None
+        if el is None:
+            return set()
+        text = " ".join([el.label, el.detail, el.key.replace("_", " ")]).lower()
+        return {i for i, s in enumerate(self.task.slots)
+                if field_fit(text, s, self.task.text, el.kind == "password") >= 0.5}
 
     def _follow(self, edge: UIEdge, screen: Screen, g: AppGraph, here: UIScreen, p: Progress) -> Step | None:
         els = [e for e in screen.elements if element_key(e) == edge.key]
