@@ -215,6 +215,8 @@ class Explorer:
         if there is not None and there.id != here.id:
             edge.effect = there.kind if there.kind != "screen" else "screen"
             edge.dst = there.id
+            if after.kind == "screen" and after.title and after.title == e.label:
+                edge.detail = {"titled": True}     # it opened a page named by what was tapped
             return edge
         now = {element_key(x): x for x in after.elements}
         twin = same_element(after, e)

@@ -219,7 +219,7 @@ class AppGraph:
                 continue
             sim = similarity(keys, fixed, s)
             if s.kind == "screen" and s.title and screen.title:
-                if s.title != screen.title:
+                if s.title != screen.title and s.id not in self.data_titled():
                     sim *= TITLE_DIFFERS
                 elif sim >= 0.3:            # same title, some elements gone (a switch turned off hides rows)
                     sim = max(sim, SAME_TITLE)
@@ -295,8 +295,22 @@ class AppGraph:
                     out.append((key, action))
         return out
 
+    def data_titled(self) -> set[int]:
+        """Screens titled with the row that opened them (a contact's page with the contact's
+        name): another contact's page differs in its title as in its data, not as a screen."""
+        stamp = (len(self.screens), len(self.edges))
+        if getattr(self, "_titled_stamp", None) != stamp:
+            self._titled = {e.dst for e in self.edges.values() if e.dst in self.screens and e.src in self.screens
+                            and self._in_list(e) and e.label and e.label == self.screens[e.dst].title}
+            self._titled_stamp = stamp
+        return self._titled
+
     def is_row(self, e: UIEdge) -> bool:
-        """Whether an edge taps one of a list's rows (which one must be chosen)."""
+        """Whether an edge taps one of a list's rows (which one must be chosen) — or opens the
+        page of one object from elsewhere (a starred message's sender opens that person's chat)."""
+        return self._in_list(e) or (bool(e.detail.get("titled")) and e.dst in self.data_titled())
+
+    def _in_list(self, e: UIEdge) -> bool:
         el = self.screens[e.src].elements.get(e.key) if e.src in self.screens else None
         return el is not None and (el.row or len(el.labels) > 1)
 

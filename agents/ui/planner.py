@@ -14,12 +14,13 @@ import re
 
 from .apps import AppChooser
 from .forms import Forms
-from .goals import Goal, GoalFinder, onward, shaped
+from .goals import Goal, GoalFinder, _other_action, onward, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
 from .relevance import Relevance
 from .screen import Screen
+from .slots import slot_match
 from .step import CREATE, NEGATIVE, POSITIVE, Step, effect_line
 
 SWITCH_MARGIN = 0.35            # a new goal must beat the current one by this much
@@ -146,6 +147,8 @@ class Planner:
         if step is not None:
             step.goal = goal
             step.score = goal.score + 0.5 - 0.02 * len(route)
+            if step.element is not None and _other_action(self.rel, step.element.label):
+                step.score -= 0.5     # "Create label" is no way to rename one: its field is another's
             step.why = f"{step.why} (on the way to {goal.label or 'the goal'})"
         return [step] if step is not None else []
 
@@ -211,6 +214,13 @@ class Planner:
                 return []
             return [Step("type", el, self.task.slots[slot].text, slot, goal=goal, score=base, finishes=True,
                          why=f'type "{self.task.slots[slot].text}" in {el.label}')]
+        known = here.elements.get(goal.key)
+        if known is not None and not known.varies and el.label != goal.label and len(set(known.labels)) == 2 \
+                and {el.label, goal.label} == set(known.labels) and goal.kind in ("commit", "button"):
+            # a two-state button showing its other state ("Add to favorites" where the goal is
+            # "Remove from favorites"): this object is not in the state the goal acts on
+            p.failed_goals.add(goal.id)
+            return []
         edge = g.edge(here.id, goal.key, goal.action, el.label)
         hit, which = self.objects.hit(el, p.unused(), screen)
         slot = self.task.slots.index(which) if which is not None and hit >= 0.5 else None
@@ -234,7 +244,8 @@ class Planner:
         if creating:
             names = [i for i in names if self.task.slots[i].kind not in ("name", "phone")]
         if goal.kind == "field":                # what the goal's field takes is typed there, not
-            names = [i for i in names if i not in self._takes(g, goal)]   # looked for on the way
+            takes = self._takes(g, goal)        # looked for on the way — unless a list shows it
+            names = [i for i in names if i not in takes or i in p.ident]   # ("the Work label")
         if not names:
             return best
         ways = []
@@ -329,8 +340,14 @@ class Planner:
         if p.pending:                            # values entered here wait for their OK/Start
             confirm = next((e for e in screen.elements if e.rid == "button1" or POSITIVE.match(e.label.strip())),
                            None)
+            score = 2.0
+            if confirm is None:      # a suggestion the typed value brought up ("Send to 303-555-0101")
+                confirm = next((e for e in screen.elements if e.clickable and not e.editable and e.label and any(
+                    slot_match(self.task.slots[i], e.label) >= 0.8 for i in p.pending
+                    if self.task.slots[i].kind in ("phone", "email"))), None)
+                score = 2.6          # what the typing was for: before any way elsewhere
             if confirm is not None and here is not None:
-                goal = Goal(here.id, element_key(confirm), "tap", "commit", confirm.label, 2.0)
-                out.append(Step("tap", confirm, goal=goal, finishes=True, score=2.0,
+                goal = Goal(here.id, element_key(confirm), "tap", "commit", confirm.label, score)
+                out.append(Step("tap", confirm, goal=goal, finishes=True, score=score,
                                 why=f"tap {confirm.label!r} to confirm what was entered"))
         return out + fill

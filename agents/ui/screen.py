@@ -85,6 +85,7 @@ class Screen:
     size: tuple[int, int] = (1080, 2400)
     xml: str = ""
     bounds: tuple[int, int, int, int] = (0, 0, 0, 0)   # the window's (its root node's)
+    boxes: list[tuple[str, tuple[int, int, int, int]]] = field(default_factory=list)  # texts with bounds
 
     @property
     def title(self) -> str:
@@ -121,8 +122,8 @@ class Screen:
         so an expanded alarm, whose card is no longer one element, still reads as one row."""
         groups: dict[str, list[Element]] = {}
         for x in self.elements:
-            if x.row and x.rid:
-                groups.setdefault(x.rid, []).append(x)
+            if x.row and _row_key(x):
+                groups.setdefault(_row_key(x), []).append(x)
         groups = {k: v for k, v in groups.items() if len(v) > 1}
         if not groups:
             return list(self.row_of(e).texts)
@@ -140,6 +141,8 @@ class Screen:
         for x in self.elements:
             if x is not e and band((x.bounds[1] + x.bounds[3]) / 2) == mine:
                 out += x.texts[:3]
+        # plain texts in the row's band (a blocked number beside its Unblock button)
+        out += [t for t, b in self.boxes if b[1] >= tops[0] and band((b[1] + b[3]) / 2) == mine]
         return out
 
 def parse_dump(xml: str, size: tuple[int, int] = (1080, 2400)) -> Screen:
@@ -181,10 +184,10 @@ def _mark_rows(screen: Screen) -> None:
     card holds its switch and its time) and everything inside those."""
     count: dict[str, int] = {}
     for e in screen.elements:
-        if e.rid:
-            count[e.rid] = count.get(e.rid, 0) + 1
+        if _row_key(e):
+            count[_row_key(e)] = count.get(_row_key(e), 0) + 1
     for e in screen.elements:
-        if e.rid and count[e.rid] > 1:
+        if _row_key(e) and count[_row_key(e)] > 1:
             e.row = True
             o = e.owner
             while o >= 0:
@@ -195,6 +198,14 @@ def _mark_rows(screen: Screen) -> None:
         while o >= 0 and not e.row:
             e.row = screen.elements[o].row
             o = screen.elements[o].owner
+
+
+def _row_key(e: Element) -> str:
+    """What like rows share: their resource id, or else their class and wording (the Unblock
+    button beside each blocked number has no id)."""
+    if e.rid:
+        return e.rid
+    return f"{e.cls}:{e.desc or e.text}" if (e.desc or e.text) and not e.editable else ""
 
 
 def _walk(node: ET.Element, screen: Screen, owner: Element | None, owners: dict[int, Element],
@@ -248,6 +259,7 @@ def _walk(node: ET.Element, screen: Screen, owner: Element | None, owners: dict[
                                            texts=[_cut(text or desc)], check_cls=cls))
         else:
             screen.texts.append(_cut(text or desc))
+            screen.boxes.append((_cut(text or desc), bounds))
     in_list = in_list or (visible and on("scrollable"))
     for child in node:
         _walk(child, screen, own or owner, owners, in_list)

@@ -16,7 +16,8 @@ QUOTED = re.compile(r'"(?P<q>[^"]{1,200})"|“(?P<q2>[^”]{1,200})”|‘(?P<q3
 FILE = re.compile(r"\b[\w-]+\.(?:vcf|csv|txt|pdf|jpe?g|png|docx?|zip|mp3|mp4)\b", re.I)
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 PHONE = re.compile(r"(?<![\w:])(?:\+?\d{1,2}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?!\w)"
-                   r"|(?<![\w:])\d{3}-\d{4}(?!\w)")
+                   r"|(?<![\w:])\d{3}-\d{4}(?!\w)"
+                   r"|(?<![\w:.])\+?1?\d{10}(?!\w|\.\d)")     # a number written without separators
 TIME = re.compile(r"\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?![a-z])"
                   r"|\b(?P<h24>[01]?\d|2[0-3]):(?P<m24>[0-5]\d)\b|\b(?P<word>noon|midnight)\b", re.I)
 DURATION_PART = r"(?P<n{i}>\d+|an?|one|two|three|four|five|ten|fifteen|thirty)\s*(?P<u{i}>h(?:ou)?rs?|min(?:ute)?s?|sec(?:ond)?s?)\b"

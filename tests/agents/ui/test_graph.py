@@ -137,3 +137,45 @@ def test_the_keypad_macro_enters_a_duration(phone):
         phone.tap(*step[1].center)
         screen = look(phone)
     assert shown_digits(screen) == want
+
+
+def test_a_tab_opens_its_page_from_any_page_that_shows_it():
+    from agents.ui.graph import UIElement
+
+    g = AppGraph("app")
+    for sid, keys in ((1, ["sel:alarm", "alarm", "clock", "watch"]), (2, ["sel:clock", "alarm", "clock", "watch"]),
+                      (3, ["sel:watch", "alarm", "clock", "watch"])):
+        s = UIScreen(sid, "app", "A", "screen", f"page {sid}")
+        s.elements = {k: UIElement(k, k, "button") for k in keys if not k.startswith("sel:")}
+        s.fixed = set(keys)
+        g.screens[sid] = s
+    g.edges[1] = UIEdge(1, 2, "watch", "tap", "screen", dst=3)    # tried on the Clock page only
+    assert [(e.src, e.key, e.dst) for e in g.edges_of(1)] == [(1, "watch", 3)]
+    assert [e.key for e in g.paths_from(1)[3]] == ["watch"]
+
+
+def test_a_page_titled_by_the_row_that_opened_it_is_one_screen_for_every_row():
+    from agents.ui.graph import UIElement
+
+    g = AppGraph("app")
+    lst = UIScreen(1, "app", "A", "screen", "Contacts")
+    lst.elements = {"row": UIElement("row", "Ana Lee", "button", row=True, labels=["Ana Lee", "Ben Carr"])}
+    lst.fixed = set()
+    page = UIScreen(2, "app", "A", "screen", "Ana Lee")
+    page.elements = {k: UIElement(k, k, "button") for k in ("edit", "star", "email", "label", "call", "more")}
+    page.fixed = set(page.elements)
+    g.screens = {1: lst, 2: page}
+    g.edges[1] = UIEdge(1, 1, "row", "tap", "screen", dst=2, label="Ana Lee")
+    other = Screen([], ["Ben Carr"], [], package="app", activity="A")
+    from agents.ui.screen import Element
+
+    other.elements = [Element(text=k, rid=k, clickable=True, bounds=(0, 200 * i, 1080, 200 * i + 150))
+                      for i, k in enumerate(("edit", "star", "call", "more"))]   # no email, no label
+    assert g.data_titled() == {2}
+    assert g.match(other)[0] is page
+    # a sender's name on another list opens that person's page: choosing an object, like a row
+    g.screens[3] = UIScreen(3, "app", "A", "screen", "Starred")
+    g.screens[3].elements = {"LinearLayout:Ben Carr": UIElement("LinearLayout:Ben Carr", "Ben Carr", "button")}
+    g.edges[2] = UIEdge(2, 3, "LinearLayout:Ben Carr", "tap", "screen", dst=2, label="Ben Carr",
+                        detail={"titled": True})
+    assert g.is_row(g.edges[2]) and 2 not in g.paths_from(3, rows=False)

@@ -51,3 +51,27 @@ def test_text_fields_and_escaped_text():
 def test_not_a_dump(bad):
     with pytest.raises(ScreenError):
         parse_dump(bad)
+
+
+def test_like_buttons_without_an_id_are_rows_that_read_the_text_beside_them():
+    def node(text="", desc="", cls="android.widget.TextView", bounds="[0,0][1,1]", click="false"):
+        return (f'<node index="0" text="{text}" resource-id="" class="{cls}" package="com.x" content-desc="{desc}" '
+                f'checkable="false" checked="false" clickable="{click}" enabled="true" focusable="false" '
+                f'focused="false" scrollable="false" long-clickable="false" password="false" selected="false" '
+                f'bounds="{bounds}" />')
+    xml = ("<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">"
+           '<node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.x" '
+           'content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false" '
+           'focused="false" scrollable="false" long-clickable="false" password="false" selected="false" '
+           'bounds="[0,0][1080,2400]">'
+           + node("Blocked numbers", bounds="[189,172][1017,239]")
+           + node("(212) 555-0103", bounds="[63,582][870,750]")
+           + node(desc="Unblock", cls="android.widget.ImageButton", bounds="[933,582][1080,729]", click="true")
+           + node("+1 800-555-0175", bounds="[63,750][870,918]")
+           + node(desc="Unblock", cls="android.widget.ImageButton", bounds="[933,750][1080,897]", click="true")
+           + "</node></hierarchy>")
+    screen = parse_dump(xml)
+    first, second = [e for e in screen.elements if e.label == "Unblock"]
+    assert first.row and second.row
+    assert "(212) 555-0103" in screen.row_texts(first) and "+1 800-555-0175" not in screen.row_texts(first)
+    assert "+1 800-555-0175" in screen.row_texts(second)

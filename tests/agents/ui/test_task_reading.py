@@ -49,6 +49,10 @@ def test_slots_of_every_kind():
     assert analyze("Start a 1 hour 30 minute timer").slots[0].value == 5400
     assert analyze("Schedule it for June 15 at 5:30 PM").slots[0].value == (6, 15)
     assert analyze("Delete the contact Mark Lee.").slots[0].text == "Mark Lee"
+    # a number written without separators is still a phone number; a longer one is not
+    assert kinds("Block 7205550161.") == [("phone", "7205550161")]
+    assert kinds("Text +13035550101 'hi'") == [("phone", "+13035550101"), ("text", "hi")]
+    assert kinds("Order 12345678901234") == [("number", "12345678901234")]
 
 
 def test_polarity_and_words():
