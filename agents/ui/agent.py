@@ -207,6 +207,8 @@ class UIAgent:
                 command = d.swipe(step.text, screen)
             elif step.action == "swipe_away":
                 command = d.swipe_away(step.element)
+            elif step.action == "slide":
+                command = d.slide(step.element, step.text)
             elif step.action == "open_app":
                 command = d.launch(d.apps[step.text])
             elif step.action == "home":
@@ -236,6 +238,8 @@ def _action_text(step: Step, shown: tuple) -> str:
         return f"{step.action}({i})"
     if step.action == "swipe_away":
         return f"swipe_away({i})"
+    if step.action == "slide":
+        return f'slide({i}, "{step.text}")'
     if step.action == "type":
         return f'type({i}, "{step.text}")'
     if step.action == "swipe":

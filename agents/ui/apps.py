@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .device import LAUNCHERS
-from .goals import GoalFinder
+from .goals import GoalFinder, qualifiers
 from .graph import AppGraph
 from .relevance import Relevance, words_of
 from .screen import Screen
@@ -38,7 +38,9 @@ class AppChooser:
             return False
         home = g.screens[g.home]
         tabs = [e.label for e in home.elements.values() if e.fixed and not e.row and e.cls == "FrameLayout"]
-        return bool(words_of(home.title, *tabs) & task_words)
+        # a word that only qualifies a setting ("the alarm volume", "the alarm sound") names no
+        # alarm to keep
+        return bool(words_of(home.title, *tabs) & (task_words - qualifiers(self.task.text)))
 
     def _titles(self, package: str) -> list[str]:
         g = next((x for x in self.graphs if x.package == package), None)

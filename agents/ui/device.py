@@ -152,6 +152,16 @@ class Device:
         self.run(command)
         return command
 
+    def slide(self, e: Element, end: str) -> str:
+        """Drag a slider (a SeekBar) to its ``max`` or ``min`` end: from its middle to just
+        inside that end, as a finger does."""
+        x1, y1, x2, y2 = e.bounds
+        y = (y1 + y2) // 2
+        to = x2 - 10 if end == "max" else x1 + 10
+        command = f"input swipe {(x1 + x2) // 2} {y} {to} {y} 300"
+        self.run(command)
+        return command
+
     def launch(self, package: str, fresh: bool = False) -> str:
         """Open an app by its launcher icon; ``fresh`` stops it first, so it opens on its first
         screen (a phone resumes an app where it was left)."""

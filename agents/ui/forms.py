@@ -2,12 +2,14 @@
 a last name, a company), and the steps that set a time picker or a timer keypad to a slot."""
 from __future__ import annotations
 
+import re
+
 from .entry import digits_step, duration_digits, entry_kind, time_step
 from .fields import field_fit
 from .goals import VALUE_KINDS
 from .progress import Progress
 from .screen import Element, Screen
-from .slots import Slot, split_name
+from .slots import Slot, slot_match, split_name
 from .step import Step
 
 
@@ -15,6 +17,8 @@ def field_id(e: Element) -> str:
     """A text field's identity through what is typed in it (its label is its text)."""
     return e.rid or f"{e.cls}@{e.bounds}"
 
+# a task that renames someone may type over their name
+RENAME = re.compile(r"\b(rename|change (?:the |their |his |her )?(?:first |last )?name|correct|fix)\b", re.I)
 NAME_FIELDS = {"first": ("first", "given"), "last": ("last", "surname", "family")}
 
 
@@ -54,14 +58,22 @@ class Forms:
         """The slot a field takes: by its kind (a phone number, an email…) and the words next to
         the slot in the task ("works at Acme" goes to Company)."""
         label = " ".join([e.label, e.desc, e.rid.replace("_", " "), self._title]).lower()
+        if e.text and not RENAME.search(self.task.text) and any(
+                slot_match(self.task.slots[j], e.text) >= 0.5 for j in p.used | p.ident
+                if self.task.slots[j].kind == "name"):
+            return None           # it holds the name of the person the task is about: not to overwrite
         best, score = None, 0.0
         for i in p.unused():
             s = self.task.slots[i]
             if s.kind in ("time", "duration", "ordinal", "day"):
                 continue
-            if i in p.ident and "search" not in label:
+            if i in p.ident and s.kind == "text" and "search" not in label:
                 continue          # a message a row shows is the object to pick, not text to type
             sc = field_fit(label, s, self.task.text, e.password)
+            if not sc and e.text and s.kind == "text":
+                # the value it holds is data ("Travel phone" in Device name), not what it is for
+                bare = " ".join([e.desc, e.rid.replace("_", " "), self._title]).lower()
+                sc = 0.8 * field_fit(bare, s, self.task.text, e.password)
             if sc > score:
                 best, score = i, sc
         return best if score > 0 else None

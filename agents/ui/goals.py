@@ -44,11 +44,12 @@ class Goal:
         return self.screen, self.key, self.action
 
 
-def describe(g: AppGraph, s: UIScreen, el: UIElement, edge: UIEdge | None) -> str:
+def describe(g: AppGraph, s: UIScreen, el: UIElement, edge: UIEdge | None, label: str = "") -> str:
     """An edge's text for retrieval: where, what, and what it does (templates, no model)."""
     where = " › ".join((g.way_labels(s.id) + [s.title])[-3:]) or "screen"
     what = {"switch": "switch", "choice": "option", "field": "text field", "password": "password field"}.get(el.kind, "button")
-    text = f"{where}: {el.label}" + (f" ({el.detail})" if el.detail else "") + f" [{what}]"
+    what = "slider" if el.cls == "SeekBar" else what
+    text = f"{where}: {label or el.label}" + (f" ({el.detail})" if el.detail else "") + f" [{what}]"
     if edge is not None:
         text += " " + effect_text(g, edge)
     return text
@@ -152,9 +153,11 @@ class GoalFinder:
         now = live[2].get(el.key) if live is not None and live[0] == s.id and len(live) > 2 else None
         # one of a set of options under one id (a list of choices, the days of an alarm): the
         # goal is the option the task names, by a slot or by its words
-        options = kind in ("pick", "choice", "switch") and len(set(el.labels)) > 1
+        options = kind in ("pick", "choice", "switch", "slider") and len(set(el.labels)) > 1
         # a data row's label names its row (a contact, a message), not what tapping it does
-        data = el.varies and not options
+        # (on the screen in front its label is read as it is now: "Remove Running club" on
+        # Maya's page says what the task says)
+        data = el.varies and not options and now is None
         label = now or el.label
         slot, which = 0.0, None
         if options:
@@ -176,25 +179,31 @@ class GoalFinder:
         if kind == "switch" and task.polarity is not None:
             goal.want = task.polarity
             goal.score += 0.15
-        if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and \
-                not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive):
+        if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and (
+                not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive)
+                or words_of(tap.sensitive) <= qualifiers(task.text)):
             goal.score -= 1.5        # a call, a send, a payment the task does not ask for: never a goal
         if self.looking and kind in ("switch", "choice", "relabel", "commit", "content") \
                 and not NAVIGATE.search(label):       # ("Check for update" is what "check for updates" asks)
             goal.score -= 1.0        # a task that asks to look at something switches nothing on
 
+        if kind == "slider" and extreme(task.text) is None:
+            goal.score -= 1.0        # only a slider's ends can be set (its position is not shown)
         if kind != "field" and _other_action(self.rel, label):
             goal.score -= 0.5        # "Schedule message" does what its verb says, not the task's "send"
         if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
-        if kind == "commit" and (s.entry or any(x.kind in ("field", "password") for x in s.elements.values())):
+        takes = {"time": ("time",), "digits": ("duration", "number", "phone")}.get(s.entry, ())
+        if kind == "commit" and s.entry and not any(task.slots[i].kind in takes for i in unused):
+            goal.score -= 0.5          # a time picker's OK sets a time the task does not give
+        elif kind == "commit" and (s.entry or any(x.kind in ("field", "password") for x in s.elements.values())):
             goal.score += 0.3          # what a form or a picker is confirmed with
         if kind == "field":
             from .fields import field_fit
 
             fit = max((field_fit(" ".join([el.label, el.detail, el.key.replace("_", " "), s.title]).lower(),
                                  task.slots[i], task.text, el.kind == "password") for i in unused
-                       if i not in self.ident), default=0.0)
+                       if i not in self.ident or task.slots[i].kind != "text"), default=0.0)
             # a field is a goal only for a slot it suits, and not for one a row already shows
             # (the message to star is picked from the conversation, not typed again)
             goal.score += 0.5 * min(fit, 1.0) - 0.5
@@ -224,7 +233,7 @@ class GoalFinder:
         elif unused:
             goal.score += 0.1 * len(goal.covers) / len(unused)
         goal.score += named
-        yield goal, describe(g, s, el, tap)
+        yield goal, describe(g, s, el, tap, label if options else "")
 
     def _covers(self, s: UIScreen, el: UIElement, unused: list[int]) -> set[int]:
         """Slots this goal's screen can take: its text fields (those that suit them), a time
@@ -247,11 +256,33 @@ class GoalFinder:
         return out
 
 
-PRIOR = {"switch": 0.25, "choice": 0.2, "commit": 0.15, "relabel": 0.2, "content": 0.1,
+# a word that only qualifies a setting ("the alarm volume", "call volume"): no alarm, no call
+QUALIFIER = re.compile(r"\b(\w+)\s+(?:volume|sound|ringtone|tone)s?\b", re.I)
+
+
+def qualifiers(text: str) -> set[str]:
+    return words_of(*QUALIFIER.findall(text))
+
+
+# a task that wants a slider at one end ("max out the media volume", "as large as possible")
+EXTREME = {"max": re.compile(r"\b(max(imum|ed)?|max out|highest|loudest|largest|biggest|full|all the way up|"
+                            r"as (large|loud|high|big) as (it goes|possible)|100 ?%)", re.I),
+           "min": re.compile(r"\b(min(imum)?|lowest|quietest|smallest|all the way down|"
+                            r"as (small|low|quiet) as (it goes|possible))", re.I)}
+
+
+def extreme(text: str) -> str | None:
+    """``max`` or ``min`` when the task wants a slider at that end, else None."""
+    return next((end for end, rx in EXTREME.items() if rx.search(text)), None)
+
+
+PRIOR = {"slider": 0.2, "switch": 0.25, "choice": 0.2, "commit": 0.15, "relabel": 0.2, "content": 0.1,
          "pick": 0.1, "field": 0.05, "navigate": 0.2, "button": 0.0}
 
 
 def _kind(g: AppGraph, s: UIScreen, el: UIElement, tap: UIEdge | None) -> str | None:
+    if el.cls == "SeekBar":
+        return "slider"
     if el.kind == "switch":
         return "switch"
     if el.kind == "choice":
@@ -266,6 +297,9 @@ def _kind(g: AppGraph, s: UIScreen, el: UIElement, tap: UIEdge | None) -> str | 
         return {"toggle": "switch", "untried": "button"}.get(tap.effect, tap.effect)
     if NEGATIVE.match(el.label.strip()):
         return None
+    if s.entry and el.fixed and tap.effect == "screen" and not el.key.startswith("FrameLayout:") \
+            and not re.search(r"digit|delete|navigate", f"{el.key} {el.label}", re.I):
+        return "commit"          # what a keypad's value is started with (the timer's Start)
     pickable = not el.fixed or s.kind in ("dialog", "sheet", "menu") or len(el.labels) > 1
     if pickable and tap.effect in NEW_SCREEN and tap.dst is not None and _returns(g, s, tap) \
             and not _selection(g, s, el):

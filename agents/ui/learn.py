@@ -64,10 +64,13 @@ def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g:
         p.scrolls[here.id] += 1
     if step.action == "type":
         p.typed[field_id(step.element)] = step.text
-    if step.slot is not None and (changed or step.action == "type"):
+    searching = step.action == "type" and bool(re.search(r"search", f"{step.element.label} {step.element.rid}", re.I))
+    if step.slot is not None and (changed or step.action == "type") and not searching:
+        # a name typed into a search is not used up: the row it finds is, and when it finds
+        # nothing the name is still there to look for elsewhere (a new conversation's contacts)
         p.used.add(step.slot)
-        if step.action == "type" and not re.search(r"search", f"{step.element.label} {step.element.rid}", re.I):
-            p.pending.add(step.slot)          # what is typed waits for its OK (a search does not)
+        if step.action == "type":
+            p.pending.add(step.slot)          # what is typed waits for its OK
     if g is not None and here is not None and step.element is not None and step.action in ("tap", "long_press"):
         _learn_edge(knowledge, p, g, here, step, key, before, after, there if g2 is g else None, verify)
     if step.finishes and step.goal is not None:
@@ -129,7 +132,8 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
             p.goal = Goal(there.id, element_key(confirm), "tap", "commit", confirm.label, goal.score,
                           covers=goal.covers)
             return
-    reached = changed or step.action == "type"
+    # a slider's position is not in the dump (a real SeekBar shows none): its drag is taken as done
+    reached = changed or step.action in ("type", "slide")
     if goal.kind == "switch" and goal.want is not None and step.element is not None:
         twin = next((e for e in after.elements if e.bounds == step.element.bounds and e.rid == step.element.rid), None)
         reached = twin is None or twin.checked == goal.want or there is None or there.id != (here.id if here else None)

@@ -14,7 +14,7 @@ import re
 
 from .apps import AppChooser
 from .forms import Forms
-from .goals import Goal, GoalFinder, _other_action, onward, shaped
+from .goals import Goal, GoalFinder, _other_action, extreme, onward, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
@@ -132,7 +132,11 @@ class Planner:
             name = next((n for n, pkg in self.apps.items() if pkg == owner.package), None)
             return [Step("open_app", text=name, goal=goal, score=goal.score + 0.5,
                          why=f"open {name} (for {goal.label})")] if name else []
-        if here is not None and (goal.screen == here.id or self._same_page(goal, screen, g, here)):
+        if here is not None and (goal.screen == here.id or self._same_page(goal, screen, g, here) or (
+                goal.key and ":" not in goal.key and goal.kind in ("button", "commit")    # (an id's)
+                and any(element_key(e) == goal.key and e.label == goal.label and not e.row
+                        for e in screen.elements))):
+            # (or its very button is here: "Add contacts" shows on the selection it waited for)
             return self._at_goal(goal, screen, g, here, p)
         if here is None:
             return []
@@ -177,11 +181,25 @@ class Planner:
             return [Step("done", goal=goal, why=f"{goal.label} is open", score=base, finishes=True)]
         els = [e for e in screen.elements if element_key(e) == goal.key]
         if not els:
+            names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone")]
+            pick = next((e for e in screen.elements if names and (e.clickable or e.checkable) and not e.editable
+                         and not e.checked and self.objects.hit(e, names, screen)[0] >= 0.8), None)
+            if pick is not None:  # the object first: the goal's button may show once it is chosen
+                hit, which = self.objects.hit(pick, names, screen)    # (a selection's "Add"
+                return [Step("tap", pick, slot=self.task.slots.index(which), goal=goal, score=base,
+                             why=f"choose {pick.label!r} first")]      # appears once one is ticked)
             want = here.elements.get(goal.key)
             if want is not None and screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
                 return [Step("swipe", text="up", why=f"scroll to {goal.label}", score=base - 0.2, goal=goal)]
             return []
         named = [e for e in els if e.label == goal.label or e.desc == goal.label]
+        if goal.kind == "slider":           # the volume the task names, among like sliders
+            el = named[0] if named else (els[0] if len(els) == 1 else None)
+            if el is None:
+                return []
+            end = extreme(self.task.text) or "max"
+            return [Step("slide", el, end, goal=goal, score=base, finishes=True,
+                         why=f"slide {el.label!r} to its {end}")]
         if len(els) > 1 and named and len(set(x.label for x in els)) > 1 and (goal.kind == "choice" or not any(
                 e.row and here.elements.get(goal.key, None) is not None and here.elements[goal.key].varies
                 for e in els)):
@@ -245,7 +263,9 @@ class Planner:
             names = [i for i in names if self.task.slots[i].kind not in ("name", "phone")]
         if goal.kind == "field":                # what the goal's field takes is typed there, not
             takes = self._takes(g, goal)        # looked for on the way — unless a list shows it
-            names = [i for i in names if i not in takes or i in p.ident]   # ("the Work label")
+            typed = [i for i in takes if i not in p.ident and i in p.unused()]   # and the field
+            names = [i for i in names if i not in takes or (i in p.ident and typed)]  # has another
+            # to take ("rename the Work label to Colleagues"; "block 650-555-0199" types it)
         if not names:
             return best
         ways = []
@@ -317,6 +337,8 @@ class Planner:
             if e.row:
                 continue                  # a list row is chosen for the object it shows, on a route
             hit, which = self.objects.hit(e, p.unused())
+            if not hit and any(slot_match(self.task.slots[i], e.label) >= 0.8 for i in p.used | p.ident):
+                continue                  # the object's own label ("meeting" on its alarm): chosen already
             lex = self.rel.lexical(e.label, e.desc)
             score = 1.0 * hit + 1.0 * lex
             if score < 0.45:

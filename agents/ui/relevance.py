@@ -28,6 +28,7 @@ SYNONYMS = [
     {"change", "edit", "modify", "update", "set"},
     {"search", "find"},
     {"label", "tag", "name"},
+    {"label", "group"},
     {"connect", "pair", "join"},
     {"vibrate", "vibration"},
     {"unblock", "unblocked"},

@@ -18,11 +18,17 @@ PHRASES = [
     (r"\bremove (.+?) from (?:my |the )?(?:blocked (?:numbers|list|contacts)|block ?list)\b", r"unblock \1"),
     (r"\bget rid of\b", "delete"),
     (r"\btake (.+?) off\b", r"remove \1 from"),
+    (r"\btake (.+?) out of\b", r"remove \1 from"),
+    (r"\bchange the name of\b", "rename"),
+    (r"\bput (.+?) (?:in|into) ((?:my |the )?[\w ]*?\b(?:group|label))\b", r"add \1 to \2"),
     (r"\bmark (.+?) as (?:starred|a favou?rite|favou?rite|important)\b", r"star \1"),
     (r"\bswitch (on|off)\b", r"turn \1"),
     (r"\bget on(?:to)?\b", "connect to"),
     (r"\bhook up\b", "pair"),
     (r"\bwrite (?=[A-Z])", "send "),
+    # "Text Priya …", "message the number …": the verb apps label their button with
+    (r"^(?:[Tt]ext|[Mm]essage|SMS) (?=[A-Z])", "send a text to "),
+    (r"^(?:text|message|sms) (?=\+?\d|\(\d|the number\b)", "send a text to "),
     (r"\bshoot (?:a )?(?:text|message) to\b", "text"),
     (r"\bget (?:a )?(?:text|message) to\b", "text"),
 ]

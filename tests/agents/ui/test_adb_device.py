@@ -97,3 +97,24 @@ def test_typing_replaces_what_a_field_shows_and_a_fresh_launch_starts_over(devic
     assert phone.state()["contacts"]["search_query"] == "Ben"
     device.launch("com.google.android.contacts", fresh=True)
     assert device.observe().title == screen.title   # back on the app's first screen
+
+
+def test_a_slider_is_dragged_to_its_end_over_adb(device, phone_server):
+    phone = phone_server[0]
+    phone.reset({"settings.volume.alarm": 4})
+    device.launch("com.android.settings", fresh=True)
+    screen = device.observe()
+    for label in ("Sound & vibration",):
+        for _ in range(6):
+            row = next((e for e in screen.elements if e.label == label), None)
+            if row is not None:
+                break
+            device.swipe("up", screen)
+            screen = device.observe()
+        device.tap(row)
+        screen = device.observe()
+    alarm = next(e for e in screen.elements if e.cls == "SeekBar" and "Alarm" in e.label)
+    device.slide(alarm, "min")
+    assert phone.state()["settings"]["volume"]["alarm"] == 1
+    device.slide(alarm, "max")
+    assert phone.state()["settings"]["volume"]["alarm"] == 7

@@ -16,7 +16,16 @@ APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
     ("In Google Clock, add a new alarm for 6:20 PM.", "Add a new alarm for 6:20 PM", "Clock"),
     ("Can you get rid of Jonah Brennan's contact for me?", "Delete Jonah Brennan's contact", None),
     ("Please text Leila Sorensen \"Start without me, I'm stuck in traffic\".",
-     "Text Leila Sorensen \"Start without me, I'm stuck in traffic\"", None),
+     "Send a text to Leila Sorensen \"Start without me, I'm stuck in traffic\"", None),
+    ("Using the Google Messages app, message the number 3035550101 with \"Hi\".",
+     "Send a text to the number 3035550101 with \"Hi\"", "Messages"),
+    ("Set the text size to 150%.", "Set the text size to 150%", None),
+    ("In Contacts, take Victor Quinn out of my favorite contacts.",
+     "Remove Victor Quinn from my favorite contacts", "Contacts"),
+    ("Please change the name of my Volunteers label to Landlords.", "Rename my Volunteers label to Landlords",
+     None),
+    ("Put Freya Duval in my Friends group.", "Add Freya Duval to my Friends group", None),
+    ("Put the phone in airplane mode.", "Put the phone in airplane mode", None),
     ("Could you remove +1 (702) 555-0113 from my blocked numbers?", "Unblock +1 (702) 555-0113", None),
     ("Mark the message 'Can you send me the address?' in my chat with Nora as starred.",
      "Star the message 'Can you send me the address?' in my chat with Nora", None),
@@ -74,3 +83,14 @@ def test_slot_matching():
     assert slot_match(minute, "+1:00") == 1.0
     day = analyze("also ring on Saturdays").slots[0]
     assert slot_match(day, "Saturday") == 1.0 and slot_match(day, "Sunday") == 0.0
+
+
+def test_a_slider_end_and_words_that_only_qualify_a_setting():
+    from agents.ui.goals import extreme, qualifiers
+
+    assert extreme("Max out the media volume") == "max"
+    assert extreme("Make the font size as large as possible") == "max"
+    assert extreme("Set the alarm volume to the minimum") == "min"
+    assert extreme("Make the text bigger") is None and extreme("Set an alarm for 6 AM") is None
+    assert qualifiers("Set the call volume to the minimum") == {"call"}
+    assert qualifiers("Call Ana") == set()
