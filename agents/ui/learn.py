@@ -25,6 +25,8 @@ def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
     if not package or package in LAUNCHERS:
         return None, None
     g = _graph_for(knowledge, package, apps)
+    if g is None:                 # an app left to (Chrome from a browser setting): not learned
+        return None, None
     here, _ = g.match(screen)
     if here is None:
         here = knowledge.save_screen(g, UIScreen.of(screen, opener))
@@ -39,16 +41,20 @@ def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
     return g, here
 
 
-def _graph_for(knowledge: Knowledge, package: str, apps: dict[str, str]) -> AppGraph:
+def _graph_for(knowledge: Knowledge, package: str, apps: dict[str, str]) -> AppGraph | None:
     """An app's own graph, or the graph of the app that opens this package's screens (a picker
-    without an icon of its own lives in the graph of the app that explored it)."""
-    if package in apps.values() or knowledge.known(package):
+    without an icon of its own lives in the graph of the app that explored it). None for an app
+    nobody explored while others were: screens an episode passes through there would become an
+    app of a few screens that later tasks are planned into."""
+    if knowledge.known(package):
         return knowledge.graph(package)
     for root in apps.values():
         g = knowledge.graph(root)
         if any(s.package == package for s in g.screens.values()):
             return g
-    return knowledge.graph(package)
+    if any(knowledge.known(p) for p in apps.values()):
+        return None
+    return knowledge.graph(package)           # nothing explored: learn as it goes
 
 
 def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g: AppGraph | None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .goals import Goal
+from .goals import VERBS, Goal
 from .relevance import Relevance
 from .slots import TaskInfo, analyze
 
@@ -45,10 +45,11 @@ class Recall:
         vecs = rel.vectors([mine] + [t for _, t in others])
         from .relevance import _cos
 
-        for (e, _), v in zip(others, vecs[1:]):
+        verb = _verb(mine)
+        for (e, t), v in zip(others, vecs[1:]):
             sim = _cos(vecs[0], v)
-            if sim < SIMILAR:
-                continue
+            if sim < SIMILAR or _verb(t) != verb:
+                continue          # "Unblock <phone>" is no repeat of "Block <phone>", however alike
             goals = [tuple(s["goal"]) for s in e.steps if s.get("goal") and s.get("finishes")]
             if e.success is True:
                 self.matches += 1
@@ -63,3 +64,9 @@ class Recall:
 
     def sources(self) -> list[list[int]]:
         return []
+
+
+def _verb(text: str) -> str:
+    """The first action verb a task says ("" when none)."""
+    m = VERBS.search(text)
+    return m.group(1).lower() if m else ""

@@ -1,0 +1,60 @@
+"""Episode recall: a verified success of a task of the same form lends its goals; a task that
+only looks alike (another verb) lends nothing; an app nobody explored is not learned into."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from agents.ui.recall import Recall
+from agents.ui.relevance import Relevance
+from agents.ui.slots import analyze
+
+
+class Episodes:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def list(self, limit=300):
+        return self.rows
+
+
+def episode(task, goal, success=True):
+    return SimpleNamespace(task=task, outcome="done", success=success,
+                           steps=[{"goal": list(goal), "finishes": True}])
+
+
+def recall_for(task, rows):
+    info = analyze(task)
+    same = Relevance(info, lambda texts: [[1.0, 0.0] for _ in texts])   # every template alike
+    return Recall(SimpleNamespace(episodes=Episodes(rows)), info, same)
+
+
+def test_a_success_lends_its_goal_to_a_task_of_the_same_form_and_verb():
+    block = (53, "add_blocked_number", "type")
+    r = recall_for("Block the number +1 312-555-0159.", [episode("Block the number +1 650-555-0199.", block)])
+    assert r.good[block] > 0 and r.matches == 1
+
+
+def test_another_verb_lends_nothing_however_alike_the_words():
+    block = (53, "add_blocked_number", "type")
+    r = recall_for("Unblock the number +1 800-555-0175.", [episode("Block the number +1 650-555-0199.", block)])
+    assert not r.good and r.matches == 0
+
+
+def test_an_app_nobody_explored_is_not_learned_into_while_others_are():
+    from agents.ui.graph import UIScreen
+    from agents.ui.knowledge import Knowledge
+    from agents.ui.learn import locate
+    from agents.ui.screen import Element, Screen
+
+    knowledge = Knowledge(None)
+    apps = {"Settings": "com.android.settings", "Chrome": "com.android.chrome"}
+    settings = knowledge.graph("com.android.settings")
+    knowledge.save_screen(settings, UIScreen(0, "com.android.settings", "S", "screen", "Settings"))
+    chrome = Screen([Element(text="Search or type URL", rid="url_bar", clickable=True, bounds=(0, 200, 1080, 330))],
+                    ["Welcome to Chrome"], [], package="com.android.chrome", activity="Main")
+    assert locate(knowledge, chrome, apps) == (None, None)
+    assert not knowledge.graph("com.android.chrome").screens
+    # with nothing explored at all, the agent learns as it goes
+    alone = Knowledge(None)
+    g, here = locate(alone, chrome, apps)
+    assert g is not None and here is not None and g.package == "com.android.chrome"
