@@ -104,7 +104,8 @@ class UIAgent:
                     break
                 screen = self.device.observe()
                 g, here = locate(self.knowledge, screen, self.device.apps)
-                steps = self._candidates(planner, screen, g, here, p, graphs)
+                steps = [s for s in self._candidates(planner, screen, g, here, p, graphs)
+                         if s.key() not in p.refused] or [Step("back", why="go back", score=0.0)]
                 self.last = (here, steps, p)     # for a debugger's eyes (the bench's -v)
                 shown = tuple({id(s.element): s.element for s in steps if s.element is not None}.values())
                 yield Observed(step, screen, shown)
@@ -144,8 +145,9 @@ class UIAgent:
                 yield acted
                 if opts.settle_s:
                     time.sleep(opts.settle_s)
-                if acted.error:
+                if acted.error:         # refused (text `input text` cannot type): never again
                     p.failed_goals.add(chosen.goal.id) if chosen.goal else None
+                    p.refused.add(chosen.key())
                     continue
                 after = self.device.observe()
                 learn_step(self.knowledge, p, chosen, screen, g, here, after, self.device.apps,

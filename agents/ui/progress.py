@@ -15,6 +15,7 @@ class Progress:
     used: set[int] = field(default_factory=set)               # slot indices used up
     reached: list[Goal] = field(default_factory=list)          # goals done, in order
     failed_edges: set[int] = field(default_factory=set)        # edges that did not do what they said
+    refused: set[tuple] = field(default_factory=set)            # steps the phone refused (Step.key())
     failed_goals: set[tuple] = field(default_factory=set)      # goals given up
     acted: Counter = field(default_factory=Counter)            # (screen id, key, label, action) -> times
     goal: Goal | None = None                                   # the goal being worked on

@@ -74,6 +74,17 @@ def test_tasks_done_with_every_step_verified(explored, task, setup, check):
     assert check(phone.state()) and not any(a.error for a in acted)
 
 
+def test_a_step_the_phone_refuses_is_not_tried_again(explored):
+    phone, device, memory = explored
+    phone.reset()
+    agent = UIAgent(Stub(), memory, device, AgentOptions(policy="planner", verify=True, recall=False),
+                    confirm=lambda q: True)
+    acted, end = episode(agent, "Create a new contact named Zoë Ångström.")    # `input text` is ASCII only
+    refused = [a for a in acted if a.error]
+    assert len(refused) == 1 and "ASCII" in refused[0].error
+    assert isinstance(end, EpisodeEnd)
+
+
 def test_a_step_that_does_not_do_what_it_said_is_excluded_and_replanned(explored):
     phone, device, memory = explored
     phone.reset()
