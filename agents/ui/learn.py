@@ -87,8 +87,15 @@ def _learn_edge(knowledge: Knowledge, p: Progress, g: AppGraph, here: UIScreen, 
                 before: Screen, after: Screen, there: UIScreen | None, verify: bool) -> None:
     edge = step.edge or g.edge(here.id, key, step.action, step.element.label)
     moved = there is not None and there.id != here.id
-    if edge is None or edge.effect in ("commit", "untried"):
-        # what was not known (or not taken when exploring) is learned from what it did
+    if edge is not None and edge.effect == "commit":
+        # a commit stays one: its meaning is what it does to the phone, not the screen it leaves
+        # in front (a Delete that then shows the list is no way to the list, and learned as one
+        # it was no goal for the next task that deletes)
+        edge.ok += 1
+        knowledge.save_edge(g, edge)
+        return
+    if edge is None or edge.effect == "untried":
+        # what was not known (or not tried when exploring) is learned from what it did
         if edge is None:
             edge = UIEdge(0, here.id, key, step.action, "none", label=step.element.label)
         sensitive = edge.sensitive

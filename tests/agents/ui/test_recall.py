@@ -1,5 +1,6 @@
-"""Episode recall: a verified success of a task of the same form lends its goals; a task that
-only looks alike (another verb) lends nothing; an app nobody explored is not learned into."""
+"""Episode recall and learning: a verified success of a task of the same form lends its goals; a task that
+only looks alike (another verb) lends nothing; an app nobody explored is not learned into; a commit
+taken in an episode stays a commit."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -58,3 +59,25 @@ def test_an_app_nobody_explored_is_not_learned_into_while_others_are():
     alone = Knowledge(None)
     g, here = locate(alone, chrome, apps)
     assert g is not None and here is not None and g.package == "com.android.chrome"
+
+
+def test_a_commit_taken_in_an_episode_stays_a_commit():
+    from agents.ui.graph import UIEdge, UIElement, UIScreen
+    from agents.ui.knowledge import Knowledge
+    from agents.ui.learn import _learn_edge
+    from agents.ui.progress import Progress
+    from agents.ui.screen import Element, Screen
+    from agents.ui.step import Step
+
+    knowledge = Knowledge(None)
+    g = knowledge.graph("app")
+    timer = knowledge.save_screen(g, UIScreen(0, "app", "A", "screen", "5:00"))
+    timer.elements["delete"] = UIElement("delete", "Delete", "button")
+    setup = knowledge.save_screen(g, UIScreen(0, "app", "A", "screen", "00h 00m 00s"))
+    edge = knowledge.save_edge(g, UIEdge(0, timer.id, "delete", "tap", "commit", label="Delete"))
+    button = Element(text="Delete", rid="delete", clickable=True, bounds=(0, 0, 100, 100))
+    before = Screen([button], ["5:00"], [], package="app")
+    after = Screen([], ["00h 00m 00s"], [], package="app")
+    _learn_edge(knowledge, Progress(analyze("Cancel the timer")), g, timer, Step("tap", button, edge=edge),
+                "delete", before, after, setup, True)
+    assert edge.effect == "commit" and edge.dst is None and edge.ok == 1
