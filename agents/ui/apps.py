@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .device import LAUNCHERS
-from .goals import GoalFinder, qualifiers
+from .goals import GoalFinder
 from .graph import AppGraph
 from .relevance import Relevance, words_of
 from .screen import Screen
@@ -40,7 +40,7 @@ class AppChooser:
         tabs = [e.label for e in home.elements.values() if e.fixed and not e.row and e.cls == "FrameLayout"]
         # a word that only qualifies a setting ("the alarm volume", "the alarm sound") names no
         # alarm to keep
-        return bool(words_of(home.title, *tabs) & (task_words - qualifiers(self.task.text)))
+        return bool(words_of(home.title, *tabs) & (task_words - self.finder.qualifiers))
 
     def _titles(self, package: str) -> list[str]:
         g = next((x for x in self.graphs if x.package == package), None)

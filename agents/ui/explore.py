@@ -341,12 +341,9 @@ class Explorer:
             self.knowledge.save_screen(g, known)
             self.report.new_screens += 1
         else:
-            size = known.size()
-            fresh = known.observe(screen)
+            fresh = self.knowledge.observe(g, known, screen)
             if fresh:
                 self.revealed[known.id] = set(fresh)
-            if known.size() != size:
-                self.knowledge.save_screen(g, known)
         return screen, known
 
     def _foreign(self, package: str) -> bool:

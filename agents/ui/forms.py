@@ -17,6 +17,11 @@ def field_id(e: Element) -> str:
     """A text field's identity through what is typed in it (its label is its text)."""
     return e.rid or f"{e.cls}@{e.bounds}"
 
+def is_search(e: Element) -> bool:
+    """A search box: what is typed there looks for something, it is no value to confirm."""
+    return bool(re.search(r"search", f"{e.label} {e.rid}", re.I))
+
+
 # a task that renames someone may type over their name
 RENAME = re.compile(r"\b(rename|change (?:the |their |his |her )?(?:first |last )?name|correct|fix)\b", re.I)
 NAME_FIELDS = {"first": ("first", "given"), "last": ("last", "surname", "family")}

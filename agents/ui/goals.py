@@ -88,6 +88,7 @@ class GoalFinder:
                                                    if not NAVIGATE.fullmatch(w))
         self._rows: dict[str, list[tuple[set[int], set[int], set[int]]]] = {}   # package -> (slots, shaped, after)
         self.ident: set[int] = set()        # value slots that name an object listed on screen
+        self.qualifiers = qualifiers(task.text)
 
     def _row_slots(self, g: AppGraph) -> list[tuple[set[int], set[int]]]:
         """For each list-row edge: the task's slots its rows show (an ordinal fits any list), and
@@ -181,7 +182,7 @@ class GoalFinder:
             goal.score += 0.15
         if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and (
                 not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive)
-                or words_of(tap.sensitive) <= qualifiers(task.text)):
+                or words_of(tap.sensitive) <= self.qualifiers):
             goal.score -= 1.5        # a call, a send, a payment the task does not ask for: never a goal
         if self.looking and kind in ("switch", "choice", "relabel", "commit", "content") \
                 and not NAVIGATE.search(label):       # ("Check for update" is what "check for updates" asks)
@@ -189,7 +190,7 @@ class GoalFinder:
 
         if kind == "slider" and extreme(task.text) is None:
             goal.score -= 1.0        # only a slider's ends can be set (its position is not shown)
-        if kind != "field" and _other_action(self.rel, label):
+        if kind != "field" and other_action(self.rel, label):
             goal.score -= 0.5        # "Schedule message" does what its verb says, not the task's "send"
         if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
@@ -314,7 +315,7 @@ NEGATIVE = re.compile(r"^(cancel|no|not now|dismiss|close|never|deny|skip|later|
 CONFIRMS = {"done", "ok", "apply", "next", "select"}
 
 
-def _other_action(rel: Relevance, label: str) -> bool:
+def other_action(rel: Relevance, label: str) -> bool:
     """A label that opens with an action verb the task neither asks for (nor a synonym or the
     opposite of its verb) nor says anywhere: a button for another job."""
     m = VERBS.match(label.strip())

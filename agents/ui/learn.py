@@ -3,11 +3,9 @@ what the episode learned (slots used up, goals reached, edges that failed, new s
 edges — an episode adds to the app's graph as exploration does, without its scrolling)."""
 from __future__ import annotations
 
-import re
-
 from .device import LAUNCHERS
 from .exploring import POSITIVE
-from .forms import field_id
+from .forms import field_id, is_search
 from .goals import Goal
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .knowledge import Knowledge
@@ -34,10 +32,7 @@ def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
             g.home = here.id
             knowledge.save_app(g)
     else:
-        size = here.size()
-        here.observe(screen)
-        if here.size() != size:
-            knowledge.save_screen(g, here)
+        knowledge.observe(g, here, screen)
     return g, here
 
 
@@ -70,7 +65,7 @@ def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g:
         p.scrolls[here.id] += 1
     if step.action == "type":
         p.typed[field_id(step.element)] = step.text
-    searching = step.action == "type" and bool(re.search(r"search", f"{step.element.label} {step.element.rid}", re.I))
+    searching = step.action == "type" and is_search(step.element)
     if step.slot is not None and (changed or step.action == "type") and not searching:
         # a name typed into a search is not used up: the row it finds is, and when it finds
         # nothing the name is still there to look for elsewhere (a new conversation's contacts)

@@ -10,11 +10,9 @@ show a slot or the task's words join in (a Send button appears only once a messa
 """
 from __future__ import annotations
 
-import re
-
 from .apps import AppChooser
-from .forms import Forms
-from .goals import Goal, GoalFinder, _other_action, extreme, onward, shaped
+from .forms import Forms, is_search
+from .goals import Goal, GoalFinder, extreme, onward, other_action, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
@@ -151,7 +149,7 @@ class Planner:
         if step is not None:
             step.goal = goal
             step.score = goal.score + 0.5 - 0.02 * len(route)
-            if step.element is not None and _other_action(self.rel, step.element.label):
+            if step.element is not None and other_action(self.rel, step.element.label):
                 step.score -= 0.5     # "Create label" is no way to rename one: its field is another's
             step.why = f"{step.why} (on the way to {goal.label or 'the goal'})"
         return [step] if step is not None else []
@@ -182,12 +180,12 @@ class Planner:
         els = [e for e in screen.elements if element_key(e) == goal.key]
         if not els:
             names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone")]
-            pick = next((e for e in screen.elements if names and (e.clickable or e.checkable) and not e.editable
-                         and not e.checked and self.objects.hit(e, names, screen)[0] >= 0.8), None)
-            if pick is not None:  # the object first: the goal's button may show once it is chosen
-                hit, which = self.objects.hit(pick, names, screen)    # (a selection's "Add"
-                return [Step("tap", pick, slot=self.task.slots.index(which), goal=goal, score=base,
-                             why=f"choose {pick.label!r} first")]      # appears once one is ticked)
+            for e in screen.elements if names else ():
+                if (e.clickable or e.checkable) and not e.editable and not e.checked:
+                    hit, which = self.objects.hit(e, names, screen)
+                    if hit >= 0.8:   # the object first: the goal's button may show once it is
+                        return [Step("tap", e, slot=self.task.slots.index(which), goal=goal, score=base,
+                                     why=f"choose {e.label!r} first")]   # chosen (a selection's Add)
             want = here.elements.get(goal.key)
             if want is not None and screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
                 return [Step("swipe", text="up", why=f"scroll to {goal.label}", score=base - 0.2, goal=goal)]
@@ -350,8 +348,7 @@ class Planner:
                             why=f"tap {e.label!r} (it says what the task says)", score=score))
         fill = self.forms.fill(screen, p)
         for s in fill:      # a search opened to find the task's object is typed into at once
-            searching = s.slot is not None and re.search(r"search", f"{s.element.label} {s.element.rid}", re.I) \
-                and self.task.slots[s.slot].kind in ("name", "phone")
+            searching = s.slot is not None and is_search(s.element) and self.task.slots[s.slot].kind in ("name", "phone")
             s.score = 3.0 if searching else 1.2
         out += self.objects.select(screen, here, p)
         out += self.objects.swipe_away(screen, here, p)
