@@ -38,16 +38,16 @@ def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
 
 def _graph_for(knowledge: Knowledge, package: str, apps: dict[str, str]) -> AppGraph | None:
     """An app's own graph, or the graph of the app that opens this package's screens (a picker
-    without an icon of its own lives in the graph of the app that explored it). None for an app
-    nobody explored while others were: screens an episode passes through there would become an
-    app of a few screens that later tasks are planned into."""
+    without an icon of its own lives in the graph of the app that explored it, or in one of its
+    own). None for an app with an icon that nobody explored while others were: screens an episode
+    passes through there would become an app of a few screens that later tasks are planned into."""
     if knowledge.known(package):
         return knowledge.graph(package)
     for root in apps.values():
         g = knowledge.graph(root)
         if any(s.package == package for s in g.screens.values()):
             return g
-    if any(knowledge.known(p) for p in apps.values()):
+    if package in apps.values() and any(knowledge.known(p) for p in apps.values()):
         return None
     return knowledge.graph(package)           # nothing explored: learn as it goes
 

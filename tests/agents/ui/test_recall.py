@@ -55,6 +55,11 @@ def test_an_app_nobody_explored_is_not_learned_into_while_others_are():
                     ["Welcome to Chrome"], [], package="com.android.chrome", activity="Main")
     assert locate(knowledge, chrome, apps) == (None, None)
     assert not knowledge.graph("com.android.chrome").screens
+    # a picker without an icon (the files picker an export opens) is still learned as it goes
+    picker = Screen([Element(text="Save", rid="save", clickable=True, bounds=(800, 2200, 1000, 2300))],
+                    ["Downloads"], [], package="com.android.documentsui", activity="Picker")
+    g, here = locate(knowledge, picker, apps)
+    assert g is not None and here is not None and g.package == "com.android.documentsui"
     # with nothing explored at all, the agent learns as it goes
     alone = Knowledge(None)
     g, here = locate(alone, chrome, apps)
