@@ -84,7 +84,10 @@ class AppChooser:
             best[name] = said + 1.0 * self.rel.lexical_in(words[name]) + 1.5 * sem + 0.3 * best[name] \
                 + 0.5 * self._holds(apps[name])
         for name in apps:                 # named as an app is ("in Messages", "Google Clock")
-            if re.search(rf"\b{re.escape(name)}\b", self.task.text):
+            m = re.search(rf"\b{re.escape(name)}\b", self.task.text)
+            # not a name the task gives as a value ("set Chrome as the default browser": Settings
+            # does that; Chrome, which nobody explored, was opened again and again)
+            if m and not any(s.start <= m.start() < s.end for s in self.task.slots):
                 best[name] = best.get(name, 0.0) + 2.0
         steps = [Step("open_app", text=name, why=f"open {name}", score=score)
                  for name, score in sorted(best.items(), key=lambda kv: -kv[1])]

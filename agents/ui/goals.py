@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIElement, UIScreen
-from .relevance import VAGUE, Relevance, _match, stem, words_of
+from .relevance import VAGUE, Relevance, word_match, stem, words_of
 from .safety import SENSITIVE
 from .slots import Slot, TaskInfo
 
@@ -24,6 +24,7 @@ VERBS = re.compile(r"\b(delete|remove|send|block|unblock|archive|save|add|create
                    r"pause|resume|reset|cancel|pin|unpin|star|unstar|mute|export|merge|rename|"
                    r"connect|pair|schedule|forward|lap|search|change|edit|sort|turn|enable|disable|"
                    r"install|uninstall|clear|call|reply|mark|select|done|ok|apply|next)\b", re.I)
+STRICT = re.compile(r"\b(reset|erase|wipe|factory|format)\b", re.I)
 TERMINAL_EFFECTS = ("toggle", "relabel", "content", "commit", "untried")
 
 
@@ -182,7 +183,11 @@ class GoalFinder:
             goal.score += 0.15
         if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and (
                 not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive)
-                or words_of(tap.sensitive) <= self.qualifiers):
+                or words_of(tap.sensitive) <= self.qualifiers
+                # what cannot be undone is done only when said in its own word ("delete
+                # Kiswahili" tapped "Reset options": reset is a synonym of delete for a timer)
+                or STRICT.search(tap.sensitive) and self.rel.verb_hit(tap.sensitive, label) < 1.0
+                and self.rel.lexical(tap.sensitive) < 1.0):
             goal.score -= 1.5        # a call, a send, a payment the task does not ask for: never a goal
         if self.looking and kind in ("switch", "choice", "relabel", "commit", "content") \
                 and not NAVIGATE.search(label):       # ("Check for update" is what "check for updates" asks)
@@ -250,6 +255,8 @@ class GoalFinder:
                     field_fit(" ".join([x.label, x.detail, x.key.replace("_", " "), s.title]).lower(), slot,
                               self.task.text, x.kind == "password") >= 0.5 for x in fields):
                 out.add(i)
+            if k in ("text", "name", "phone") and s.title and self.rel.slot_hits(s.title, [slot])[0] >= 0.9:
+                out.add(i)      # a page or dialog titled by the object (the network 'NETGEAR42')
             if s.entry == "time" and k == "time":
                 out.add(i)
             if s.entry == "digits" and k in ("duration", "number", "phone"):
@@ -292,8 +299,8 @@ def _kind(g: AppGraph, s: UIScreen, el: UIElement, tap: UIEdge | None) -> str | 
         return "field"
     if el.kind == "item":
         return None
-    if tap is None:
-        return "button"                            # never tried: could be anything
+    if tap is None:                                # never tried: could be anything but a way out
+        return None if NEGATIVE.match(el.label.strip()) else "button"
     if tap.effect in TERMINAL_EFFECTS:
         return {"toggle": "switch", "untried": "button"}.get(tap.effect, tap.effect)
     if NEGATIVE.match(el.label.strip()):
@@ -322,7 +329,7 @@ def other_action(rel: Relevance, label: str) -> bool:
     if m is None or not rel.verb or rel.verb in VAGUE:
         return False
     said = stem(m.group(1))
-    return said not in {stem(w) for w in CONFIRMS} | VAGUE and not _match(rel.verb, {said}) \
+    return said not in {stem(w) for w in CONFIRMS} | VAGUE and not word_match(rel.verb, {said}) \
         and said not in words_of(rel.task.text)
 
 
@@ -344,10 +351,13 @@ def shaped(label: str, slot: Slot) -> bool:
     """Whether a data row's label is the kind of thing a slot names — a row of people for a
     name, of numbers for a phone number, of messages for a quoted sentence: the object may be in
     that list though exploration did not see it (it was added since)."""
-    if slot.kind == "name":      # a person's name (two or three words) in a list of such names
-        words, want = label.split(), slot.text.split()
-        return 2 <= len(want) <= 3 and 1 <= len(words) <= 4 and \
-            all(w[:1].isupper() for w in words if w.isalpha()) and not re.search(r"\d", label)
+    if slot.kind == "name":      # a person's name (two or three words) in a list of such names;
+        words, want = label.split(), slot.text.split()    # a one-word name (a language, a city)
+        if not words or re.search(r"\d", label):         # in a list of names
+            return False
+        capital = all(w[:1].isupper() or not w[:1].isascii() for w in words if w.isalpha())
+        return capital and (2 <= len(want) <= 3 and len(words) <= 4 or len(want) == 1 and
+                            (len(words) <= 2 or "(" in label))
     if slot.kind == "phone":
         return len(re.sub(r"\D", "", label)) >= 7
     if slot.kind == "text":

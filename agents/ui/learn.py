@@ -3,6 +3,8 @@ what the episode learned (slots used up, goals reached, edges that failed, new s
 edges — an episode adds to the app's graph as exploration does, without its scrolling)."""
 from __future__ import annotations
 
+import re
+
 from .device import LAUNCHERS
 from .exploring import POSITIVE
 from .forms import field_id, is_search
@@ -11,8 +13,11 @@ from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .knowledge import Knowledge
 from .planner import Step
 from .progress import Progress
+from .relevance import stem, word_match, words_of
 from .screen import Screen
 from .slots import slot_match
+
+SELECTING = re.compile(r"^select\b|\bselected$|^\d+ selected", re.I)
 
 
 def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
@@ -145,7 +150,19 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
     if goal.kind == "switch" and goal.want is not None and step.element is not None:
         twin = next((e for e in after.elements if e.bounds == step.element.bounds and e.rid == step.element.rid), None)
         reached = twin is None or twin.checked == goal.want or there is None or there.id != (here.id if here else None)
+    if reached and goal.kind in ("switch", "choice") and SELECTING.search(before.title or ""):
+        # an item checked in a list in selection mode ("Select languages to remove") is not yet
+        # acted on: the selection's own button that says the task's verb is the goal now
+        act = next((e for e in after.elements if e.clickable and not e.row and not e.checkable
+                    and any(word_match(stem(w), words_of(e.label)) for w in p.task.words)), None)
+        if act is not None and there is not None:
+            p.used |= {step.slot} if step.slot is not None else set()
+            p.selecting = True
+            p.goal = Goal(there.id, element_key(act), "tap", "commit", act.label, goal.score, covers=goal.covers)
+            return
     if reached:
+        if goal.kind in ("commit", "button"):
+            p.selecting = False
         if before.kind in ("dialog", "sheet"):
             # a confirmation that names the object ("Unblock +1 800-555-0175?") says the object
             # the task named is the one acted on: its slot is used, not a value still to enter

@@ -10,6 +10,7 @@ show a slot or the task's words join in (a Send button appears only once a messa
 """
 from __future__ import annotations
 
+from . import stepper
 from .apps import AppChooser
 from .forms import Forms, is_search
 from .goals import Goal, GoalFinder, extreme, onward, other_action, shaped
@@ -39,7 +40,7 @@ class Planner:
     def finished(self, p: Progress) -> bool:
         """A goal was reached and nothing the task gave is left to use (a name left over counts
         only when some goal would still use it)."""
-        if not p.reached or p.values_left() or p.pending:
+        if not p.reached or p.values_left() or p.pending or p.selecting:
             return False
         names = [i for i in p.unused() if self.task.slots[i].kind == "name"]
         if not names:
@@ -192,6 +193,10 @@ class Planner:
             return []
         named = [e for e in els if e.label == goal.label or e.desc == goal.label]
         if goal.kind == "slider":           # the volume the task names, among like sliders
+            step = stepper.toward(screen, els, goal.label, self.task, self.rel, p.stepped)
+            if step is not None:            # a value the task names, between step buttons
+                step.goal, step.score = goal, base
+                return [step]
             el = named[0] if named else (els[0] if len(els) == 1 else None)
             if el is None:
                 return []
@@ -304,6 +309,9 @@ class Planner:
                 if field_fit(text, s, self.task.text, el.kind == "password") >= 0.5}
 
     def _follow(self, edge: UIEdge, screen: Screen, g: AppGraph, here: UIScreen, p: Progress) -> Step | None:
+        peer = self._peer(edge, screen, g, p)
+        if peer is not None:
+            return peer
         els = [e for e in screen.elements if element_key(e) == edge.key]
         el = self.objects.row(els, p, screen) if els and (len(els) > 1 or els[0].row) else (els[0] if els else None)
         if el is None:
@@ -319,6 +327,34 @@ class Planner:
                 slot = next((i for i in p.unused() if self.task.slots[i].kind == "ordinal"), None)
         return Step(edge.action, el, slot=slot, edge=edge, expect=edge.dst,
                     why=f"{edge.action} {el.label!r} " + effect_line(g, edge))
+
+    def _peer(self, edge: UIEdge, screen: Screen, g: AppGraph, p: Progress) -> Step | None:
+        """Like objects as separate buttons that all open the same screen (the devices to pair,
+        each opening "Pair with …?"): the one the task names, not the one the route was learned
+        through (a task to pair the Galaxy Buds2 paired the JBL Flip 5 the route went by)."""
+        if edge.dst is None or edge.effect not in NEW_SCREEN:
+            return None
+        keys = {e.key for e in g.edges_of(edge.src) if e.dst == edge.dst and e.action == edge.action}
+        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone", "text")]
+        if len(keys) < 3 or not names:
+            return None
+        cls = edge.key.split(":", 1)[0]
+        best, hit_best = None, 0.0
+        for e in screen.elements:
+            k = element_key(e)
+            if e.editable or not (e.clickable or e.long_clickable) or not (k in keys or k.split(":", 1)[0] == cls):
+                continue
+            hit, which = self.objects.hit(e, names, screen)
+            if hit > hit_best:
+                best, hit_best, slot = e, hit, self.task.slots.index(which)
+        if best is None or hit_best < 0.8:
+            here = g.screens[edge.src]
+            if screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
+                return Step("swipe", text="up", why="scroll to the one the task names")
+            return None
+        known = g.edge(edge.src, element_key(best), edge.action, best.label)
+        return Step(edge.action, best, slot=slot, edge=known or edge, expect=edge.dst,
+                    why=f"{edge.action} {best.label!r} " + effect_line(g, known or edge))
 
     # -- the screen in front --------------------------------------------------------------------------
     def _local(self, screen: Screen, here: UIScreen | None, p: Progress) -> list[Step]:

@@ -24,6 +24,8 @@ class Progress:
     absent: set[int] = field(default_factory=set)              # slots looked for in a list and not found
     typed: dict[str, str] = field(default_factory=dict)        # field key -> text typed in it
     pending: set[int] = field(default_factory=set)             # slots entered for a goal not yet confirmed
+    selecting: bool = False                                    # items checked in a selection, not yet acted on
+    stepped: dict = field(default_factory=dict)                # slider -> (value before the last step, direction)
 
     def unused(self) -> list[int]:
         return [i for i in range(len(self.task.slots)) if i not in self.used]

@@ -61,7 +61,7 @@ VAGUE = {stem(w) for w in ("set", "make", "turn", "change", "put", "get", "go", 
                            "check", "view", "see", "show", "look", "find", "display")}
 
 
-def _match(w: str, have: set[str]) -> float:
+def word_match(w: str, have: set[str]) -> float:
     if w in have:
         return 1.0
     if _SYN.get(w, set()) & have or _undo(w) in have or w in {_undo(x) for x in have}:
@@ -120,14 +120,14 @@ class Relevance:
         have = words_of(*texts)
         words = [w for w in self.words if verb or w != self.verb]
         total = sum(self.idf(w) for w in words) or 1.0
-        return sum(self.idf(w) * _match(w, have) for w in words) / total
+        return sum(self.idf(w) * word_match(w, have) for w in words) / total
 
     def verb_hit(self, *texts: str) -> float:
         """1 when the texts say the task's verb ("Pin", "Delete"), 0.5 for a synonym or its
         opposite ("Unpin"), 0 otherwise (and for a verb as vague as "set" or "make")."""
         if not self.verb or self.verb in VAGUE:
             return 0.0
-        return _match(self.verb, words_of(*texts))
+        return word_match(self.verb, words_of(*texts))
 
     def lexical_in(self, vocabulary: set[str]) -> float:
         """``lexical`` against a set of stemmed words (an app's whole vocabulary)."""

@@ -34,6 +34,10 @@ DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sun
 DAY = re.compile(r"\b(mon|tue|wed|thu|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?s?\b|\b(weekdays?|weekends?)\b", re.I)
 NAME = re.compile(r"(?<![\w'’])(?:[A-Z][\w'’.-]*|[0-9]+[A-Z][\w-]*)(?:\s+(?:[A-Z][\w'’.-]*|&|de|da|van|von|of))*"
                   r"(?:\s*\([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*\))?")
+# a thing named with a model number ("Fitbit Charge 6", "JBL Flip 5"): one name, not a name and a number
+PRODUCT = re.compile(r"(?<![\w'’])[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*\s+\d{1,3}[A-Za-z]?"
+                     r"(?:\s+(?:Pro|Plus|Max|Ultra|Lite|Mini|II|III|XL|SE))*\b"
+                     r"(?!\s*(?:%|[:.,]\d|[ap]\.?m\b|h(?:ou)?rs?\b|min|sec|days?\b|times?\b))")
 WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10,
                 "fifteen": 15, "thirty": 30}
@@ -49,7 +53,7 @@ NOT_NAMES = {"google", "clock", "messages", "message", "contacts", "contact", "s
              "new", "let", "lets", "help", "what", "when", "is", "are", "tell", "display", "email"}
 STOP = {"a", "an", "the", "to", "of", "for", "in", "on", "at", "with", "and", "or", "my", "your",
         "me", "please", "using", "from", "by", "that", "this", "it", "its", "is", "be", "as",
-        "saying", "says", "named", "called", "android", "device", "phone's", "google", "app",
+        "saying", "says", "named", "called", "android", "phone's", "google", "app",
         "i", "you", "can", "could", "would", "also", "so", "all", "some", "there", "their"}
 ON = re.compile(r"\b(turn(ed)? on|switch(ed)? on|enable|activate|start|show|allow|unmute|back on)\b"
                 r"|\bon\s*[.!]?\s*$|\bturn\s+\w+(\s+\w+)?\s+on\b", re.I)
@@ -119,6 +123,14 @@ def analyze(task: str) -> TaskInfo:
         add("day", m, _day(m.group(0)))
     for m in ORDINAL.finditer(text):
         add("ordinal", m, m.group(1).lower())
+    for m in PRODUCT.finditer(text):
+        head = _name(m.group(0), m.start() == 0 or text[:m.start()].rstrip().endswith((".", "!", "?", ",")))
+        words = [w for w in head.split() if not re.search(r"\d", w)]
+        if words and head[0].isupper() and not all(w.lower() in NOT_NAMES for w in words):
+            a = m.start() + m.group(0).find(head.split()[0])
+            if free(a, m.end()):
+                taken.append((a, m.end()))
+                info.slots.append(Slot("name", text[a:m.end()], None, a, m.end()))
     for m in NUMBER.finditer(text):
         add("number", m, float(m.group(0).rstrip("%").replace(",", ".")))
     for m in NAME.finditer(text):
@@ -130,6 +142,10 @@ def analyze(task: str) -> TaskInfo:
             if free(a, a + len(name)):
                 taken.append((a, a + len(name)))
                 info.slots.append(Slot("name", name, None, a, a + len(name)))
+    for a, b in _unicased(text):            # a name in a script without capitals ("한국어", "日本語")
+        if free(a, b):
+            taken.append((a, b))
+            info.slots.append(Slot("name", text[a:b], None, a, b))
     info.slots.sort(key=lambda s: s.start)
     rest = "".join(" " if any(a <= i < b for a, b in taken) else ch for i, ch in enumerate(text))
     rest = re.sub(r"['’]s\b", " ", rest)
@@ -148,6 +164,21 @@ def analyze(task: str) -> TaskInfo:
     elif re.search(r"\b(min(imum)?|as (small|low|dim|quiet|short) as possible|lowest|smallest|dimmest)\b", text, re.I):
         info.maximum = False
     return info
+
+
+def _unicased(text: str) -> list[tuple[int, int]]:
+    """Spans of words written in a script other than Latin (Hangul, Han, Kana, Arabic, Devanagari,
+    Cyrillic, Greek…): the NAME pattern looks for capitals, which most of them do not have."""
+    out: list[tuple[int, int]] = []
+    for m in re.finditer(r"\S+", text):
+        word = m.group(0).strip(".,;:!?()\"'“”‘’«»")
+        if word and any(ch.isalpha() and ord(ch) > 0x24F for ch in word) and not re.search(r"[A-Za-z0-9]", word):
+            a = m.start() + m.group(0).find(word)
+            if out and not text[out[-1][1]:a].strip():
+                out[-1] = (out[-1][0], a + len(word))      # the next word of the same name
+            else:
+                out.append((a, a + len(word)))
+    return out
 
 
 def _name(text: str, sentence_start: bool) -> str:

@@ -17,6 +17,14 @@ TRAILING = re.compile(r"[\s,]*(?:\b(?:for me|please|thanks|thank you|right away|
 PHRASES = [
     (r"\bremove (.+?) from (?:my |the )?(?:blocked (?:numbers|list|contacts)|block ?list)\b", r"unblock \1"),
     (r"\bget rid of\b", "delete"),
+    # what the user wants to happen, said as the button that does it
+    (r"\b(?:let|allow) (.+?) (?:to )?(?:text|message|call|contact|reach) me(?: again)?(?: by unblocking "
+     r"(?:it|them|him|her|the number))?$", r"unblock \1"),
+    (r"\bstop (.+?) from (?:texting|messaging|calling|contacting) me(?: by blocking "
+     r"(?:it|them|him|her|the number))?$", r"block \1"),
+    (r"\bmake (.+?) (?:a |one of my )?favou?rites?(?: contacts?)?$", r"add \1 to favorites"),
+    (r"^i (?:no longer|don'?t|do not) (?:need|want|use) (.+?)(?: anymore| any more)?(?: as an? [\w ]+?)?"
+     r"(?:[,;] (?:so |please )?(?:remove|delete|get rid of) (?:it|them))?$", r"remove \1"),
     (r"\btake (.+?) off\b", r"remove \1 from"),
     (r"\btake (.+?) out of\b", r"remove \1 from"),
     (r"\bchange the name of\b", "rename"),

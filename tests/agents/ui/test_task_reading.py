@@ -30,6 +30,11 @@ APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
     ("Mark the message 'Can you send me the address?' in my chat with Nora as starred.",
      "Star the message 'Can you send me the address?' in my chat with Nora", None),
     ("Open Google Clock.", "", "Clock"),
+    ("Please let +1 (512) 555-0147 text me again by unblocking it.", "Unblock +1 (512) 555-0147", None),
+    ("Stop (617) 555-0179 from texting me.", "Block (617) 555-0179", None),
+    ("Open Contacts and make Elliot Lindqvist a favorite contact.", "Add Elliot Lindqvist to favorites",
+     "Contacts"),
+    ("I no longer need Deutsch as a language, remove it.", "Remove Deutsch", None),
 ])
 def test_wording_keeps_the_task_and_names_the_app(task, core, app):
     got, named = normalize(task, APPS)
@@ -94,3 +99,13 @@ def test_a_slider_end_and_words_that_only_qualify_a_setting():
     assert extreme("Make the text bigger") is None and extreme("Set an alarm for 6 AM") is None
     assert qualifiers("Set the call volume to the minimum") == {"call"}
     assert qualifiers("Call Ana") == set()
+
+
+def test_a_model_number_belongs_to_its_name_and_other_scripts_are_names():
+    assert kinds("Connect my Fitbit Charge 6 with Bluetooth") == [("name", "Fitbit Charge 6"), ("name", "Bluetooth")]
+    assert kinds("Pair the Bose QC35 II") == [("name", "Bose QC35 II")]
+    assert kinds("Set Timer 2 to 5 minutes") == [("name", "Timer 2"), ("duration", "5 minutes")]
+    assert kinds("Text Ana 3 times") == [("name", "Ana"), ("number", "3")]       # a count, not a model
+    assert kinds("Remove 한국어 from my languages") == [("name", "한국어")]
+    assert kinds("Add Русский язык") == [("name", "Русский язык")]
+    assert analyze("Change the device name to 'Den'").words == ["change", "device", "name"]
