@@ -50,6 +50,8 @@ def field_fit(label: str, s: Slot, task: str, password: bool) -> float:
             score += 0.4
         if words & GENERIC_TEXT:
             score += 0.3
+        if words & {"label", "name", "title"} and re.search(r"\b(called|named|titled|label(?:l?ed)?|name)\s*[\"'“‘]?$", before):
+            score += 0.6        # 'an alarm called "Bin day"' is what its Label field holds
         return score
     return 0.0
 

@@ -197,6 +197,8 @@ class GoalFinder:
             goal.score -= 1.0        # only a slider's ends can be set (its position is not shown)
         if kind != "field" and other_action(self.rel, label):
             goal.score -= 0.5        # "Schedule message" does what its verb says, not the task's "send"
+        elif any(other_action(self.rel, w) for w in g.way_labels(s.id)):
+            goal.score -= 0.5        # reached only through another job's button (a city in the Add city picker)
         if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
         takes = {"time": ("time",), "digits": ("duration", "number", "phone")}.get(s.entry, ())
@@ -360,8 +362,9 @@ def shaped(label: str, slot: Slot) -> bool:
                             (len(words) <= 2 or "(" in label))
     if slot.kind == "phone":
         return len(re.sub(r"\D", "", label)) >= 7
-    if slot.kind == "text":
-        return len(label.split()) >= 3 and len(slot.text.split()) >= 2
+    if slot.kind == "text":      # a sentence (lower-case words), not a row of names or days
+        return len(label.split()) >= 3 and len(slot.text.split()) >= 2 and \
+            sum(w[:1].islower() for w in label.split()) >= 2
     return False
 
 

@@ -300,8 +300,12 @@ class AppGraph:
         name): another contact's page differs in its title as in its data, not as a screen."""
         stamp = (len(self.screens), len(self.edges))
         if getattr(self, "_titled_stamp", None) != stamp:
+            # (or with a text of the row: an alarm's card, expanded, is titled by its days)
+            rows = {sid: {lab for el in s.elements.values() if el.row for lab in el.labels}
+                    for sid, s in self.screens.items()}
             self._titled = {e.dst for e in self.edges.values() if e.dst in self.screens and e.src in self.screens
-                            and self._in_list(e) and e.label and e.label == self.screens[e.dst].title}
+                            and self._in_list(e) and e.label and self.screens[e.dst].title
+                            and (e.label == self.screens[e.dst].title or self.screens[e.dst].title in rows[e.src])}
             self._titled_stamp = stamp
         return self._titled
 

@@ -11,7 +11,7 @@ from .forms import field_id, is_search
 from .goals import Goal
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .knowledge import Knowledge
-from .planner import Step
+from .planner import Step, opened
 from .progress import Progress
 from .relevance import stem, word_match, words_of
 from .screen import Screen
@@ -112,7 +112,9 @@ def _learn_edge(knowledge: Knowledge, p: Progress, g: AppGraph, here: UIScreen, 
     if not verify:
         return
     if edge.effect in NEW_SCREEN:
-        ok = there is not None and there.id == edge.dst
+        twin = next((e for e in after.elements if e.rid == step.element.rid and e.bounds == step.element.bounds), None)
+        # (or it opened in place, below the fold: "Expand alarm" now says "Collapse alarm")
+        ok = there is not None and there.id == edge.dst or twin is not None and opened(step.element.label, twin.label)
     elif edge.effect in ("toggle", "relabel", "content"):
         ok = _signature(before) != _signature(after) and (there is None or there.id == here.id)
     else:

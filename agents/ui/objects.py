@@ -77,14 +77,18 @@ class Objects:
         if here is None or not REMOVE.search(self.task.text):
             return []
         names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone", "text")]
-        for e in screen.elements:
-            if e.row and e.owner < 0 and not e.editable:
-                m, which = self.hit(e, names, screen)
-                if m >= 0.8:
-                    slot = next(i for i in names if self.hit(e, [i], screen)[0] == m)
-                    goal = Goal(here.id, element_key(e), "swipe_away", "commit", e.label, 1.0)
-                    return [Step("swipe_away", e, slot=slot, goal=goal, finishes=True, score=1.0,
-                                 why=f"swipe {e.label!r} away")]
+        # a row may be no element at all: a list of plain texts whose row takes the swipe (the
+        # cities of a world clock show only as texts): the text's line is swiped
+        # (across the text itself: a swipe from the screen's edge is the system's Back)
+        texts = [Element(text=t, cls="TextView", bounds=b, row=True) for t, b in screen.boxes]
+        for e in [x for x in screen.elements if x.row and x.owner < 0 and not x.editable] + texts:
+            m, which = self.hit(e, names, screen if e.clickable or e.long_clickable else None)
+            if m >= 0.8:
+                slot = next(i for i in names if self.hit(e, [i], screen if e.clickable else None)[0] == m)
+                goal = Goal(here.id, element_key(e), "swipe_away", "commit", e.label, 1.0)
+                # (above a way that adds what the task removes: Lima in the Add city picker)
+                return [Step("swipe_away", e, slot=slot, goal=goal, finishes=True, score=1.0 + m,
+                             why=f"swipe {e.label!r} away")]
         return []
 
     def values(self) -> set[int]:

@@ -261,10 +261,12 @@ class Planner:
             # never carried out in another person's conversation
             direct = paths.get(goal.screen)
         best = direct
-        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone", "time", "text")]
+        # (the object a slot names is still chosen on the way after the slot was used: its row
+        # tapped once, the way to the goal still goes through it)
+        names = [i for i in sorted(set(p.unused()) | p.ident) if self.task.slots[i].kind in ("name", "phone", "time", "text")]
         if creating:
             names = [i for i in names if self.task.slots[i].kind not in ("name", "phone")]
-        if goal.kind == "field":                # what the goal's field takes is typed there, not
+        if goal.kind in ("field", "commit"):    # what the goal's field takes is typed there, not
             takes = self._takes(g, goal)        # looked for on the way — unless a list shows it
             typed = [i for i in takes if i not in p.ident and i in p.unused()]   # and the field
             names = [i for i in names if i not in takes or (i in p.ident and typed)]  # has another
@@ -293,7 +295,15 @@ class Planner:
                 continue
             ways.append((len(paths[e.src]) + 1 + len(rest), len(rest), paths[e.src] + [e] + rest))
         if ways:                       # the object the task names is chosen on the way
-            best = min(ways, key=lambda w: (w[0], w[1]))[2]
+            way = min(ways, key=lambda w: (w[0], w[1]))
+            fresh = any(i in p.unused() for i in names)
+            # (an object chosen already: its row again only when no longer than the direct way —
+            # from its expanded card the Label is one tap, not a collapse and an expand away)
+            near = best if best is not None else paths.get(goal.screen)
+            if fresh or near is None or way[0] <= len(near):
+                best = way[2]
+            else:
+                best = near
         return best
 
     def _takes(self, g: AppGraph, goal: Goal) -> set[int]:
@@ -304,9 +314,12 @@ class Planner:
         el = screen.elements.get(goal.key) if screen is not None else None
         if el is None:
             return set()
-        text = " ".join([el.label, el.detail, el.key.replace("_", " ")]).lower()
-        return {i for i, s in enumerate(self.task.slots)
-                if field_fit(text, s, self.task.text, el.kind == "password") >= 0.5}
+        # (a form's or a dialog's confirmation: what its fields take)
+        fields = [el] if goal.kind == "field" else [x for x in screen.elements.values()
+                                                     if x.kind in ("field", "password")]
+        return {i for i, s in enumerate(self.task.slots) for f in fields
+                if field_fit(" ".join([f.label, f.detail, f.key.replace("_", " ")]).lower(), s, self.task.text,
+                             f.kind == "password") >= 0.5}
 
     def _follow(self, edge: UIEdge, screen: Screen, g: AppGraph, here: UIScreen, p: Progress) -> Step | None:
         peer = self._peer(edge, screen, g, p)
@@ -319,6 +332,10 @@ class Planner:
             if not found and g.is_row(edge):
                 p.failed_edges.add(edge.id)     # the object is not in this list: another way to it
             return found[0] if found else None
+        if opened(edge.label, el.label) and screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
+            # it shows "Collapse alarm" where the way says "Expand alarm": what it opens is open
+            # already, below the fold (an alarm's card expanded at the bottom of the list)
+            return Step("swipe", text="up", why=f"{el.label!r}: it is open, below")
         slot = None
         if len(els) > 1 or not here.elements.get(edge.key, None) or len(here.elements[edge.key].labels) > 1:
             hit, which = self.objects.hit(el, p.unused(), screen)
@@ -406,3 +423,13 @@ class Planner:
                 out.append(Step("tap", confirm, goal=goal, finishes=True, score=score,
                                 why=f"tap {confirm.label!r} to confirm what was entered"))
         return out + fill
+
+
+OPPOSITE = {"expand": "collapse", "show": "hide", "more": "less", "open": "close"}
+
+
+def opened(way: str, now: str) -> bool:
+    """Whether ``now`` is ``way``'s other state ("Collapse alarm" for "Expand alarm")."""
+    a, b = way.lower().split(" ", 1) if " " in way else (way.lower(), ""), \
+        now.lower().split(" ", 1) if " " in now else (now.lower(), "")
+    return OPPOSITE.get(a[0]) == b[0] and a[1] == b[1]
