@@ -193,8 +193,8 @@ class GoalFinder:
                 and not NAVIGATE.search(label):       # ("Check for update" is what "check for updates" asks)
             goal.score -= 1.0        # a task that asks to look at something switches nothing on
 
-        if kind == "slider" and extreme(task.text) is None:
-            goal.score -= 1.0        # only a slider's ends can be set (its position is not shown)
+        if kind == "slider" and extreme(task.text) is None and not comparative(task.text) and not slot:
+            goal.score -= 1.0        # only a slider's ends, a value it shows or a step can be set
         if kind != "field" and other_action(self.rel, label):
             goal.score -= 0.5        # "Schedule message" does what its verb says, not the task's "send"
         elif any(other_action(self.rel, w) for w in g.way_labels(s.id)):
@@ -284,6 +284,18 @@ EXTREME = {"max": re.compile(r"\b(max(imum|ed)?|max out|highest|loudest|largest|
 def extreme(text: str) -> str | None:
     """``max`` or ``min`` when the task wants a slider at that end, else None."""
     return next((end for end, rx in EXTREME.items() if rx.search(text)), None)
+
+
+# a task that wants one step more or less ("make the text bigger"), not a named value
+MORE = re.compile(r"\b(bigger|larger|increase|louder|brighter|higher|raise)\b", re.I)
+LESS = re.compile(r"\b(smaller|decrease|quieter|dimmer|lower|reduce)\b", re.I)
+
+
+def comparative(text: str) -> int:
+    """+1 for "bigger", -1 for "smaller", 0 when the task says neither."""
+    up, down = bool(MORE.search(text)), bool(LESS.search(text))
+    return up - down
+
 
 
 PRIOR = {"slider": 0.2, "switch": 0.25, "choice": 0.2, "commit": 0.15, "relabel": 0.2, "content": 0.1,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from . import stepper
 from .apps import AppChooser
 from .forms import Forms, is_search
-from .goals import Goal, GoalFinder, extreme, onward, other_action, shaped
+from .goals import Goal, GoalFinder, comparative, extreme, onward, other_action, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
@@ -200,7 +200,7 @@ class Planner:
             el = named[0] if named else (els[0] if len(els) == 1 else None)
             if el is None:
                 return []
-            end = extreme(self.task.text) or "max"
+            end = extreme(self.task.text) or ("min" if comparative(self.task.text) < 0 else "max")
             return [Step("slide", el, end, goal=goal, score=base, finishes=True,
                          why=f"slide {el.label!r} to its {end}")]
         if len(els) > 1 and named and len(set(x.label for x in els)) > 1 and (goal.kind == "choice" or not any(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from .screen import Element, Screen
+from .goals import comparative
 from .slots import slot_match
 from .step import Step
 
@@ -41,21 +42,28 @@ def toward(screen: Screen, sliders: list[Element], want: str, task, rel, tried: 
     """The step that brings the slider the task means to ``want``: done when it shows it, else
     the step button on its line toward it. ``tried`` remembers, per slider, the value before the
     last tap and the direction taken (a scale it cannot order is walked up, then down)."""
-    if not any(slot_match(s, want) >= 0.8 for s in task.slots):
+    named = any(slot_match(s, want) >= 0.8 for s in task.slots)
+    more = comparative(task.text)
+    if not named and not more:
         return None                      # the task names no value (a volume "all the way up")
     el = max(sliders, key=lambda e: (rel.lexical(e.desc, *e.texts[1:3]), _alike(e.label, want)))
+    if not named:                        # one step that way ("make the text bigger")
+        return _button(screen, el, more, finishes=True)
     if el.label.strip().lower() == want.strip().lower():
         return Step("done", el, why=f"{el.desc or 'it'} shows {want}", finishes=True)
-    line = [e for e in screen.elements if e is not el and e.clickable and e.bounds[1] <= el.center[1] <= e.bounds[3]]
-    up = next((e for e in line if INC.search(e.label)), None)
-    down = next((e for e in line if DEC.search(e.label)), None)
-    if up is None or down is None:
-        return None
     way = direction(el.label, want)
     key = el.desc or str(el.bounds)
     if way == 0:                        # a scale it cannot order: up until it stops moving, then down
         last = tried.get(key)
         way = 1 if last is None else (last[1] if last[0] != el.label else -last[1])
     tried[key] = (el.label, way)
-    button = up if way > 0 else down
-    return Step("tap", button, why=f"{button.label}: {el.desc or 'it'} shows {el.label}, the task wants {want}")
+    return _button(screen, el, way, why=f"{el.desc or 'it'} shows {el.label}, the task wants {want}")
+
+
+def _button(screen: Screen, el: Element, way: int, finishes: bool = False, why: str = "") -> Step | None:
+    """The step button on the slider's line that moves it ``way`` (+1 up, -1 down)."""
+    line = [e for e in screen.elements if e is not el and e.clickable and e.bounds[1] <= el.center[1] <= e.bounds[3]]
+    button = next((e for e in line if (INC if way > 0 else DEC).search(e.label)), None)
+    if button is None:
+        return None
+    return Step("tap", button, finishes=finishes, why=f"{button.label}: {why or (el.desc or 'it') + ' one step'}")

@@ -54,3 +54,16 @@ def test_a_value_is_stepped_to_over_adb(device, phone_server, task, start, path,
     assert step.action == "done" and phone.state()["settings"][path]["step"] == want
     if path == "display_size":
         assert phone.state()["settings"]["font_size"]["step"] == font     # the other slider stays
+
+
+def test_one_step_that_way_when_the_task_names_no_value(device, phone_server):
+    phone = phone_server[0]
+    phone.reset({"settings.font_size": {"step": 1, "label": "100%"}})
+    _open_display_size(device)
+    info = analyze("Make the text bigger")
+    screen = device.observe()
+    sliders = [e for e in screen.elements if e.cls == "SeekBar"]
+    step = stepper.toward(screen, sliders, sliders[0].label, info, Relevance(info, None), {})
+    assert step.finishes and step.element.label == "Make larger"
+    device.tap(step.element)
+    assert phone.state()["settings"]["font_size"]["step"] == 2
