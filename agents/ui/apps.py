@@ -13,6 +13,11 @@ from .screen import Screen
 from .step import Step
 
 
+# a person's detail: "Felix Gallagher's phone number", "Ana's email"
+PERSON_DETAIL = re.compile(r"[A-Z][\w-]*['’]s (?:(?:mobile|work|home|cell) )?(phone|mobile|number|email|e-mail|address|"
+                           r"birthday|company|job title|nickname|website|notes?)\b")
+
+
 class AppChooser:
     def __init__(self, task, rel: Relevance, graphs: list[AppGraph], finder: GoalFinder, apps: dict[str, str]):
         self.task, self.rel, self.graphs, self.finder, self.apps = task, rel, graphs, finder, apps
@@ -41,6 +46,21 @@ class AppChooser:
         # a word that only qualifies a setting ("the alarm volume", "the alarm sound") names no
         # alarm to keep
         return bool(words_of(home.title, *tabs) & (task_words - self.finder.qualifiers))
+
+    def _keeps_people(self, package: str) -> bool:
+        """Whether the task asks about a person's detail ("Felix's phone number") and this app
+        has a form that holds a person's name with that detail (a contact's editor, not a
+        block list's lone number field)."""
+        m = PERSON_DETAIL.search(self.task.text)
+        g = next((x for x in self.graphs if x.package == package), None)
+        if m is None or g is None:
+            return False
+        want = words_of(m.group(1))
+        for s in g.screens.values():
+            fields = [words_of(e.label, e.key.replace("_", " ")) for e in s.elements.values() if e.kind == "field"]
+            if any(f & {"first", "last"} for f in fields) and any(f & want for f in fields):
+                return True
+        return False
 
     def _titles(self, package: str) -> list[str]:
         g = next((x for x in self.graphs if x.package == package), None)
@@ -82,7 +102,7 @@ class AppChooser:
             # them) first; then the words of its screens, what it means, and its best goal
             said = 2.0 if words_of(name) & task_words or self._kept_by(name, task_words) else 0.0
             best[name] = said + 1.0 * self.rel.lexical_in(words[name]) + 1.5 * sem + 0.3 * best[name] \
-                + 0.5 * self._holds(apps[name])
+                + 0.5 * self._holds(apps[name]) + (1.0 if self._keeps_people(apps[name]) else 0.0)
         for name in apps:                 # named as an app is ("in Messages", "Google Clock")
             m = re.search(rf"\b{re.escape(name)}\b", self.task.text)
             # not a name the task gives as a value ("set Chrome as the default browser": Settings

@@ -39,6 +39,8 @@ def field_fit(label: str, s: Slot, task: str, password: bool) -> float:
             return 1.2 if re.search(r"\b(works? (at|for)|company|employer|at)\s*$", before) else 0.0
         if words & {"phone", "email", "message", "password"}:
             return 0.0
+        if words & {"label", "name", "title"} and re.search(r"\b(called|named|titled)\s*[\"'“‘]?$", before):
+            return 1.2      # 'a new label called Study group' is what its name field holds
         return 0.9 if words & NAME_WORDS else 0.1
     if s.kind == "text":
         if words & {"phone", "email", "password"} or stems & {"first", "last"}:

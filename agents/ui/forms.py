@@ -22,6 +22,15 @@ def is_search(e: Element) -> bool:
     return bool(re.search(r"search", f"{e.label} {e.rid}", re.I))
 
 
+def _holds_kind(text: str, kind: str) -> bool:
+    """Whether a field's text is a value of this kind (an address in the email field)."""
+    if kind == "email":
+        return re.fullmatch(r"\S+@\S+\.\w+", text.strip()) is not None
+    if kind == "phone":
+        return len(re.sub(r"\D", "", text)) >= 7 and re.fullmatch(r"[\d\s()+.-]+", text.strip()) is not None
+    return False
+
+
 # a task that renames someone may type over their name
 RENAME = re.compile(r"\b(rename|change (?:the |their |his |her )?(?:first |last )?name|correct|fix)\b", re.I)
 NAME_FIELDS = {"first": ("first", "given"), "last": ("last", "surname", "family")}
@@ -63,7 +72,7 @@ class Forms:
         """The slot a field takes: by its kind (a phone number, an email…) and the words next to
         the slot in the task ("works at Acme" goes to Company)."""
         label = " ".join([e.label, e.desc, e.rid.replace("_", " "), self._title]).lower()
-        if e.text and not RENAME.search(self.task.text) and any(
+        if e.text and not RENAME.search(self.task.text) and not _holds_kind(e.text, "email") and any(
                 slot_match(self.task.slots[j], e.text) >= 0.5 for j in p.used | p.ident
                 if self.task.slots[j].kind == "name"):
             return None           # it holds the name of the person the task is about: not to overwrite
@@ -75,6 +84,8 @@ class Forms:
             if i in p.ident and s.kind == "text" and "search" not in label:
                 continue          # a message a row shows is the object to pick, not text to type
             sc = field_fit(label, s, self.task.text, e.password)
+            if not sc and e.text and _holds_kind(e.text, s.kind):
+                sc = 1.0          # it holds an email now (its hint gone): the email field
             if not sc and e.text and s.kind == "text":
                 # the value it holds is data ("Travel phone" in Device name), not what it is for
                 bare = " ".join([e.desc, e.rid.replace("_", " "), self._title]).lower()

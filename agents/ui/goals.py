@@ -19,6 +19,11 @@ from .safety import SENSITIVE
 from .slots import Slot, TaskInfo
 
 VALUE_KINDS = ("text", "email", "phone", "time", "duration", "date", "number", "day")
+
+
+def is_value(slot) -> bool:
+    """A value the task gives to enter (a name it gives with "called" counts), not an object to find."""
+    return slot.kind in VALUE_KINDS or slot.value == "called"
 NAVIGATE = re.compile(r"\b(check|view|open|see|look at|go to|show me|display|find)\b", re.I)
 VERBS = re.compile(r"\b(delete|remove|send|block|unblock|archive|save|add|create|set|start|stop|"
                    r"pause|resume|reset|cancel|pin|unpin|star|unstar|mute|export|merge|rename|"
@@ -232,7 +237,7 @@ class GoalFinder:
             covers.add(task.slots.index(which))
             sure.add(task.slots.index(which))
         goal.covers = sorted(covers)
-        values = [i for i in unused if task.slots[i].kind in VALUE_KINDS and i not in self.ident]
+        values = [i for i in unused if is_value(task.slots[i]) and i not in self.ident]
         if values:
             # a quoted sentence a list of messages might hold counts half: the task may give it
             # as a value to type ("send … saying 'X'") rather than to find
@@ -370,8 +375,9 @@ def shaped(label: str, slot: Slot) -> bool:
         if not words or re.search(r"\d", label):         # in a list of names
             return False
         capital = all(w[:1].isupper() or not w[:1].isascii() for w in words if w.isalpha())
-        return capital and (2 <= len(want) <= 3 and len(words) <= 4 or len(want) == 1 and
-                            (len(words) <= 2 or "(" in label))
+        person = all(w[:1].isupper() for w in want if w.isalpha())     # "Study group" is no one's name
+        return capital and (2 <= len(want) <= 3 and person and len(words) <= 4 or len(want) == 1 and len(label) >= 3
+                            and (len(words) == 1 or "(" in label))    # (not a list's section letter)
     if slot.kind == "phone":
         return len(re.sub(r"\D", "", label)) >= 7
     if slot.kind == "text":      # a sentence (lower-case words), not a row of names or days

@@ -268,8 +268,10 @@ class Planner:
             names = [i for i in names if self.task.slots[i].kind not in ("name", "phone")]
         if goal.kind in ("field", "commit"):    # what the goal's field takes is typed there, not
             takes = self._takes(g, goal)        # looked for on the way — unless a list shows it
-            typed = [i for i in takes if i not in p.ident and i in p.unused()]   # and the field
-            names = [i for i in names if i not in takes or (i in p.ident and typed)]  # has another
+            # (a list on screen, or one exploration saw it in: "Work" is a label, "Colleagues" not)
+            shown = p.ident | {i for slots, _, _ in self.finder._row_slots(g) for i in slots}
+            typed = [i for i in takes if i not in shown and i in p.unused()]   # and the field
+            names = [i for i in names if i not in takes or (i in shown and typed)]  # has another
             # to take ("rename the Work label to Colleagues"; "block 650-555-0199" types it)
         if not names:
             return best

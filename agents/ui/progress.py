@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .goals import VALUE_KINDS, Goal
+from .goals import Goal, is_value
 from .slots import TaskInfo
 
 
@@ -34,7 +34,7 @@ class Progress:
 
     def values_left(self) -> list[int]:
         """Values the task gives that still have to be entered (not those that name a row)."""
-        return [i for i in self.unused() if self.task.slots[i].kind in VALUE_KINDS and i not in self.ident]
+        return [i for i in self.unused() if is_value(self.task.slots[i]) and i not in self.ident]
 
     def done_ids(self) -> set[tuple]:
         return {g.id for g in self.reached} | self.failed_goals

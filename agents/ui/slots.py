@@ -30,6 +30,9 @@ MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augus
 DATE = re.compile(r"\b(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\b"
                   r"|\b(?P<d2>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon2>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I)
 CALLED = re.compile(r"\b(?:called|named|titled)\s+(?P<n>[^\s,.;:!?'\"“‘][^,.;:!?\"“”]*?)(?=\s+(?:with|and|to|for|who|in|on|from|that|using)\b|[,.;:!?]|$)")
+# an object named before its kind, in lower case after a capital ("the Study group label")
+KIND_NAMED = re.compile(r"\b(?:my|the|your)\s+(?P<n>[A-Z][\w'’-]*(?:\s+[a-z][\w'’-]*){1,2})\s+"
+                        r"(?:label|group|playlist|folder|album)\b")
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 DAY = re.compile(r"\b(mon|tue|wed|thu|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?s?\b|\b(weekdays?|weekends?)\b", re.I)
 NAME = re.compile(r"(?<![\w'’])(?:[A-Z][\w'’.-]*|[0-9]+[A-Z][\w-]*)(?:\s+(?:[A-Z][\w'’.-]*|&|de|da|van|von|of))*"
@@ -50,7 +53,12 @@ NOT_NAMES = {"google", "clock", "messages", "message", "contacts", "contact", "s
              "archive", "rename", "label", "edit", "call", "search", "find", "go", "record", "put",
              "schedule", "star", "pin", "unpin", "mute", "forward", "save", "export", "merge",
              "sort", "select", "choose", "use", "connect", "pair", "mark", "replace", "also",
-             "new", "let", "lets", "help", "what", "when", "is", "are", "tell", "display", "email"}
+             "new", "let", "lets", "help", "what", "when", "is", "are", "tell", "display", "email",
+             # more verbs a task starts with ("Update Freya's email" names Freya, not "Update Freya")
+             "update", "modify", "reschedule", "move", "give", "keep", "allow", "switch", "fix", "write",
+             "name", "tag", "unstar", "unmute", "unarchive", "restore", "dial", "snooze", "dismiss",
+             "repeat", "share", "copy", "reply", "resend", "lock", "unlock", "install", "uninstall",
+             "clear", "erase", "disconnect", "forget", "increase", "decrease", "raise", "lower", "silence"}
 STOP = {"a", "an", "the", "to", "of", "for", "in", "on", "at", "with", "and", "or", "my", "your",
         "me", "please", "using", "from", "by", "that", "this", "it", "its", "is", "be", "as",
         "saying", "says", "named", "called", "android", "phone's", "google", "app",
@@ -107,7 +115,9 @@ def analyze(task: str) -> TaskInfo:
         add("text", m, group=next(g for g in ("q", "q2", "q3", "q4") if m.group(g) is not None))
     for m in FILE.finditer(text):           # before "named X": "named backup.vcf" names a file
         add("text", m)
-    for m in CALLED.finditer(text):
+    for m in CALLED.finditer(text):         # a name to give, typed (not one to find)
+        add("name", m, "called", group="n")
+    for m in KIND_NAMED.finditer(text):     # "my Study group label": the words before the kind
         add("name", m, group="n")
     for m in EMAIL.finditer(text):
         add("email", m)

@@ -28,6 +28,7 @@ PHRASES = [
     (r"\btake (.+?) off\b", r"remove \1 from"),
     (r"\btake (.+?) out of\b", r"remove \1 from"),
     (r"\bchange the name of\b", "rename"),
+    (r"^call (?:the |my )?(.+?) (label|group|alarm|playlist|folder) (.+?)(?: instead)?$", r"rename the \1 \2 to \3"),
     (r"\bput (.+?) (?:in|into) ((?:my |the )?[\w ]*?\b(?:group|label))\b", r"add \1 to \2"),
     (r"\bmark (.+?) as (?:starred|a favou?rite|favou?rite|important)\b", r"star \1"),
     (r"\bswitch (on|off)\b", r"turn \1"),

@@ -35,6 +35,7 @@ APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
     ("Open Contacts and make Elliot Lindqvist a favorite contact.", "Add Elliot Lindqvist to favorites",
      "Contacts"),
     ("I no longer need Deutsch as a language, remove it.", "Remove Deutsch", None),
+    ("Please call the Volunteers label Parents instead.", "Rename the Volunteers label to Parents", None),
 ])
 def test_wording_keeps_the_task_and_names_the_app(task, core, app):
     got, named = normalize(task, APPS)
@@ -109,3 +110,6 @@ def test_a_model_number_belongs_to_its_name_and_other_scripts_are_names():
     assert kinds("Remove 한국어 from my languages") == [("name", "한국어")]
     assert kinds("Add Русский язык") == [("name", "Русский язык")]
     assert analyze("Change the device name to 'Den'").words == ["change", "device", "name"]
+    assert kinds("Rename my Study group label to Neighbors") == [("name", "Study group"), ("name", "Neighbors")]
+    assert kinds("Update Freya Haddad's email to f@x.io") == [("name", "Freya Haddad"), ("email", "f@x.io")]
+    assert analyze("Add a label called Book club").slots[0].value == "called"    # a name to give
