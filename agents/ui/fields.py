@@ -48,7 +48,7 @@ def field_fit(label: str, s: Slot, task: str, password: bool) -> float:
         score = 0.1
         if _shares(near, stems):
             score += 0.8
-        elif _shares(words_of(task), stems):
+        elif _shares(words_of(task[:s.start] + " " + task[s.end:]), stems):    # (not the value's own words)
             score += 0.4
         if words & GENERIC_TEXT:
             score += 0.3

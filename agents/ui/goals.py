@@ -96,6 +96,16 @@ class GoalFinder:
         self.ident: set[int] = set()        # value slots that name an object listed on screen
         self.qualifiers = qualifiers(task.text)
 
+    def known_names(self) -> set[int]:
+        """Quoted values that name something exploration saw ('JBL Flip 5', 'Argo Navis'): an
+        object to choose, not a value to type."""
+        if not hasattr(self, "_known"):
+            labels = {lab for g in self.graphs for s in g.screens.values() for e in s.elements.values()
+                      for lab in e.labels}
+            self._known = {i for i, s in enumerate(self.task.slots) if s.kind == "text" and len(s.text.split()) <= 4
+                           and any(self.rel.slot_hits(lab, [s])[0] >= 0.9 for lab in labels)}
+        return self._known
+
     def _row_slots(self, g: AppGraph) -> list[tuple[set[int], set[int]]]:
         """For each list-row edge: the task's slots its rows show (an ordinal fits any list), and
         the screens reachable after it — a goal among them can use those slots on the way."""
@@ -202,8 +212,8 @@ class GoalFinder:
             goal.score -= 1.0        # only a slider's ends, a value it shows or a step can be set
         if kind != "field" and other_action(self.rel, label):
             goal.score -= 0.5        # "Schedule message" does what its verb says, not the task's "send"
-        elif any(other_action(self.rel, w) for w in g.way_labels(s.id)):
-            goal.score -= 0.5        # reached only through another job's button (a city in the Add city picker)
+        elif kind in ("pick", "choice", "commit", "switch") and any(other_action(self.rel, w) for w in g.way_labels(s.id)[-1:]):
+            goal.score -= 0.5        # on a screen opened for another job (a city in the Add city picker)
         if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
         takes = {"time": ("time",), "digits": ("duration", "number", "phone")}.get(s.entry, ())
@@ -233,11 +243,12 @@ class GoalFinder:
                 names = [i for i in unused if task.slots[i].kind in ("name", "phone")]
                 if names:
                     named = max(named, (0.4 * len(slots & set(names)) + 0.15 * len(like & set(names))) / len(names))
-        if which is not None:
+        if which is not None and slot >= 0.5:      # (a "5" shared by "JBL Flip 5" and "5 minutes" is not it)
             covers.add(task.slots.index(which))
             sure.add(task.slots.index(which))
         goal.covers = sorted(covers)
-        values = [i for i in unused if is_value(task.slots[i]) and i not in self.ident]
+        # (a quoted name exploration saw must go somewhere too: the goal that chooses it)
+        values = [i for i in unused if is_value(task.slots[i]) and (i not in self.ident or i in self.known_names())]
         if values:
             # a quoted sentence a list of messages might hold counts half: the task may give it
             # as a value to type ("send … saying 'X'") rather than to find
@@ -262,7 +273,7 @@ class GoalFinder:
                     field_fit(" ".join([x.label, x.detail, x.key.replace("_", " "), s.title]).lower(), slot,
                               self.task.text, x.kind == "password") >= 0.5 for x in fields):
                 out.add(i)
-            if k in ("text", "name", "phone") and s.title and self.rel.slot_hits(s.title, [slot])[0] >= 0.9:
+            if k in ("text", "name", "phone") and s.title and self.rel.slot_hits(s.title, [slot])[0] >= 0.6:
                 out.add(i)      # a page or dialog titled by the object (the network 'NETGEAR42')
             if s.entry == "time" and k == "time":
                 out.add(i)

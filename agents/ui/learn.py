@@ -3,8 +3,6 @@ what the episode learned (slots used up, goals reached, edges that failed, new s
 edges — an episode adds to the app's graph as exploration does, without its scrolling)."""
 from __future__ import annotations
 
-import re
-
 from .device import LAUNCHERS
 from .exploring import POSITIVE
 from .forms import field_id, is_search
@@ -12,12 +10,11 @@ from .goals import Goal
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .knowledge import Knowledge
 from .planner import Step, opened
+from .step import SELECTING
 from .progress import Progress
 from .relevance import stem, word_match, words_of
 from .screen import Screen
 from .slots import slot_match
-
-SELECTING = re.compile(r"^select\b|\bselected$|^\d+ selected", re.I)
 
 
 def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
@@ -79,6 +76,9 @@ def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g:
             p.pending.add(step.slot)          # what is typed waits for its OK
     if g is not None and here is not None and step.element is not None and step.action in ("tap", "long_press"):
         _learn_edge(knowledge, p, g, here, step, key, before, after, there if g2 is g else None, verify)
+    if step.action == "tap" and changed and not step.finishes and SELECTING.search(before.title or "") \
+            and step.element is not None and (step.element.checkable or step.element.row):
+        p.selecting = True                    # an item checked: the selection's button is still to press
     if step.finishes and step.goal is not None:
         _goal(p, step, step.goal, before, after, here, there, changed)
 

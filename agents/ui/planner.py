@@ -20,7 +20,7 @@ from .progress import Progress
 from .relevance import Relevance
 from .screen import Screen
 from .slots import slot_match
-from .step import CREATE, NEGATIVE, POSITIVE, Step, effect_line
+from .step import CREATE, NEGATIVE, POSITIVE, SELECTING, Step, effect_line
 
 SWITCH_MARGIN = 0.35            # a new goal must beat the current one by this much
 NEAR = {0: 0.4, 1: 0.2, 2: 0.1, 3: 0.0}   # a goal this many edges away
@@ -42,7 +42,9 @@ class Planner:
         only when some goal would still use it)."""
         if not p.reached or p.values_left() or p.pending or p.selecting:
             return False
-        names = [i for i in p.unused() if self.task.slots[i].kind == "name"]
+        if any(i in self.finder.known_names() for i in p.unused()):
+            return False          # a quoted name the task gives ('Life', 'Argo Navis') is still to choose
+        names = [i for i in p.unused() if self.task.slots[i].kind == "name" or i in self.finder.known_names()]
         if not names:
             return True
         for goal in self.finder.goals(p.unused(), exclude=p.done_ids(), limit=3):
@@ -75,6 +77,7 @@ class Planner:
             # a value shown by a row names that row's object ("the alarm labelled 'meeting'"): it
             # is chosen, not typed
             p.ident |= {i for i in live[1] if not p.reached and i not in p.used}
+            p.ident |= {i for i in self.finder.known_names() if i not in p.used}
             self.finder.ident = p.ident
         goals = self.finder.goals(p.unused(), exclude=p.done_ids(), limit=30, live=live)
         if here is not None:          # the tab already selected here is no goal: tapping it does nothing
@@ -179,7 +182,8 @@ class Planner:
         if goal.kind == "navigate":
             return [Step("done", goal=goal, why=f"{goal.label} is open", score=base, finishes=True)]
         els = [e for e in screen.elements if element_key(e) == goal.key]
-        if not els:
+        if not els or SELECTING.search(screen.title or ""):
+            # (in a selection, the task's object is checked before the selection's button)
             names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone")]
             for e in screen.elements if names else ():
                 if (e.clickable or e.checkable) and not e.editable and not e.checked:
@@ -187,6 +191,7 @@ class Planner:
                     if hit >= 0.8:   # the object first: the goal's button may show once it is
                         return [Step("tap", e, slot=self.task.slots.index(which), goal=goal, score=base,
                                      why=f"choose {e.label!r} first")]   # chosen (a selection's Add)
+        if not els:
             want = here.elements.get(goal.key)
             if want is not None and screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
                 return [Step("swipe", text="up", why=f"scroll to {goal.label}", score=base - 0.2, goal=goal)]

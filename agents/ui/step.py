@@ -10,10 +10,14 @@ from .goals import Goal, effect_text
 from .graph import AppGraph, UIEdge, element_key
 from .screen import Element
 
-__all__ = ["CREATE", "NEGATIVE", "POSITIVE", "REMOVE", "Step", "effect_line"]
+__all__ = ["CREATE", "NEGATIVE", "POSITIVE", "REMOVE", "SELECTING", "Step", "effect_line"]
 
 REMOVE = re.compile(r"\b(remove|delete|dismiss|take .+ off)\b", re.I)
 CREATE = re.compile(r"\b(create|new|make a (?:new )?contact|add a (?:new )?contact)\b", re.I)
+
+
+# a list in selection mode ("Select languages to remove", "2 selected"): items are checked, then acted on
+SELECTING = re.compile(r"^select\b|\bselected$|^\d+ selected", re.I)
 
 
 @dataclass

@@ -14,6 +14,8 @@ POLITE = re.compile(r"^(please|kindly|could you|can you|would you|will you|would
                     r"i need you to|i want you to|i'?d like you to|i would like you to|help me(?: to)?|"
                     r"go ahead and|let'?s|now|just|also)\b[\s,]*", re.I)
 TRAILING = re.compile(r"[\s,]*(?:\b(?:for me|please|thanks|thank you|right away|now)\b)?\s*[?.!]*\s*$", re.I)
+# where it happens, said of the phone itself ("… on my Android device"): no word of the task
+DEVICE = re.compile(r"\s+(?:on|of|in|from) (?:my|the) (?:android )?(?:device|phone)(?=\s*(?:and\b|[,.?!]|$))", re.I)
 PHRASES = [
     (r"\bremove (.+?) from (?:my |the )?(?:blocked (?:numbers|list|contacts)|block ?list)\b", r"unblock \1"),
     (r"\bget rid of\b", "delete"),
@@ -27,6 +29,8 @@ PHRASES = [
      r"(?:[,;] (?:so |please )?(?:remove|delete|get rid of) (?:it|them))?$", r"remove \1"),
     (r"\btake (.+?) off\b", r"remove \1 from"),
     (r"\btake (.+?) out of\b", r"remove \1 from"),
+    (r"\b(?:remove|take) the (star|pin|flag)(?: off| from)?\b", r"un\1"),   # not a delete
+    (r"\b(?:rename|name) (?:my|the|this) (?:phone|device)\b", "change the device name"),
     (r"\bchange the name of\b", "rename"),
     (r"^call (?:the |my )?(.+?) (label|group|alarm|playlist|folder) (.+?)(?: instead)?$", r"rename the \1 \2 to \3"),
     (r"\bput (.+?) (?:in|into) ((?:my |the )?[\w ]*?\b(?:group|label))\b", r"add \1 to \2"),
@@ -68,6 +72,7 @@ def normalize(task: str, apps: list[str]) -> tuple[str, str | None]:
             break
     for _ in range(3):
         text = POLITE.sub("", text).strip()
+    text = DEVICE.sub("", text)
     text = TRAILING.sub("", text).strip(" ,")
     for pattern, repl in PHRASES:
         text = re.sub(pattern, repl, text, flags=re.I if not pattern.endswith("(?=[A-Z])") else 0)
