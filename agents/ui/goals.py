@@ -95,6 +95,7 @@ class GoalFinder:
         self._rows: dict[str, list[tuple[set[int], set[int], set[int]]]] = {}   # package -> (slots, shaped, after)
         self.ident: set[int] = set()        # value slots that name an object listed on screen
         self.qualifiers = qualifiers(task.text)
+        self.searching = re.search(r"\b(search|find|look (?:up|for))\b", task.text, re.I) is not None
 
     def known_names(self) -> set[int]:
         """Quoted values that name something exploration saw ('JBL Flip 5', 'Argo Navis'): an
@@ -165,6 +166,8 @@ class GoalFinder:
                         or "minute" in el.key or "mode" in el.key or "digit" in el.key
                         or re.search(r"delete|clear|backspace", f"{el.key} {el.label}", re.I)):
             return          # a dial's or keypad's keys are set by the entry macro, not goals
+        if re.search(r"\bsearch\b", f"{el.label} {el.key}", re.I) and not self.searching:
+            return          # a search is a way to an object, never what a task is for (unless it says so)
         action = "type" if kind == "field" else "tap"
         live = getattr(self, "_live", None)
         now = live[2].get(el.key) if live is not None and live[0] == s.id and len(live) > 2 else None

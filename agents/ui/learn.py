@@ -172,6 +172,8 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
             p.used |= {i for i in p.unused() if any(slot_match(p.task.slots[i], t) >= 0.8 for t in shown if t)}
         p.reached.append(goal)
         p.goal = None
+        if SELECTING.search(after.title or "") and not SELECTING.search(before.title or ""):
+            p.selecting = True      # it opened a selection ("Select languages to remove"): not done yet
         left = there is None or here is None or there.id != here.id
         # what confirms values entered for it (a button never tried when exploring, as a Block
         # that is disabled until a number is typed, confirms them by closing their dialog)

@@ -42,6 +42,7 @@ PRODUCT = re.compile(r"(?<![\w'’])[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*\s+\
                      r"(?:\s+(?:Pro|Plus|Max|Ultra|Lite|Mini|II|III|XL|SE))*\b"
                      r"(?!\s*(?:%|[:.,]\d|[ap]\.?m\b|h(?:ou)?rs?\b|min|sec|days?\b|times?\b))")
 WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+LETTERS = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")      # words in any script ("한국어", "Español")
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10,
                 "fifteen": 15, "thirty": 30}
 # capitalized words that are not names: sentence starts, apps, places in the phone
@@ -248,7 +249,7 @@ def _day(text: str) -> int:
 
 def norm(text: str) -> str:
     """Text as a label is compared: lowercase, punctuation and spacing folded."""
-    return " ".join(WORD.findall(text.lower().replace("\u2011", "-")))
+    return " ".join(LETTERS.findall(text.lower().replace("\u2011", "-")))
 
 
 def slot_match(slot: Slot, label: str) -> float:

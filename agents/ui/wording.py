@@ -25,7 +25,9 @@ PHRASES = [
     (r"\bstop (.+?) from (?:texting|messaging|calling|contacting) me(?: by blocking "
      r"(?:it|them|him|her|the number))?$", r"block \1"),
     (r"\bmake (.+?) (?:a |one of my )?favou?rites?(?: contacts?)?$", r"add \1 to favorites"),
-    (r"^i (?:no longer|don'?t|do not) (?:need|want|use) (.+?)(?: anymore| any more)?(?: as an? [\w ]+?)?"
+    (r"^i (?:no longer|don'?t|do not) (?:need|want|use) (.+?)(?: anymore| any more)? as an? ([\w ]+?)"
+     r"(?:[,;] (?:so |please )?(?:remove|delete|get rid of) (?:it|them))?$", r"remove \1 from my \2s"),
+    (r"^i (?:no longer|don'?t|do not) (?:need|want|use) (.+?)(?: anymore| any more)?"
      r"(?:[,;] (?:so |please )?(?:remove|delete|get rid of) (?:it|them))?$", r"remove \1"),
     (r"\btake (.+?) off\b", r"remove \1 from"),
     (r"\btake (.+?) out of\b", r"remove \1 from"),

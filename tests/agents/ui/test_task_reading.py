@@ -34,7 +34,8 @@ APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
     ("Stop (617) 555-0179 from texting me.", "Block (617) 555-0179", None),
     ("Open Contacts and make Elliot Lindqvist a favorite contact.", "Add Elliot Lindqvist to favorites",
      "Contacts"),
-    ("I no longer need Deutsch as a language, remove it.", "Remove Deutsch", None),
+    ("I no longer need Deutsch as a language, remove it.", "Remove Deutsch from my languages", None),
+    ("I don't need the Band label anymore.", "Remove the Band label", None),
     ("Please call the Volunteers label Parents instead.", "Rename the Volunteers label to Parents", None),
 ])
 def test_wording_keeps_the_task_and_names_the_app(task, core, app):
