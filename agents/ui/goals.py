@@ -29,6 +29,7 @@ VERBS = re.compile(r"\b(delete|remove|send|block|unblock|archive|save|add|create
                    r"pause|resume|reset|cancel|pin|unpin|star|unstar|mute|export|merge|rename|"
                    r"connect|pair|schedule|forward|lap|search|change|edit|sort|turn|enable|disable|"
                    r"install|uninstall|clear|call|reply|mark|select|done|ok|apply|next)\b", re.I)
+CREATING = re.compile(r"\s*(add|create|new)\b", re.I)     # a button that starts making something
 STRICT = re.compile(r"\b(reset|erase|wipe|factory|format)\b", re.I)
 TERMINAL_EFFECTS = ("toggle", "relabel", "content", "commit", "untried")
 
@@ -215,7 +216,8 @@ class GoalFinder:
             goal.score -= 1.0        # only a slider's ends, a value it shows or a step can be set
         if kind != "field" and other_action(self.rel, label):
             goal.score -= 0.5        # "Schedule message" does what its verb says, not the task's "send"
-        elif kind in ("pick", "choice", "commit", "switch") and any(other_action(self.rel, w) for w in g.way_labels(s.id)[-1:]):
+        elif kind in ("pick", "choice", "commit", "switch") and any(
+                other_action(self.rel, w) and CREATING.match(w) for w in g.way_labels(s.id)[-1:]):
             goal.score -= 0.5        # on a screen opened for another job (a city in the Add city picker)
         if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
