@@ -89,7 +89,10 @@ def effect_text(g: AppGraph, edge: UIEdge) -> str:
 class GoalFinder:
     def __init__(self, task: TaskInfo, relevance: Relevance, graphs: list[AppGraph], recall=None):
         self.task, self.rel, self.graphs, self.recall = task, relevance, graphs, recall
-        self.navigating = bool(NAVIGATE.search(" ".join(task.words)))   # not inside a quoted message
+        plain = "".join(" " if any(x.start <= i < x.end for x in task.slots if x.kind == "text") else ch
+                        for i, ch in enumerate(task.text))
+        # the task opens with it ("Show me the notification settings"; not "Set the Display size")
+        self.navigating = bool(NAVIGATE.match(plain.strip()))
         # only to look ("Check the battery usage"): no verb that changes anything
         self.looking = self.navigating and not any(VERBS.fullmatch(w) for w in task.words
                                                    if not NAVIGATE.fullmatch(w))
@@ -141,7 +144,8 @@ class GoalFinder:
                         if goal.id not in exclude:
                             found.append(goal)
                             texts.append(text)
-                if self.navigating and s.title and s.kind == "screen":
+                if self.navigating and s.title and s.kind == "screen" and s.id != g.home:
+                    # (the app's first page is no answer: the task would only have named the app)
                     goal = Goal(s.id, "", "navigate", "navigate", s.title,
                                 score=1.2 * self.rel.lexical(s.title) + PRIOR["navigate"])
                     if goal.id not in exclude:
@@ -187,6 +191,9 @@ class GoalFinder:
             label = ranked[0]
         if not data and kind != "field":      # a field shows what was typed in it, not what it is
             slot, which = self.rel.slot_hits(label, [task.slots[i] for i in unused])
+            if kind == "slider" and slot < 0.8:     # a step of its scale it was never seen at
+                which = next((task.slots[i] for i in unused if on_scale(task.slots[i], el.labels)), which)
+                slot = 0.8 if which is not None else slot
         goal = Goal(s.id, el.key, action, kind, label)
         own = [] if data else [label, el.detail, el.key.replace("_", " ") if not el.key.startswith(el.cls) else ""]
         if tap is not None and tap.effect == "relabel" and not data:
@@ -317,6 +324,21 @@ def comparative(text: str) -> int:
     up, down = bool(MORE.search(text)), bool(LESS.search(text))
     return up - down
 
+
+
+# the words size settings step through, smallest first
+SCALE = ["smallest", "smaller", "small", "default", "normal", "medium", "large", "larger", "largest", "huge"]
+
+
+def on_scale(slot, labels: list[str]) -> bool:
+    """Whether a slot is a step of the scale these slider labels show: a size word among size
+    words, a percentage among percentages."""
+    text = slot.text.strip().lower()
+    if text in SCALE:
+        return any(lab.strip().lower() in SCALE for lab in labels)
+    if re.fullmatch(r"\d+(?:\.\d+)?%", text):
+        return any(re.fullmatch(r"\d+(?:\.\d+)?%", lab.strip()) for lab in labels)
+    return False
 
 
 PRIOR = {"slider": 0.2, "switch": 0.25, "choice": 0.2, "commit": 0.15, "relabel": 0.2, "content": 0.1,

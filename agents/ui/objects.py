@@ -87,7 +87,9 @@ class Objects:
                 slot = next(i for i in names if self.hit(e, [i], screen if e.clickable else None)[0] == m)
                 goal = Goal(here.id, element_key(e), "swipe_away", "commit", e.label, 1.0)
                 # (above a way that adds what the task removes: Lima in the Add city picker)
-                return [Step("swipe_away", e, slot=slot, goal=goal, finishes=True, score=1.0 + m,
+                # (a row that is only text has no other way to be acted on: before any route away)
+                bonus = 0.6 if e in texts else 0.0
+                return [Step("swipe_away", e, slot=slot, goal=goal, finishes=True, score=1.0 + m + bonus,
                              why=f"swipe {e.label!r} away")]
         return []
 

@@ -7,14 +7,12 @@ from __future__ import annotations
 import re
 
 from .screen import Element, Screen
-from .goals import comparative
+from .goals import SCALE, comparative, on_scale
 from .slots import slot_match
 from .step import Step
 
 INC = re.compile(r"\b(larger|bigger|increase|more|up|plus|raise|higher|louder|longer)\b|^\+$", re.I)
 DEC = re.compile(r"\b(smaller|decrease|less|down|minus|lower|quieter|shorter)\b|^[-−]$", re.I)
-# the words size settings step through, smallest first
-SCALE = ["smallest", "smaller", "small", "default", "normal", "medium", "large", "larger", "largest", "huge"]
 
 
 def _number(text: str) -> float | None:
@@ -42,6 +40,9 @@ def toward(screen: Screen, sliders: list[Element], want: str, task, rel, tried: 
     """The step that brings the slider the task means to ``want``: done when it shows it, else
     the step button on its line toward it. ``tried`` remembers, per slider, the value before the
     last tap and the direction taken (a scale it cannot order is walked up, then down)."""
+    # the value the task names: the goal's option, or a step of the slider's kind of scale
+    # ("Small" though exploration never saw the slider at Small)
+    want = next((s.text for s in task.slots if on_scale(s, [e.label for e in sliders])), want)
     named = any(slot_match(s, want) >= 0.8 for s in task.slots)
     more = comparative(task.text)
     if not named and not more:
