@@ -97,9 +97,30 @@ class GoalFinder:
         self.looking = self.navigating and not any(VERBS.fullmatch(w) for w in task.words
                                                    if not NAVIGATE.fullmatch(w))
         self._rows: dict[str, list[tuple[set[int], set[int], set[int]]]] = {}   # package -> (slots, shaped, after)
+        self._unnamed: dict[str, set[int]] = {}
         self.ident: set[int] = set()        # value slots that name an object listed on screen
         self.qualifiers = qualifiers(task.text)
         self.searching = re.search(r"\b(search|find|look (?:up|for))\b", task.text, re.I) is not None
+
+    def unnamed(self, g: AppGraph) -> set[int]:
+        """Screens reached only by choosing a row of a list in which the task names nothing (a
+        message long-pressed in a chat, for "delete my chat with Leila"): acting there acts on
+        an object the task did not ask about."""
+        if g.package not in self._unnamed:
+            avoid, after = set(), set()
+            for e in g.edges.values():
+                src = g.screens.get(e.src)
+                el = src.elements.get(e.key) if src else None
+                if el is None or e.dst is None or e.effect not in NEW_SCREEN or not el.varies or len(el.labels) < 2:
+                    continue
+                if any(s.kind == "ordinal" or any(self.rel.slot_hits(lab, [s])[0] >= 0.8 for lab in el.labels)
+                       or listed_like(el.labels, s) for s in self.task.slots):
+                    continue
+                avoid.add(e.id)
+                after |= onward(g, e.dst)
+            reach = set(g.paths_from(g.home, avoid=avoid)) if g.home is not None else set()
+            self._unnamed[g.package] = after - reach
+        return self._unnamed[g.package]
 
     def known_names(self) -> set[int]:
         """Quoted values that name something exploration saw ('JBL Flip 5', 'Argo Navis'): an
@@ -124,7 +145,7 @@ class GoalFinder:
                 slots = {i for i, s in enumerate(self.task.slots) if s.kind == "ordinal" or
                          any(self.rel.slot_hits(lab, [s])[0] >= 0.8 for lab in el.labels)}
                 like = {i for i, s in enumerate(self.task.slots) if i not in slots and el.varies
-                        and any(shaped(lab, s) for lab in el.labels)}
+                        and listed_like(el.labels, s)}
                 if slots or like:
                     out.append((slots, like, onward(g, e.dst)))
             self._rows[g.package] = out
@@ -219,6 +240,8 @@ class GoalFinder:
                 and not NAVIGATE.search(label):       # ("Check for update" is what "check for updates" asks)
             goal.score -= 1.0        # a task that asks to look at something switches nothing on
 
+        if s.id in self.unnamed(g) and kind in ("commit", "switch", "relabel", "content"):
+            goal.score -= 0.6        # it acts on a row's object the task does not name
         if kind == "slider" and extreme(task.text) is None and not comparative(task.text) and not slot:
             goal.score -= 1.0        # only a slider's ends, a value it shows or a step can be set
         if kind != "field" and other_action(self.rel, label):
@@ -422,6 +445,12 @@ def shaped(label: str, slot: Slot) -> bool:
         return len(label.split()) >= 3 and len(slot.text.split()) >= 2 and \
             sum(w[:1].islower() for w in label.split()) >= 2
     return False
+
+
+def listed_like(labels: list[str], slot: Slot) -> bool:
+    """A list of the kind of thing the slot names: most of its rows are shaped like it (a
+    chat's "Starred" is no list of people)."""
+    return bool(labels) and 2 * sum(shaped(lab, slot) for lab in labels) >= len(labels)
 
 
 def onward(g: AppGraph, start: int) -> set[int]:

@@ -191,6 +191,12 @@ class Planner:
                     if hit >= 0.8:   # the object first: the goal's button may show once it is
                         return [Step("tap", e, slot=self.task.slots.index(which), goal=goal, score=base,
                                      why=f"choose {e.label!r} first")]   # chosen (a selection's Add)
+        if els and SELECTING.search(screen.title or "") and not p.selecting and \
+                not any(e.checked for e in screen.elements if e.checkable):
+            # nothing the task names is checked yet: the selection's button would act on nothing
+            if screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
+                return [Step("swipe", text="up", why="scroll to find it", score=base - 0.2, goal=goal)]
+            return []
         if not els:
             want = here.elements.get(goal.key)
             if want is not None and screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:

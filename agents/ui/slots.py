@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .languages import same_language
+
 QUOTED = re.compile(r'"(?P<q>[^"]{1,200})"|“(?P<q2>[^”]{1,200})”|‘(?P<q3>[^’]{1,200})’'
                     r"|(?<![\w])'(?P<q4>.{1,200}?)'(?![\w])")
 FILE = re.compile(r"\b[\w-]+\.(?:vcf|csv|txt|pdf|jpe?g|png|docx?|zip|mp3|mp4)\b", re.I)
@@ -282,6 +284,10 @@ def slot_match(slot: Slot, label: str) -> float:
         return 0.0
     if a == b:
         return 1.0
+    if slot.kind == "name" and not label[:1].islower():
+        lang = same_language(slot.text, label)        # "Danish" is listed as "Dansk"
+        if lang:
+            return lang
     aw, bw = a.split(), b.split()
     if f" {a} " in f" {b} ":          # "Ana" in "Ana Rodriguez", "Life" in "Life category"
         return 0.8 * len(aw) / len(bw) + 0.2 if len(aw) < len(bw) else 0.9

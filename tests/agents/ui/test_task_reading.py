@@ -117,3 +117,12 @@ def test_a_model_number_belongs_to_its_name_and_other_scripts_are_names():
     assert kinds("Rename my Study group label to Neighbors") == [("name", "Study group"), ("name", "Neighbors")]
     assert kinds("Update Freya Haddad's email to f@x.io") == [("name", "Freya Haddad"), ("email", "f@x.io")]
     assert analyze("Add a label called Book club").slots[0].value == "called"    # a name to give
+
+
+@pytest.mark.parametrize("said, listed, same", [
+    ("Danish", "Dansk", True), ("Korean", "한국어", True), ("German", "Deutsch (Deutschland)", True),
+    ("French (Canada)", "Français (Canada)", True), ("French (Canada)", "Français (France)", False),
+    ("Ana Silva", "Dansk", False),
+])
+def test_a_language_is_found_by_the_name_it_gives_itself(said, listed, same):
+    assert (slot_match(analyze(f"Add {said} now").slots[0], listed) == 1.0) is same
