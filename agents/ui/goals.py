@@ -114,7 +114,8 @@ class GoalFinder:
                 if el is None or e.dst is None or e.effect not in NEW_SCREEN or not el.varies or len(el.labels) < 2:
                     continue
                 if any(s.kind == "ordinal" or any(self.rel.slot_hits(lab, [s])[0] >= 0.8 for lab in el.labels)
-                       or listed_like(el.labels, s) for s in self.task.slots):
+                       or listed_like(el.labels, s) or s.kind == "name" and listed_like(el.labels, PERSON)
+                       for s in self.task.slots):       # (a first name names someone in a list of people)
                     continue
                 avoid.add(e.id)
                 after |= onward(g, e.dst)
@@ -445,6 +446,9 @@ def shaped(label: str, slot: Slot) -> bool:
         return len(label.split()) >= 3 and len(slot.text.split()) >= 2 and \
             sum(w[:1].islower() for w in label.split()) >= 2
     return False
+
+
+PERSON = Slot("name", "Ana Rodriguez", None, 0, 0)      # the shape of a person's name
 
 
 def listed_like(labels: list[str], slot: Slot) -> bool:

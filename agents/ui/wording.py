@@ -35,7 +35,7 @@ PHRASES = [
     (r"\b(?:rename|name) (?:my|the|this) (?:phone|device)\b", "change the device name"),
     (r"^(?:label|tag) (.+?) as (?:an? |my )?(.+?)$", r"add \1 to the \2 label"),
     (r"^(?!(?:text|message|send|call|email|tell|ask|remind|write|sms)\b)([A-Za-z][\w &'-]{2,40}): ([^\x00].*)$",
-     r"set the \1 to \2"),      # "Display size: Small"
+     lambda m: f"set the {m.group(1).lower()} to {m.group(2)}"),      # "Display size: Small"
     (r"\bremove (.+?) from (?:my |the )?(?:contacts|contact list|address book)\b", r"delete the contact \1"),
     (r"\bchange the name of\b", "rename"),
     (r"^call (?:the |my )?(.+?) (label|group|alarm|playlist|folder) (.+?)(?: instead)?$", r"rename the \1 \2 to \3"),

@@ -37,7 +37,8 @@ APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
     ("I no longer need Deutsch as a language, remove it.", "Remove Deutsch from my languages", None),
     ("I don't need the Band label anymore.", "Remove the Band label", None),
     ("Label Hugo Kowalski as Family.", "Add Hugo Kowalski to the Family label", None),
-    ("Display size: Small", "Set the Display size to Small", None),
+    ("Display size: Small", "Set the display size to Small", None),
+    ("Default browser: Chrome", "Set the default browser to Chrome", None),
     ("Text Ana: 'on my way'", "Send a text to Ana: 'on my way'", None),
     ("Please call the Volunteers label Parents instead.", "Rename the Volunteers label to Parents", None),
 ])
