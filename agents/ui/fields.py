@@ -36,7 +36,8 @@ def field_fit(label: str, s: Slot, task: str, password: bool) -> float:
         return 0.3 if s.kind == "number" else 0.0
     if s.kind == "name":
         if words & {"company", "organization", "employer"}:
-            return 1.2 if re.search(r"\b(works? (at|for)|company|employer|at)\s*$", before) else 0.0
+            return 1.2 if re.search(r"\b(works? (at|for)|company|employer|at)\s*$|\b(company|employer)\b.*\bto\s*$",
+                                    before) else 0.0
         if words & {"phone", "email", "message", "password"}:
             return 0.0
         if words & {"label", "name", "title"} and re.search(r"\b(called|named|titled)\s*[\"'“‘]?$", before):

@@ -22,6 +22,12 @@ def is_search(e: Element) -> bool:
     return bool(re.search(r"search", f"{e.label} {e.rid}", re.I))
 
 
+def _part_of(text: str, name: str) -> bool:
+    """Whether a field's text is a part of a name ("Maya" of "Maya Petrov": her first name)."""
+    words = text.lower().split()
+    return bool(words) and set(words) <= set(name.lower().split())
+
+
 def _holds_kind(text: str, kind: str) -> bool:
     """Whether a field's text is a value of this kind (an address in the email field)."""
     if kind == "email":
@@ -73,8 +79,8 @@ class Forms:
         the slot in the task ("works at Acme" goes to Company)."""
         label = " ".join([e.label, e.desc, e.rid.replace("_", " "), self._title]).lower()
         if e.text and not RENAME.search(self.task.text) and not _holds_kind(e.text, "email") and any(
-                slot_match(self.task.slots[j], e.text) >= 0.5 for j in p.used | p.ident
-                if self.task.slots[j].kind == "name"):
+                slot_match(self.task.slots[j], e.text) >= 0.5 or _part_of(e.text, self.task.slots[j].text)
+                for j in p.used | p.ident if self.task.slots[j].kind == "name"):
             return None           # it holds the name of the person the task is about: not to overwrite
         best, score = None, 0.0
         for i in p.unused():

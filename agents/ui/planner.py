@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import stepper
 from .apps import AppChooser
-from .forms import Forms, is_search
+from .forms import Forms, field_id, is_search
 from .goals import Goal, GoalFinder, comparative, extreme, onward, other_action, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
@@ -241,8 +241,8 @@ class Planner:
             # a Start/Pause button already past what the task asks (it shows Pause: it started)
             return [Step("done", goal=goal, why=f"{el.label!r} shows it is done", score=base, finishes=True)]
         if goal.kind == "field":
-            slot = self.forms.slot_for_field(el, p)
-            if slot is None:
+            slot = self.forms.slot_for_field(el, p) if not p.typed.get(field_id(el)) else None
+            if slot is None:          # (what this episode typed there stays: a second slot is another's)
                 return []
             return [Step("type", el, self.task.slots[slot].text, slot, goal=goal, score=base, finishes=True,
                          why=f'type "{self.task.slots[slot].text}" in {el.label}')]

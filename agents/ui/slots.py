@@ -32,6 +32,7 @@ MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augus
 DATE = re.compile(r"\b(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\b"
                   r"|\b(?P<d2>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon2>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I)
 CALLED = re.compile(r"\b(?:called|named|titled)\s+(?P<n>[^\s,.;:!?'\"“‘][^,.;:!?\"“”]*?)(?=\s+(?:with|and|to|for|who|in|on|from|that|using)\b|[,.;:!?]|$)")
+RENAMED = re.compile(r"\b(?i:rename)\b.*?\bto\s+(?P<n>[A-Z][^,.;:!?\"“”\x00]*?)\s*[.!?]?\s*$")
 # an object named before its kind, in lower case after a capital ("the Study group label")
 KIND_NAMED = re.compile(r"\b(?:my|the|your)\s+(?P<n>[A-Z][\w'’-]*(?:\s+[a-z][\w'’-]*){1,2})\s+"
                         r"(?:label|group|playlist|folder|album)\b")
@@ -119,6 +120,8 @@ def analyze(task: str) -> TaskInfo:
     for m in FILE.finditer(text):           # before "named X": "named backup.vcf" names a file
         add("text", m)
     for m in CALLED.finditer(text):         # a name to give, typed (not one to find)
+        add("name", m, "called", group="n")
+    for m in RENAMED.finditer(text):        # "rename … to Study group": the new name, all of it
         add("name", m, "called", group="n")
     for m in KIND_NAMED.finditer(text):     # "my Study group label": the words before the kind
         add("name", m, group="n")
