@@ -29,6 +29,7 @@ VERBS = re.compile(r"\b(delete|remove|send|block|unblock|archive|save|add|create
                    r"pause|resume|reset|cancel|pin|unpin|star|unstar|mute|export|merge|rename|"
                    r"connect|pair|schedule|forward|lap|search|change|edit|sort|turn|enable|disable|"
                    r"install|uninstall|clear|call|reply|mark|select|done|ok|apply|next)\b", re.I)
+REMOVE_DAY = re.compile(r"\b(remove|delete|take|drop|skip|not on|no longer|without)\b", re.I)
 CREATING = re.compile(r"\s*(add|create|new)\b", re.I)     # a button that starts making something
 STRICT = re.compile(r"\b(reset|erase|wipe|factory|format)\b", re.I)
 TERMINAL_EFFECTS = ("toggle", "relabel", "content", "commit", "untried")
@@ -45,10 +46,11 @@ class Goal:
     want: bool | None = None      # a switch's wanted state
     covers: list[int] = field(default_factory=list)   # slot indices its screen/path can use up
     why: str = ""
+    option: str = ""              # which of the options under one key (the days of an alarm)
 
     @property
-    def id(self) -> tuple[int, str, str]:
-        return self.screen, self.key, self.action
+    def id(self) -> tuple:
+        return (self.screen, self.key, self.action) + ((self.option,) if self.option else ())
 
 
 def describe(g: AppGraph, s: UIScreen, el: UIElement, edge: UIEdge | None, label: str = "") -> str:
@@ -89,8 +91,8 @@ def effect_text(g: AppGraph, edge: UIEdge) -> str:
 class GoalFinder:
     def __init__(self, task: TaskInfo, relevance: Relevance, graphs: list[AppGraph], recall=None):
         self.task, self.rel, self.graphs, self.recall = task, relevance, graphs, recall
-        plain = "".join(" " if any(x.start <= i < x.end for x in task.slots if x.kind == "text") else ch
-                        for i, ch in enumerate(task.text))
+        self.plain = plain = "".join(" " if any(x.start <= i < x.end for x in task.slots if x.kind == "text")
+                                     else ch for i, ch in enumerate(task.text))     # the task without its quotes
         # the task opens with it ("Show me the notification settings"; not "Set the Display size")
         self.navigating = bool(NAVIGATE.match(plain.strip()))
         # only to look ("Check the battery usage"): no verb that changes anything
@@ -216,7 +218,7 @@ class GoalFinder:
             if kind == "slider" and slot < 0.8:     # a step of its scale it was never seen at
                 which = next((task.slots[i] for i in unused if on_scale(task.slots[i], el.labels)), which)
                 slot = 0.8 if which is not None else slot
-        goal = Goal(s.id, el.key, action, kind, label)
+        goal = Goal(s.id, el.key, action, kind, label, option=label if options and kind == "switch" else "")
         own = [] if data else [label, el.detail, el.key.replace("_", " ") if not el.key.startswith(el.cls) else ""]
         if tap is not None and tap.effect == "relabel" and not data:
             own += tap.detail.get("labels", [])         # a toggle button's other state
@@ -229,6 +231,8 @@ class GoalFinder:
         if kind == "switch" and task.polarity is not None:
             goal.want = task.polarity
             goal.score += 0.15
+        elif kind == "switch" and which is not None and which.kind == "day":
+            goal.want = not REMOVE_DAY.search(self.plain)     # a day the alarm rings on, unless taken off
         if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and (
                 not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive)
                 or words_of(tap.sensitive) <= self.qualifiers
@@ -252,6 +256,8 @@ class GoalFinder:
             goal.score -= 0.5        # on a screen opened for another job (a city in the Add city picker)
         if kind == "switch" and not options and label != el.key.replace("_", " ") and not lex and not verb:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
+        if kind == "switch" and not options and task.polarity is None and not lex and not verb:
+            goal.score -= 0.8        # nor says to turn anything on or off (an alarm's own switch)
         takes = {"time": ("time",), "digits": ("duration", "number", "phone")}.get(s.entry, ())
         if kind == "commit" and s.entry and not any(task.slots[i].kind in takes for i in unused):
             goal.score -= 0.5          # a time picker's OK sets a time the task does not give

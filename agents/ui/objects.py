@@ -30,7 +30,9 @@ class Objects:
         named = None
         for n, text in enumerate(dict.fromkeys(texts)):
             if text:
-                m, w = self.rel.slot_hits(text, [self.task.slots[i] for i in slots])
+                # (a day is a day's own button, not any switch in a card that lists its days)
+                m, w = self.rel.slot_hits(text, [self.task.slots[i] for i in slots
+                                                 if n < 2 or self.task.slots[i].kind != "day"])
                 if m > best:
                     best, which = m, w
                 if n == 0 and m >= 0.5:

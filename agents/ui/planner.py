@@ -76,7 +76,8 @@ class Planner:
                     {element_key(e): e.label for e in screen.elements if not e.row})
             # a value shown by a row names that row's object ("the alarm labelled 'meeting'"): it
             # is chosen, not typed
-            p.ident |= {i for i in live[1] if not p.reached and i not in p.used}
+            p.ident |= {i for i in live[1] if not p.reached and i not in p.used
+                        and self.task.slots[i].kind != "day"}     # (every alarm's card shows every day)
             p.ident |= {i for i in self.finder.known_names() if i not in p.used}
             self.finder.ident = p.ident
         goals = self.finder.goals(p.unused(), exclude=p.done_ids(), limit=30, live=live)
@@ -225,6 +226,18 @@ class Planner:
         if el is None:
             return self.objects.find_row(screen, here, goal, p, base)
         if goal.kind in ("switch", "choice") and goal.want is not None and el.checked == goal.want:
+            hit, which = self.objects.hit(el, p.unused(), screen)
+            if which is not None and hit >= 0.8 and any(
+                    i != self.task.slots.index(which) for i in p.values_left()):
+                # one of several (Monday of "every weekday") already set: so may others be;
+                # those that are not are next
+                for e in els:
+                    h, w = self.objects.hit(e, p.unused(), screen)
+                    if w is not None and h >= 0.8 and e.checked == goal.want:
+                        p.used.add(self.task.slots.index(w))
+                p.reached.append(goal)
+                p.goal = None
+                return []
             return [Step("done", goal=goal, why=f"{el.label} is already {'on' if el.checked else 'off'}",
                          score=base, finishes=True)]
         if goal.kind == "choice" and el.checked:

@@ -136,7 +136,12 @@ def analyze(task: str) -> TaskInfo:
     for m in DURATION.finditer(text):
         add("duration", m, _seconds(m))
     for m in DAY.finditer(text):
-        add("day", m, _day(m.group(0)))
+        day = _day(m.group(0))
+        if day < 7:
+            add("day", m, day)
+        elif free(*m.span()):         # "every weekday": each of its days is a day to set
+            taken.append(m.span())
+            info.slots += [Slot("day", DAYS[d].capitalize(), d, *m.span()) for d in ((0, 1, 2, 3, 4) if day == 7 else (5, 6))]
     for m in ORDINAL.finditer(text):
         add("ordinal", m, m.group(1).lower())
     for m in PRODUCT.finditer(text):

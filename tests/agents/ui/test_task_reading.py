@@ -118,6 +118,8 @@ def test_a_model_number_belongs_to_its_name_and_other_scripts_are_names():
     assert kinds("Rename my Study group label to Neighbors") == [("name", "Study group"), ("name", "Neighbors")]
     assert kinds("Update Freya Haddad's email to f@x.io") == [("name", "Freya Haddad"), ("email", "f@x.io")]
     assert analyze("Add a label called Book club").slots[0].value == "called"    # a name to give
+    assert [s.value for s in analyze("Make the alarm ring every weekday").slots] == [0, 1, 2, 3, 4]
+    assert [s.value for s in analyze("Have it go off on weekends").slots] == [5, 6]
 
 
 @pytest.mark.parametrize("said, listed, same", [
