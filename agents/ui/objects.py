@@ -49,6 +49,8 @@ class Objects:
             fresh, old = self.hit(e, p.unused(), screen)[0], self.hit(e, sorted(p.used), screen)[0]
             m = max(fresh, old)
             r = fresh + 0.5 if fresh >= 0.5 else old
+            # (its own label saying it beats a neighbour's text in its row: "Landscapes", not "My photos")
+            r += 0.1 * max((self.rel.slot_hits(e.label, [self.task.slots[i]])[0] for i in p.unused()), default=0.0)
             if m >= 0.5 and r > rank:
                 best, score, rank = e, m, r
         if score >= 0.5:

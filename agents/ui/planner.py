@@ -310,9 +310,13 @@ class Planner:
             # the object is listed on that screen (any of its rows shows the slot: an alarm's
             # card shows its time, its expand arrow is chosen by the card it is in)
             labels = [lab for x in src.elements.values() if x.row or len(x.labels) > 1 for lab in x.labels]
+            # (or the page it opens lists it: the Classic sounds hold Draco)
+            inside = [lab for x in g.screens[e.dst].elements.values() for lab in x.labels] \
+                if e.dst in g.screens and e.dst != e.src else []
             if not any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.5 for lab in labels for i in names) \
                     and not (el.varies and any(shaped(lab, self.task.slots[i]) for lab in el.labels for i in names
-                                               if i not in self.objects.values())):
+                                               if i not in self.objects.values())) \
+                    and not any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.8 for lab in inside for i in names):
                 continue
             if goal.screen not in onward(g, e.dst):
                 continue              # the row's page does not lead on to the goal
@@ -352,6 +356,16 @@ class Planner:
         if peer is not None:
             return peer
         els = [e for e in screen.elements if element_key(e) == edge.key]
+        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "text", "phone")]
+        for e in els if len(els) > 1 and names and self.objects.row(els, p, screen) is None else ():
+            # the row whose page lists what the task names (the Classic sounds hold Draco)
+            known = g.edge(here.id, edge.key, edge.action, e.label)
+            page = g.screens.get(known.dst) if known is not None and known.dst != here.id else None
+            if page is not None and any(
+                    self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.8
+                    for x in page.elements.values() for lab in x.labels for i in names):
+                return Step(edge.action, e, edge=known, expect=known.dst,
+                            why=f"{edge.action} {e.label!r} " + effect_line(g, known))
         el = self.objects.row(els, p, screen) if els and (len(els) > 1 or els[0].row) else (els[0] if els else None)
         if el is None:
             found = self.objects.find_row(screen, here, None, p, 1.0)
