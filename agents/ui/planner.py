@@ -147,6 +147,24 @@ class Planner:
         if route is None:
             return []
         edge = route[0]
+        # of ways into the same screen, the one the task's words name ("Default alarm sound",
+        # not "Phone ringtone": one sound picker, two meanings)
+        alts = [e for e in g.edges_of(edge.src) if e.dst == edge.dst and e.action == edge.action
+                and e.id not in p.failed_edges and e.label]
+        named = max(alts, key=lambda e: self.rel.lexical(e.label), default=edge)
+        if self.rel.lexical(named.label) > self.rel.lexical(edge.label) + 0.1:
+            edge = named
+        if edge.src == here.id and edge.dst != here.id:
+            # (or a sibling on screen never tried, that says the task's words where the known way
+            # does not: the picker behind "Default alarm sound" is the one behind "Phone ringtone")
+            cls = edge.key.split(":", 1)[0]
+            sibling = max((e for e in screen.elements if e.clickable and not e.editable and not e.row
+                           and element_key(e).split(":", 1)[0] == cls and element_key(e) != edge.key
+                           and g.edge(here.id, element_key(e), "tap", e.label) is None),
+                          key=lambda e: self.rel.lexical(e.label), default=None)
+            if sibling is not None and self.rel.lexical(sibling.label) > self.rel.lexical(edge.label) + 0.2:
+                return [Step("tap", sibling, goal=goal, expect=edge.dst, score=goal.score + 0.45,
+                             why=f"tap {sibling.label!r} (like {edge.label!r}, in the task's words)")]
         step = self._follow(edge, screen, g, here, p)
         if step is None and edge.id in p.failed_edges:       # that list did not have it: replan once
             route = self._route(g, here, goal, p)
