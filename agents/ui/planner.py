@@ -13,7 +13,7 @@ from __future__ import annotations
 from . import stepper
 from .apps import AppChooser
 from .forms import Forms, field_id, is_search
-from .goals import Goal, GoalFinder, comparative, extreme, onward, other_action, shaped
+from .goals import Goal, GoalFinder, comparative, extreme, listed_like, onward, other_action, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
@@ -150,7 +150,7 @@ class Planner:
         # of ways into the same screen, the one the task's words name ("Default alarm sound",
         # not "Phone ringtone": one sound picker, two meanings)
         alts = [e for e in g.edges_of(edge.src) if e.dst == edge.dst and e.action == edge.action
-                and e.id not in p.failed_edges and e.label]
+                and e.id not in p.failed_edges and e.label and not g.is_row(e)] if not g.is_row(edge) else []
         named = max(alts, key=lambda e: self.rel.lexical(e.label), default=edge)
         if self.rel.lexical(named.label) > self.rel.lexical(edge.label) + 0.1:
             edge = named
@@ -375,7 +375,9 @@ class Planner:
             return peer
         els = [e for e in screen.elements if element_key(e) == edge.key]
         names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "text", "phone")]
-        for e in els if len(els) > 1 and names and self.objects.row(els, p, screen) is None else ():
+        # (categories only: in a list of people, the one the task names is looked for, not guessed)
+        people = any(listed_like([e.label for e in els], self.task.slots[i]) for i in names)
+        for e in els if len(els) > 1 and names and not people and self.objects.row(els, p, screen) is None else ():
             # the row whose page lists what the task names (the Classic sounds hold Draco)
             known = g.edge(here.id, edge.key, edge.action, e.label)
             page = g.screens.get(known.dst) if known is not None and known.dst != here.id else None

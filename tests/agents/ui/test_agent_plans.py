@@ -60,6 +60,13 @@ def episode(agent, task):
      lambda s: s["clock"]["timer"]["set_seconds"] == 5400 and s["clock"]["timer"]["state"] == "running"),
     ("Add John Smith to favorites.", {},
      lambda s: next(c for c in s["contacts"]["list"] if c["last"] == "Smith")["favorite"] is True),
+    # a world clock's city is only text on screen: swiped away from inside its line
+    ("Take Tokyo off my world clock.", {},
+     lambda s: s["clock"]["cities"] == ["New York"]),
+    # "weekdays" is five days, each its own toggle in the alarm's card
+    ("Make the 8:30 AM alarm also ring on weekdays.", {},
+     lambda s: sorted(next(a for a in s["clock"]["alarms"] if a["hour"] == 8)["days"])
+     == sorted(["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"])),
     ("Create a new contact named Ana Silva with phone number 555-0142.", {},
      lambda s: any(c["first"] == "Ana" and c["last"] == "Silva" and "0142" in c["phone"]
                    for c in s["contacts"]["list"])),
