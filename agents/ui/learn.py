@@ -9,7 +9,8 @@ from .forms import field_id, is_search
 from .goals import Goal
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .knowledge import Knowledge
-from .planner import Step, opened
+from .planner import Step
+from .routes import opened
 from .step import SELECTING
 from .progress import Progress
 from .relevance import stem, word_match, words_of

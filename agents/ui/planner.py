@@ -3,24 +3,24 @@ it should lead to (so the agent can check it did) and a line saying so (what the
 
 Per step: find the goals (``goals.py``) and keep working on the current one unless a clearly
 better one shows up; on the goal's screen, first type the slots its fields take and set its dial
-or keypad (``entry.py``), then act on the goal; elsewhere, take the first edge of the shortest
-known way to it — through the list row showing the task's contact, conversation or alarm when
-there is one (scrolling to it when it is below the fold). Elements of the screen in front that
-show a slot or the task's words join in (a Send button appears only once a message is typed).
+or keypad (``entry.py``) or step its slider (``stepper.py``), then act on the goal; elsewhere,
+take the first step of the way to it (``routes.py``). Elements of the screen in front that show
+a slot or the task's words join in (a Send button appears only once a message is typed).
 """
 from __future__ import annotations
 
 from . import stepper
 from .apps import AppChooser
 from .forms import Forms, field_id, is_search
-from .goals import Goal, GoalFinder, comparative, extreme, listed_like, onward, other_action, shaped
-from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
+from .goals import Goal, GoalFinder, comparative, extreme, other_action
+from .graph import NEW_SCREEN, AppGraph, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
+from .routes import Routes
 from .relevance import Relevance
 from .screen import Screen
 from .slots import slot_match
-from .step import CREATE, NEGATIVE, POSITIVE, SELECTING, Step, effect_line
+from .step import NEGATIVE, POSITIVE, SELECTING, Step, effect_line
 
 SWITCH_MARGIN = 0.35            # a new goal must beat the current one by this much
 NEAR = {0: 0.4, 1: 0.2, 2: 0.1, 3: 0.0}   # a goal this many edges away
@@ -36,6 +36,7 @@ class Planner:
         self.finder = GoalFinder(task, relevance, graphs, recall)
         self.forms = Forms(task)
         self.objects = Objects(task, relevance)
+        self.routes = Routes(task, relevance, self.finder, self.objects)
 
     def finished(self, p: Progress) -> bool:
         """A goal was reached and nothing the task gave is left to use (a name left over counts
@@ -143,7 +144,7 @@ class Planner:
             return self._at_goal(goal, screen, g, here, p)
         if here is None:
             return []
-        route = self._route(g, here, goal, p)
+        route = self.routes.route(g, here, goal, p)
         if route is None:
             return []
         edge = route[0]
@@ -165,10 +166,10 @@ class Planner:
             if sibling is not None and self.rel.lexical(sibling.label) > self.rel.lexical(edge.label) + 0.2:
                 return [Step("tap", sibling, goal=goal, expect=edge.dst, score=goal.score + 0.45,
                              why=f"tap {sibling.label!r} (like {edge.label!r}, in the task's words)")]
-        step = self._follow(edge, screen, g, here, p)
+        step = self.routes.follow(edge, screen, g, here, p)
         if step is None and edge.id in p.failed_edges:       # that list did not have it: replan once
-            route = self._route(g, here, goal, p)
-            step = self._follow(route[0], screen, g, here, p) if route else None
+            route = self.routes.route(g, here, goal, p)
+            step = self.routes.follow(route[0], screen, g, here, p) if route else None
         if step is not None:
             step.goal = goal
             step.score = goal.score + 0.5 - 0.02 * len(route)
@@ -291,148 +292,6 @@ class Planner:
                      expect=edge.dst if edge is not None and edge.effect in NEW_SCREEN else None,
                      why=f"{goal.action} {el.label!r} " + effect_line(g, edge), score=base, finishes=True)]
 
-    # -- rows and routes ---------------------------------------------------------------------------
-    def _route(self, g: AppGraph, here: UIScreen, goal: Goal, p: Progress) -> list[UIEdge] | None:
-        """The way from here to the goal's screen; through the row of an object the task names
-        when the way passes a list of such rows."""
-        paths = g.paths_from(here.id, avoid=p.failed_edges)
-        direct = g.paths_from(here.id, avoid=p.failed_edges, rows=False).get(goal.screen)
-        creating = CREATE.search(self.task.text)       # a new object: its name is typed, not looked for
-        if direct is None and (creating or not any(s.kind in ("name", "phone") for s in self.task.slots)):
-            # through any row of a list only when the task names no one: a task about Priya is
-            # never carried out in another person's conversation
-            direct = paths.get(goal.screen)
-        best = direct
-        # (the object a slot names is still chosen on the way after the slot was used: its row
-        # tapped once, the way to the goal still goes through it)
-        names = [i for i in sorted(set(p.unused()) | p.ident) if self.task.slots[i].kind in ("name", "phone", "time", "text")]
-        if creating:
-            names = [i for i in names if self.task.slots[i].kind not in ("name", "phone")]
-        if goal.kind in ("field", "commit"):    # what the goal's field takes is typed there, not
-            takes = self._takes(g, goal)        # looked for on the way — unless a list shows it
-            # (a list on screen, or one exploration saw it in: "Work" is a label, "Colleagues" not)
-            shown = p.ident | {i for slots, _, _ in self.finder._row_slots(g) for i in slots}
-            typed = [i for i in takes if i not in shown and i in p.unused()]   # and the field
-            names = [i for i in names if i not in takes or (i in shown and typed)]  # has another
-            # to take ("rename the Work label to Colleagues"; "block 650-555-0199" types it)
-        if not names:
-            return best
-        ways = []
-        for e in (x for sid in paths for x in g.edges_of(sid)):
-            if e.dst is None or e.effect not in NEW_SCREEN or e.id in p.failed_edges:
-                continue
-            src = g.screens[e.src]
-            el = src.elements.get(e.key)
-            if el is None or not g.is_row(e):
-                continue              # not a list of rows
-            # the object is listed on that screen (any of its rows shows the slot: an alarm's
-            # card shows its time, its expand arrow is chosen by the card it is in)
-            labels = [lab for x in src.elements.values() if x.row or len(x.labels) > 1 for lab in x.labels]
-            # (or the page it opens lists it: the Classic sounds hold Draco)
-            inside = [lab for x in g.screens[e.dst].elements.values() for lab in x.labels] \
-                if e.dst in g.screens and e.dst != e.src else []
-            if not any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.5 for lab in labels for i in names) \
-                    and not (el.varies and any(shaped(lab, self.task.slots[i]) for lab in el.labels for i in names
-                                               if i not in self.objects.values())) \
-                    and not any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.8 for lab in inside for i in names):
-                continue
-            if goal.screen not in onward(g, e.dst):
-                continue              # the row's page does not lead on to the goal
-            rest = g.paths_from(e.dst, avoid=p.failed_edges).get(goal.screen)
-            if rest is None:
-                continue
-            ways.append((len(paths[e.src]) + 1 + len(rest), len(rest), paths[e.src] + [e] + rest))
-        if ways:                       # the object the task names is chosen on the way
-            way = min(ways, key=lambda w: (w[0], w[1]))
-            fresh = any(i in p.unused() for i in names)
-            # (an object chosen already: its row again only when no longer than the direct way —
-            # from its expanded card the Label is one tap, not a collapse and an expand away)
-            near = best if best is not None else paths.get(goal.screen)
-            if fresh or near is None or way[0] <= len(near):
-                best = way[2]
-            else:
-                best = near
-        return best
-
-    def _takes(self, g: AppGraph, goal: Goal) -> set[int]:
-        """The slots a field goal's field suits (a phone number for "Phone number")."""
-        from .fields import field_fit
-
-        screen = g.screens.get(goal.screen)
-        el = screen.elements.get(goal.key) if screen is not None else None
-        if el is None:
-            return set()
-        # (a form's or a dialog's confirmation: what its fields take)
-        fields = [el] if goal.kind == "field" else [x for x in screen.elements.values()
-                                                     if x.kind in ("field", "password")]
-        return {i for i, s in enumerate(self.task.slots) for f in fields
-                if field_fit(" ".join([f.label, f.detail, f.key.replace("_", " ")]).lower(), s, self.task.text,
-                             f.kind == "password") >= 0.5}
-
-    def _follow(self, edge: UIEdge, screen: Screen, g: AppGraph, here: UIScreen, p: Progress) -> Step | None:
-        peer = self._peer(edge, screen, g, p)
-        if peer is not None:
-            return peer
-        els = [e for e in screen.elements if element_key(e) == edge.key]
-        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "text", "phone")]
-        # (categories only: in a list of people, the one the task names is looked for, not guessed)
-        people = any(listed_like([e.label for e in els], self.task.slots[i]) for i in names)
-        for e in els if len(els) > 1 and names and not people and self.objects.row(els, p, screen) is None else ():
-            # the row whose page lists what the task names (the Classic sounds hold Draco)
-            known = g.edge(here.id, edge.key, edge.action, e.label)
-            page = g.screens.get(known.dst) if known is not None and known.dst != here.id else None
-            if page is not None and any(
-                    self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.8
-                    for x in page.elements.values() for lab in x.labels for i in names):
-                return Step(edge.action, e, edge=known, expect=known.dst,
-                            why=f"{edge.action} {e.label!r} " + effect_line(g, known))
-        el = self.objects.row(els, p, screen) if els and (len(els) > 1 or els[0].row) else (els[0] if els else None)
-        if el is None:
-            found = self.objects.find_row(screen, here, None, p, 1.0)
-            if not found and g.is_row(edge):
-                p.failed_edges.add(edge.id)     # the object is not in this list: another way to it
-            return found[0] if found else None
-        if opened(edge.label, el.label) and screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
-            # it shows "Collapse alarm" where the way says "Expand alarm": what it opens is open
-            # already, below the fold (an alarm's card expanded at the bottom of the list)
-            return Step("swipe", text="up", why=f"{el.label!r}: it is open, below")
-        slot = None
-        if len(els) > 1 or not here.elements.get(edge.key, None) or len(here.elements[edge.key].labels) > 1:
-            hit, which = self.objects.hit(el, p.unused(), screen)
-            slot = self.task.slots.index(which) if which is not None and hit >= 0.5 else None
-            if slot is None:
-                slot = next((i for i in p.unused() if self.task.slots[i].kind == "ordinal"), None)
-        return Step(edge.action, el, slot=slot, edge=edge, expect=edge.dst,
-                    why=f"{edge.action} {el.label!r} " + effect_line(g, edge))
-
-    def _peer(self, edge: UIEdge, screen: Screen, g: AppGraph, p: Progress) -> Step | None:
-        """Like objects as separate buttons that all open the same screen (the devices to pair,
-        each opening "Pair with …?"): the one the task names, not the one the route was learned
-        through (a task to pair the Galaxy Buds2 paired the JBL Flip 5 the route went by)."""
-        if edge.dst is None or edge.effect not in NEW_SCREEN:
-            return None
-        keys = {e.key for e in g.edges_of(edge.src) if e.dst == edge.dst and e.action == edge.action}
-        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone", "text")]
-        if len(keys) < 3 or not names:
-            return None
-        cls = edge.key.split(":", 1)[0]
-        best, hit_best = None, 0.0
-        for e in screen.elements:
-            k = element_key(e)
-            if e.editable or not (e.clickable or e.long_clickable) or not (k in keys or k.split(":", 1)[0] == cls):
-                continue
-            hit, which = self.objects.hit(e, names, screen)
-            if hit > hit_best:
-                best, hit_best, slot = e, hit, self.task.slots.index(which)
-        if best is None or hit_best < 0.8:
-            here = g.screens[edge.src]
-            if screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
-                return Step("swipe", text="up", why="scroll to the one the task names")
-            return None
-        known = g.edge(edge.src, element_key(best), edge.action, best.label)
-        return Step(edge.action, best, slot=slot, edge=known or edge, expect=edge.dst,
-                    why=f"{edge.action} {best.label!r} " + effect_line(g, known or edge))
-
     # -- the screen in front --------------------------------------------------------------------------
     def _local(self, screen: Screen, here: UIScreen | None, p: Progress) -> list[Step]:
         """Elements here that show an unused slot or the task's words, scored as goals would be
@@ -484,12 +343,3 @@ class Planner:
                                 why=f"tap {confirm.label!r} to confirm what was entered"))
         return out + fill
 
-
-OPPOSITE = {"expand": "collapse", "show": "hide", "more": "less", "open": "close"}
-
-
-def opened(way: str, now: str) -> bool:
-    """Whether ``now`` is ``way``'s other state ("Collapse alarm" for "Expand alarm")."""
-    a, b = way.lower().split(" ", 1) if " " in way else (way.lower(), ""), \
-        now.lower().split(" ", 1) if " " in now else (now.lower(), "")
-    return OPPOSITE.get(a[0]) == b[0] and a[1] == b[1]
