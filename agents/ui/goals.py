@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIElement, UIScreen
-from .relevance import VAGUE, Relevance, word_match, stem, words_of
+from .relevance import VAGUE, Relevance, stem, synonyms, word_match, words_of
 from .safety import SENSITIVE
 from .slots import Slot, TaskInfo
 
@@ -30,6 +30,7 @@ VERBS = re.compile(r"\b(delete|remove|send|block|unblock|archive|save|add|create
                    r"connect|pair|schedule|forward|lap|search|change|edit|sort|turn|enable|disable|"
                    r"install|uninstall|clear|call|reply|mark|select|done|ok|apply|next)\b", re.I)
 REMOVE_DAY = re.compile(r"\b(remove|delete|take|drop|skip|not on|no longer|without)\b", re.I)
+CREATE = re.compile(r"\b(create|new|make a (?:new )?contact|add a (?:new )?contact)\b", re.I)   # the task makes something
 CREATING = re.compile(r"\s*(add|create|new)\b", re.I)     # a button that starts making something
 STRICT = re.compile(r"\b(reset|erase|wipe|factory|format)\b", re.I)
 TERMINAL_EFFECTS = ("toggle", "relabel", "content", "commit", "untried")
@@ -224,6 +225,9 @@ class GoalFinder:
             own += tap.detail.get("labels", [])         # a toggle button's other state
         verb = self.rel.verb_hit(*own)
         lex = self.rel.lexical(*own, verb=False)
+        if kind in ("commit", "relabel", "button") and verb >= 1.0 and not lex and not data and \
+                words_of(label) - {self.rel.verb} - synonyms(self.rel.verb):
+            verb = 0.5           # the task's verb on another thing ("Add to favorites" for a label)
         context = 0.5 * self.rel.lexical(s.title, *g.way_labels(s.id)[-1:])
         unnamed = options and kind == "switch" and slot < 0.5 and not self.rel.lexical(label)
         goal.score = (1.0 * verb + 1.0 * lex + context + (1.0 if options else 0.6) * slot
@@ -266,12 +270,16 @@ class GoalFinder:
         if kind == "field":
             from .fields import field_fit
 
-            fit = max((field_fit(" ".join([el.label, el.detail, el.key.replace("_", " "), s.title]).lower(),
-                                 task.slots[i], task.text, el.kind == "password") for i in unused
-                       if i not in self.ident or task.slots[i].kind != "text"), default=0.0)
+            text = " ".join([el.label, el.detail, el.key.replace("_", " "), s.title]).lower()
+            fit, best = max(((field_fit(text, task.slots[i], task.text, el.kind == "password"), i) for i in unused
+                             if i not in self.ident or task.slots[i].kind != "text"), default=(0.0, None))
             # a field is a goal only for a slot it suits, and not for one a row already shows
             # (the message to star is picked from the conversation, not typed again)
             goal.score += 0.5 * min(fit, 1.0) - 0.5
+            if best is not None and task.slots[best].kind == "name" and task.slots[best].value != "called" \
+                    and not CREATE.search(self.plain) and any(CREATING.match(w) for w in g.way_labels(s.id)[-1:]):
+                goal.score -= 0.8    # the name for something new, when the task makes nothing new
+                                     # (a person's name typed as a new label's name)
         covers = self._covers(s, el, unused)
         live = getattr(self, "_live", None)
         if live is not None and live[0] == s.id and (el.row or not el.fixed):

@@ -61,6 +61,11 @@ VAGUE = {stem(w) for w in ("set", "make", "turn", "change", "put", "get", "go", 
                            "check", "view", "see", "show", "look", "find", "display")}
 
 
+def synonyms(w: str) -> set[str]:
+    """The stems apps use for the same thing as stem ``w`` (itself included when it has any)."""
+    return _SYN.get(w, set())
+
+
 def word_match(w: str, have: set[str]) -> float:
     if w in have:
         return 1.0

@@ -6,14 +6,13 @@ import re
 from dataclasses import dataclass
 
 from .exploring import NEGATIVE, POSITIVE
-from .goals import Goal, effect_text
+from .goals import CREATE, Goal, effect_text
 from .graph import AppGraph, UIEdge, element_key
 from .screen import Element
 
 __all__ = ["CREATE", "NEGATIVE", "POSITIVE", "REMOVE", "SELECTING", "Step", "effect_line"]
 
 REMOVE = re.compile(r"\b(remove|delete|dismiss|take .+ off)\b", re.I)
-CREATE = re.compile(r"\b(create|new|make a (?:new )?contact|add a (?:new )?contact)\b", re.I)
 
 
 # a list in selection mode ("Select languages to remove", "2 selected"): items are checked, then acted on
