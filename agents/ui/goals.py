@@ -130,8 +130,10 @@ class GoalFinder:
         """Quoted values that name something exploration saw ('JBL Flip 5', 'Argo Navis'): an
         object to choose, not a value to type."""
         if not hasattr(self, "_known"):
+            # (not a list row's nor one whose label changes: those are data — an episode that typed
+            # 'meeting' as a label leaves 'meeting' among its labels, no reason to look for it next time)
             labels = {lab for g in self.graphs for s in g.screens.values() for e in s.elements.values()
-                      for lab in e.labels}
+                      if not e.row and len(set(e.labels)) == 1 for lab in e.labels}
             self._known = {i for i, s in enumerate(self.task.slots) if s.kind == "text" and len(s.text.split()) <= 4
                            and any(self.rel.slot_hits(lab, [s])[0] >= 0.9 for lab in labels)}
         return self._known
@@ -265,8 +267,10 @@ class GoalFinder:
         takes = {"time": ("time",), "digits": ("duration", "number", "phone")}.get(s.entry, ())
         if kind == "commit" and s.entry and not any(task.slots[i].kind in takes for i in unused):
             goal.score -= 0.5          # a time picker's OK sets a time the task does not give
-        elif kind == "commit" and (s.entry or any(x.kind in ("field", "password") for x in s.elements.values())):
-            goal.score += 0.3          # what a form or a picker is confirmed with
+        elif kind == "commit" and (s.entry or any(x.kind in ("field", "password") for x in s.elements.values())) \
+                and (s.entry or self._covers(s, el, unused)):
+            goal.score += 0.3          # what a form or a picker is confirmed with (when the task fills it:
+                                       # not a Label dialog when the label only names the alarm)
         if kind == "field":
             from .fields import field_fit
 
@@ -319,7 +323,7 @@ class GoalFinder:
         for i in unused:
             slot = self.task.slots[i]
             k = slot.kind
-            if k in ("text", "email", "phone", "name", "number", "date") and any(
+            if k in ("text", "email", "phone", "name", "number", "date") and (i not in self.ident or k != "text") and any(
                     field_fit(" ".join([x.label, x.detail, x.key.replace("_", " "), s.title]).lower(), slot,
                               self.task.text, x.kind == "password") >= 0.5 for x in fields):
                 out.add(i)

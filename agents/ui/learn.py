@@ -35,7 +35,7 @@ def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
             g.home = here.id
             knowledge.save_app(g)
     else:
-        knowledge.observe(g, here, screen)
+        knowledge.observe(g, here, screen, rows=False)     # (a list's rows now are this episode's data)
     return g, here
 
 

@@ -81,6 +81,8 @@ class Planner:
                         and self.task.slots[i].kind != "day"}     # (every alarm's card shows every day)
             p.ident |= {i for i in self.finder.known_names() if i not in p.used}
             self.finder.ident = p.ident
+        if self.finder.recall is not None:
+            self.finder.recall.done = {g.id for g in p.reached}
         goals = self.finder.goals(p.unused(), exclude=p.done_ids(), limit=30, live=live)
         if here is not None:          # the tab already selected here is no goal: tapping it does nothing
             selected = {element_key(e) for e in screen.elements if e.selected and not e.row}
@@ -144,7 +146,7 @@ class Planner:
             return self._at_goal(goal, screen, g, here, p)
         if here is None:
             return []
-        route = self.routes.route(g, here, goal, p)
+        route = self.routes.route(g, here, goal, p, screen)
         if route is None:
             return []
         edge = route[0]
@@ -168,7 +170,7 @@ class Planner:
                              why=f"tap {sibling.label!r} (like {edge.label!r}, in the task's words)")]
         step = self.routes.follow(edge, screen, g, here, p)
         if step is None and edge.id in p.failed_edges:       # that list did not have it: replan once
-            route = self.routes.route(g, here, goal, p)
+            route = self.routes.route(g, here, goal, p, screen)
             step = self.routes.follow(route[0], screen, g, here, p) if route else None
         if step is not None:
             step.goal = goal

@@ -31,6 +31,8 @@ class Recall:
     def __init__(self, memory: Any, info: TaskInfo, rel: Relevance):
         self.good: Counter = Counter()      # goal id -> weight, from verified successes
         self.bad: Counter = Counter()       # goal id -> weight, from failures
+        self.orders: list[tuple[float, list]] = []   # (similarity, the goals a success finished, in order)
+        self.done: set = set()              # goals this episode reached (the planner keeps it current)
         self.matches = 0
         try:
             episodes = memory.episodes.list(limit=LOOK_BACK)
@@ -53,6 +55,7 @@ class Recall:
             goals = [tuple(s["goal"]) for s in e.steps if s.get("goal") and s.get("finishes")]
             if e.success is True:
                 self.matches += 1
+                self.orders.append((sim, goals))
                 for gid in goals:
                     self.good[gid] = max(self.good[gid], sim)
             elif e.outcome != "stopped":
@@ -60,7 +63,11 @@ class Recall:
                     self.bad[gid] = max(self.bad[gid], sim)
 
     def bonus(self, goal: Goal) -> float:
-        return BOOST * self.good.get(goal.id, 0.0) - PENALTY * self.bad.get(goal.id, 0.0)
+        """What worked before, in the order it worked: only a remembered success's next goal
+        gets its weight (the alarm is made before it is labelled, or the label goes to another)."""
+        nxt = max((sim for sim, order in self.orders
+                   if next((g for g in order if g not in self.done), None) == goal.id), default=0.0)
+        return BOOST * nxt - PENALTY * self.bad.get(goal.id, 0.0)
 
     def sources(self) -> list[list[int]]:
         return []

@@ -20,7 +20,8 @@ class Routes:
     def __init__(self, task, relevance: Relevance, finder: GoalFinder, objects: Objects):
         self.task, self.rel, self.finder, self.objects = task, relevance, finder, objects
 
-    def route(self, g: AppGraph, here: UIScreen, goal: Goal, p: Progress) -> list[UIEdge] | None:
+    def route(self, g: AppGraph, here: UIScreen, goal: Goal, p: Progress,
+              screen: Screen | None = None) -> list[UIEdge] | None:
         """The way from here to the goal's screen; through the row of an object the task names
         when the way passes a list of such rows."""
         paths = g.paths_from(here.id, avoid=p.failed_edges)
@@ -33,7 +34,10 @@ class Routes:
         best = direct
         # (the object a slot names is still chosen on the way after the slot was used: its row
         # tapped once, the way to the goal still goes through it)
-        names = [i for i in sorted(set(p.unused()) | p.ident) if self.task.slots[i].kind in ("name", "phone", "time", "text")]
+        names = [i for i in sorted(set(p.unused()) | p.ident) if self.task.slots[i].kind in ("name", "phone", "time", "text")
+                 # (a quoted value to enter is looked for only once a list shows it: an alarm an
+                 # earlier episode labelled 'meeting' left the word among the list's labels)
+                 and (self.task.slots[i].kind != "text" or i in p.ident)]
         if creating:
             names = [i for i in names if self.task.slots[i].kind not in ("name", "phone")]
         if goal.kind in ("field", "commit"):    # what the goal's field takes is typed there, not
@@ -56,6 +60,7 @@ class Routes:
             # the object is listed on that screen (any of its rows shows the slot: an alarm's
             # card shows its time, its expand arrow is chosen by the card it is in)
             labels = [lab for x in src.elements.values() if x.row or len(x.labels) > 1 for lab in x.labels]
+
             # (or the page it opens lists it: the Classic sounds hold Draco)
             inside = [lab for x in g.screens[e.dst].elements.values() for lab in x.labels] \
                 if e.dst in g.screens and e.dst != e.src else []
