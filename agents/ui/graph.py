@@ -118,9 +118,11 @@ class UIScreen:
     def catalogue(self) -> set[str]:
         return set(self.elements) | {k for k in self.fixed if k.startswith(("title:", "sel:"))}
 
-    def add(self, e: Element, scroll: int = 0, rows: bool = True) -> UIElement:
+    def add(self, e: Element, scroll: int = 0, rows: bool = True) -> UIElement | None:
         key = element_key(e)
         known = self.elements.get(key)
+        if known is None and not rows and e.in_list:
+            return None           # a list item an episode shows (a language it added): its data
         if known is None:
             known = self.elements[key] = UIElement(key, e.label, element_kind(e), e.cls,
                                                    (e.details[:1] or [e.desc if e.text else ""])[0],
@@ -158,7 +160,7 @@ class UIScreen:
             self.add(e, scroll if element_key(e) in fresh else 0, rows)
             seen.setdefault(element_key(e), set()).add(e.label)
         for key, labels in seen.items():
-            if len(labels) > 1:
+            if len(labels) > 1 and key in self.elements:
                 self.elements[key].varies = True
         return list(dict.fromkeys(fresh))
 
