@@ -121,8 +121,10 @@ class UIScreen:
     def add(self, e: Element, scroll: int = 0, rows: bool = True) -> UIElement | None:
         key = element_key(e)
         known = self.elements.get(key)
-        if known is None and not rows and e.in_list:
-            return None           # a list item an episode shows (a language it added): its data
+        if known is None and not rows and (e.in_list or ":" in key):
+            # a list item an episode shows, in a list that scrolls or not (a language it added,
+            # keyed by its own label): its data, gone after a reset
+            return None
         if known is None:
             known = self.elements[key] = UIElement(key, e.label, element_kind(e), e.cls,
                                                    (e.details[:1] or [e.desc if e.text else ""])[0],
