@@ -132,7 +132,8 @@ class UIScreen:
                                                    e.row)
         elif e.label not in known.labels and len(known.labels) < 400 and (rows or not e.row):
             known.labels.append(e.label)
-        if e.desc and e.desc != e.label and e.desc not in known.labels and len(known.labels) < 400:
+        if e.desc and e.desc != e.label and e.desc not in known.labels and len(known.labels) < 400 \
+                and (rows or not e.row):
             known.labels.append(e.desc)          # a day toggle "S" is Saturday by its description
         known.long = known.long or e.long_clickable
         if not e.in_list:

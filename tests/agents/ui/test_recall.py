@@ -86,3 +86,43 @@ def test_a_commit_taken_in_an_episode_stays_a_commit():
     _learn_edge(knowledge, Progress(analyze("Cancel the timer")), g, timer, Step("tap", button, edge=edge),
                 "delete", before, after, setup, True)
     assert edge.effect == "commit" and edge.dst is None and edge.ok == 1
+
+
+def test_a_success_lends_its_goals_in_the_order_they_were_reached():
+    from agents.ui.goals import Goal
+
+    made, label = (2, "button1", "tap"), (4, "label_input_field", "type")
+    ep = SimpleNamespace(task='Set an alarm for 3PM with the label "gym"', outcome="done", success=True,
+                         steps=[{"goal": list(made), "finishes": True}, {"goal": list(label), "finishes": True}])
+    r = recall_for('Set an alarm for 5PM with the label "run"', [ep])
+    first, then = Goal(*made, "commit", "OK"), Goal(*label, "field", "Label")
+    assert r.bonus(first) > 0 and r.bonus(then) == 0          # the alarm is made before it is labelled
+    r.done = {first.id}
+    assert r.bonus(then) > 0 and r.bonus(first) == 0
+
+
+def test_an_episode_teaches_no_data_of_its_own_to_the_graph():
+    """A list's rows as an episode leaves them (an alarm it labelled, a language it added) are
+    gone after a reset: the catalogue keeps what exploring saw."""
+    from agents.phone.device.phone import VirtualPhone
+    from agents.ui.graph import UIScreen
+    from agents.ui.screen import parse_dump
+
+    phone = VirtualPhone()
+    phone.launch("com.google.android.deskclock")
+
+    def look():
+        screen = parse_dump(phone.dump_ui(), phone.screen_size())
+        screen.package, screen.activity = phone.focus()
+        return screen
+
+    known = UIScreen.of(look())
+    times = set(known.elements["digital_clock"].labels)
+    alarms = phone.state()["clock"]["alarms"]
+    phone.reset({"clock.alarms": alarms + [{"hour": 3, "minute": 0, "ampm": "PM", "label": "gym", "days": [],
+                                            "on": True, "vibrate": True, "sound": "Default (Cesium)"}]})
+    phone.launch("com.google.android.deskclock")
+    known.observe(look(), rows=False)                 # an episode's visit
+    assert set(known.elements["digital_clock"].labels) == times
+    known.observe(look())                             # exploring's
+    assert "3:00 PM" in known.elements["digital_clock"].labels
