@@ -13,6 +13,9 @@ from .slots import Slot, slot_match, split_name
 from .step import Step
 
 
+TYPABLE = re.compile(r"[\x20-\x7e]*")     # what `input text` can type
+
+
 def field_id(e: Element) -> str:
     """A text field's identity through what is typed in it (its label is its text)."""
     return e.rid or f"{e.cls}@{e.bounds}"
@@ -63,6 +66,9 @@ class Forms:
             if p.typed.get(field_id(e)):
                 continue
             slot = self.slot_for_field(e, p)
+            if slot is not None and is_search(e) and not TYPABLE.fullmatch(self.task.slots[slot].text):
+                slot = None       # a search is only a shortcut: "Ελληνικά" is scrolled to, not typed
+                                  # (`input text` types ASCII only; the phone would refuse it)
             if slot is not None:
                 text = self.text_for(e, self.task.slots[slot])
                 uses = slot
