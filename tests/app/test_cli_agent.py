@@ -79,7 +79,10 @@ def test_ctrl_c_stops_an_exploration_and_keeps_what_it_learned(home, phone):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "agent", "explore", "--device", address,
                              "--app", "Contacts", "--budget", "1000"], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            # as from a terminal: a runner started in the background (`make test &`)
+                            # ignores SIGINT, and a child would inherit that and never see Ctrl-C
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         first = ""

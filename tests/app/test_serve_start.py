@@ -95,7 +95,10 @@ def test_with_a_key_clients_must_send_it(engine):
 def test_the_command_serves_and_stops_on_sigint(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HEXA_SERVE_API_KEY": ""}
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", "0", "--max-tokens", "4"],
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                            # as from a terminal: a runner started in the background (`make test &`)
+                            # ignores SIGINT, and a child would inherit that and never see Ctrl-C
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = proc.stderr.readline()
         assert first.startswith("hexa: serving on http://127.0.0.1:"), first
