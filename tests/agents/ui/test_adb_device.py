@@ -6,6 +6,7 @@ import pytest
 from agents.ui.actions import Action, ActionError
 from agents.ui.adb import AdbConnection, DeviceError, parse_address
 from agents.ui.device import parse_size
+from support.adb_nav import open_pages
 
 
 def test_connect_learns_the_phone(device):
@@ -102,17 +103,7 @@ def test_typing_replaces_what_a_field_shows_and_a_fresh_launch_starts_over(devic
 def test_a_slider_is_dragged_to_its_end_over_adb(device, phone_server):
     phone = phone_server[0]
     phone.reset({"settings.volume.alarm": 4})
-    device.launch("com.android.settings", fresh=True)
-    screen = device.observe()
-    for label in ("Sound & vibration",):
-        for _ in range(6):
-            row = next((e for e in screen.elements if e.label == label), None)
-            if row is not None:
-                break
-            device.swipe("up", screen)
-            screen = device.observe()
-        device.tap(row)
-        screen = device.observe()
+    screen = open_pages(device, "com.android.settings", "Sound & vibration")
     alarm = next(e for e in screen.elements if e.cls == "SeekBar" and "Alarm" in e.label)
     device.slide(alarm, "min")
     assert phone.state()["settings"]["volume"]["alarm"] == 1

@@ -7,6 +7,7 @@ import pytest
 from agents.ui import stepper
 from agents.ui.relevance import Relevance
 from agents.ui.slots import analyze
+from support.adb_nav import open_pages
 
 
 @pytest.mark.parametrize("now, want, way", [
@@ -18,16 +19,7 @@ def test_the_direction_of_a_value(now, want, way):
 
 
 def _open_display_size(device):
-    device.launch("com.android.settings", fresh=True)
-    for label in ("Display", "Display size and text"):
-        screen = device.observe()
-        for _ in range(6):
-            row = next((e for e in screen.elements if e.label == label), None)
-            if row is not None:
-                break
-            device.swipe("up", screen)
-            screen = device.observe()
-        device.tap(row)
+    open_pages(device, "com.android.settings", "Display", "Display size and text")
 
 
 @pytest.mark.parametrize("task, start, path, want", [
