@@ -45,7 +45,7 @@ class Planner:
             return False
         if any(i in self.finder.known_names() for i in p.unused()):
             return False          # a quoted name the task gives ('Life', 'Argo Navis') is still to choose
-        names = [i for i in p.unused() if self.task.slots[i].kind == "name" or i in self.finder.known_names()]
+        names = [i for i in p.unused() if self.task.slots[i].kind == "name"]
         if not names:
             return True
         for goal in self.finder.goals(p.unused(), exclude=p.done_ids(), limit=3):
