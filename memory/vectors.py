@@ -253,10 +253,14 @@ _clients: weakref.WeakSet = weakref.WeakSet()
 
 def _check_catalog(db: Path) -> None:
     """Raise on a catalog that is not a SQLite database before chromadb starts on it: a failed
-    start leaves a broken system cached for the path (see _forget_failed_start)."""
+    start leaves a broken system cached for the path (see _forget_failed_start). Opened
+    read-write (never created): a writer killed mid-transaction leaves a hot rollback journal, which
+    a read-only connection cannot roll back (SQLITE_READONLY_ROLLBACK, "attempt to write a readonly
+    database") — that is an interrupted write to undo, as chromadb's own connection would, not
+    damage."""
     if not db.is_file():
         return
-    con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=15)  # waits on a writer
+    con = sqlite3.connect(f"{db.as_uri()}?mode=rw", uri=True, timeout=15)  # waits on a writer
     try:
         con.execute("PRAGMA schema_version").fetchone()
     finally:

@@ -120,6 +120,39 @@ def test_a_dead_writer_marker_makes_the_next_use_rebuild_without_embedding(tmp_p
     assert not (data / "memory" / f"vectors.writer-{gone.pid}").exists()
 
 
+HALF_WRITE = textwrap.dedent("""
+    import os, signal, sqlite3, sys
+    con = sqlite3.connect(sys.argv[1], isolation_level=None)
+    con.execute("PRAGMA cache_size = 1")          # spill pages into the file mid-transaction
+    con.execute("BEGIN")
+    con.execute("CREATE TABLE half_written (x)")
+    con.executemany("INSERT INTO half_written VALUES (?)", ((os.urandom(500),) for _ in range(2000)))
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_a_catalog_left_mid_transaction_is_rolled_back_not_called_damaged(tmp_path):
+    """A kill -9 inside a chromadb write leaves a hot rollback journal on its catalog; the next
+    open undoes the interrupted write and keeps the index (before: the read-only pre-check could
+    not roll it back, called the index damaged and rebuilt it)."""
+    data = tmp_path / "data"
+    with Memory.open(data, embedder=HashEmbedder()) as mem:
+        s = mem.new_session("assistant")
+        mem.add_message(s.id, "user", FACT)
+    catalog = data / "memory" / "vectors" / "chroma.sqlite3"
+    subprocess.run([sys.executable, "-c", HALF_WRITE, str(catalog)], check=False)
+    assert catalog.with_name("chroma.sqlite3-journal").is_file()   # the hot journal is there
+    with Memory.open(data, embedder=HashEmbedder()) as mem:
+        assert mem.context_for(QUERY, k=1)[0].text == f"User: {FACT}"
+        assert not any("damaged" in n for n in mem.notices), mem.notices
+    assert not list((data / "memory").glob("vectors.broken-*"))
+    con = sqlite3.connect(catalog)
+    try:
+        assert not con.execute("SELECT name FROM sqlite_master WHERE name = 'half_written'").fetchall()
+    finally:
+        con.close()
+
+
 def test_a_clean_close_leaves_no_marker(tmp_path):
     with Memory.open(tmp_path / "data", embedder=HashEmbedder()) as mem:
         s = mem.new_session("assistant")
