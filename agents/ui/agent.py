@@ -103,7 +103,7 @@ class UIAgent:
                     outcome, message = "stopped", "Stopped."
                     break
                 screen = self.device.observe()
-                g, here = locate(self.knowledge, screen, self.device.apps)
+                g, here = locate(self.knowledge, screen, self.device.apps, data=p.data())
                 steps = [s for s in self._candidates(planner, screen, g, here, p, graphs)
                          if s.key() not in p.refused] or [Step("back", why="go back", score=0.0)]
                 self.last = (here, steps, p)     # for a debugger's eyes (the bench's -v)

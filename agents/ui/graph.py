@@ -118,7 +118,8 @@ class UIScreen:
     def catalogue(self) -> set[str]:
         return set(self.elements) | {k for k in self.fixed if k.startswith(("title:", "sel:"))}
 
-    def add(self, e: Element, scroll: int = 0, rows: bool = True) -> UIElement | None:
+    def add(self, e: Element, scroll: int = 0, rows: bool = True,
+            data: frozenset[str] = frozenset()) -> UIElement | None:
         key = element_key(e)
         known = self.elements.get(key)
         if known is None and not rows and (e.in_list or ":" in key):
@@ -130,7 +131,8 @@ class UIScreen:
                                                    (e.details[:1] or [e.desc if e.text else ""])[0],
                                                    e.long_clickable, not e.in_list, scroll, [e.label],
                                                    e.row)
-        elif e.label not in known.labels and len(known.labels) < 400 and (rows or not e.row):
+        elif e.label not in known.labels and len(known.labels) < 400 and (rows or not e.row) \
+                and e.label.strip().lower() not in data:
             known.labels.append(e.label)
         if e.desc and e.desc != e.label and e.desc not in known.labels and len(known.labels) < 400 \
                 and (rows or not e.row):
@@ -151,16 +153,20 @@ class UIScreen:
         known.observe(screen)
         return known
 
-    def observe(self, screen: Screen, scroll: int = 0, rows: bool = True) -> list[str]:
+    def observe(self, screen: Screen, scroll: int = 0, rows: bool = True,
+                data: frozenset[str] = frozenset()) -> list[str]:
         """Add what a visit shows; the keys it had not seen. A key whose rows show different
         labels side by side (contacts, times) is data; one that repeats the same ("Expand
         alarm" on every card) or is seen alone ("Delete" on the one expanded card) is a control.
         ``rows=False`` (an episode's visit) adds no new labels to list rows: they are the data
-        the episode made (an alarm it labelled 'meeting'), gone when the phone is reset."""
+        the episode made (an alarm it labelled 'meeting'), gone when the phone is reset; nor any
+        label that is one of ``data`` (lower-case: the values the episode's task gives), which
+        is what the episode put there — learned, the "Add label" button that then read 'meeting'
+        was taken for a list of labelled rows, and the next task to label an alarm never took it."""
         fresh = [element_key(e) for e in screen.elements if element_key(e) not in self.elements]
         seen: dict[str, set[str]] = {}
         for e in screen.elements:
-            self.add(e, scroll if element_key(e) in fresh else 0, rows)
+            self.add(e, scroll if element_key(e) in fresh else 0, rows, data)
             seen.setdefault(element_key(e), set()).add(e.label)
         for key, labels in seen.items():
             if len(labels) > 1 and key in self.elements:

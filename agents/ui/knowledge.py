@@ -43,12 +43,13 @@ class Knowledge:
         g = self.graph(package)
         return bool(g.screens)
 
-    def observe(self, g: AppGraph, s: UIScreen, screen, rows: bool = True) -> list[str]:
+    def observe(self, g: AppGraph, s: UIScreen, screen, rows: bool = True,
+                data: frozenset[str] = frozenset()) -> list[str]:
         """Another visit of a known screen: its catalogue takes what the visit shows, and is
         saved when it grew (new keys, or new labels under a key: "Pin" and "Unpin"). The keys
         seen for the first time."""
         size = s.size()
-        fresh = s.observe(screen, rows=rows)
+        fresh = s.observe(screen, rows=rows, data=data)
         if s.size() != size:
             self.save_screen(g, s)
         return fresh

@@ -18,10 +18,10 @@ from .screen import Screen
 from .slots import slot_match
 
 
-def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
-           opener: str = "") -> tuple[AppGraph | None, UIScreen | None]:
+def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str], opener: str = "",
+           data: frozenset[str] = frozenset()) -> tuple[AppGraph | None, UIScreen | None]:
     """The graph and known screen of what is in front (a new screen is added to the graph);
-    (None, None) on the home screen."""
+    (None, None) on the home screen. ``data``: the episode's values (``Progress.data``)."""
     package = screen.package
     if not package or package in LAUNCHERS:
         return None, None
@@ -35,7 +35,7 @@ def locate(knowledge: Knowledge, screen: Screen, apps: dict[str, str],
             g.home = here.id
             knowledge.save_app(g)
     else:
-        knowledge.observe(g, here, screen, rows=False)     # (a list's rows now are this episode's data)
+        knowledge.observe(g, here, screen, rows=False, data=data)  # (a list's rows now are this episode's data)
     return g, here
 
 
@@ -58,7 +58,7 @@ def _graph_for(knowledge: Knowledge, package: str, apps: dict[str, str]) -> AppG
 def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g: AppGraph | None,
                here: UIScreen | None, after: Screen, apps: dict[str, str], verify: bool = True) -> None:
     opener = step.element.label if step.element is not None else ""
-    g2, there = locate(knowledge, after, apps, opener)
+    g2, there = locate(knowledge, after, apps, opener, p.data())
     changed = _signature(before) != _signature(after)
     key = element_key(step.element) if step.element is not None else ""
     if here is not None:
@@ -178,8 +178,20 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
         left = there is None or here is None or there.id != here.id
         # what confirms values entered for it (a button never tried when exploring, as a Block
         # that is disabled until a number is typed, confirms them by closing their dialog)
-        if goal.kind in ("commit", "pick", "choice") or (goal.kind == "button" and left):
+        # (or that took the values in: a Send on the same screen empties the message box)
+        if goal.kind in ("commit", "pick", "choice") or (goal.kind == "button" and (left or _taken(p, before, after))):
             p.pending.clear()
+
+
+def _taken(p: Progress, before: Screen, after: Screen) -> bool:
+    """Whether a value this episode typed left its field with the tap (sent, not still waiting)."""
+    for e in before.elements:
+        text = p.typed.get(field_id(e)) if e.editable else None
+        if text and text in e.label:
+            twin = next((f for f in after.elements if f.editable and field_id(f) == field_id(e)), None)
+            if twin is None or text not in twin.label:
+                return True
+    return False
 
 
 def _same_word(a: str, b: str) -> bool:

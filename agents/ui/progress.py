@@ -36,5 +36,10 @@ class Progress:
         """Values the task gives that still have to be entered (not those that name a row)."""
         return [i for i in self.unused() if is_value(self.task.slots[i]) and i not in self.ident]
 
+    def data(self) -> frozenset[str]:
+        """What this episode may put on the phone (the task's values, what it typed), lower-case:
+        seen on screen afterwards it is the episode's data, not the app's (``UIScreen.observe``)."""
+        return frozenset(t.strip().lower() for t in [*(s.text for s in self.task.slots), *self.typed.values()])
+
     def done_ids(self) -> set[tuple]:
         return {g.id for g in self.reached} | self.failed_goals

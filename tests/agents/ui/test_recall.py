@@ -126,3 +126,47 @@ def test_an_episode_teaches_no_data_of_its_own_to_the_graph():
     assert set(known.elements["digital_clock"].labels) == times
     known.observe(look())                             # exploring's
     assert "3:00 PM" in known.elements["digital_clock"].labels
+
+
+def test_a_value_the_episode_put_on_a_control_is_not_learned_as_its_label():
+    """Labelling an alarm 'meeting' makes its "Add label" button read 'meeting': learned, the
+    button had two labels, was taken for a list of labelled rows, and the next task to label an
+    alarm looked for a row showing its label instead of tapping it."""
+    from agents.ui.graph import AppGraph, UIEdge, UIScreen
+    from agents.ui.progress import Progress
+    from agents.ui.screen import Element, Screen
+
+    def card(label):
+        return Screen([Element(text=label, rid="edit_label", clickable=True, bounds=(0, 900, 500, 980))],
+                      ["7:00 AM"], [], package="clock", activity="A")
+
+    g = AppGraph("clock")
+    known = g.screens[1] = UIScreen.of(card("Add label"))
+    known.id = 1
+    g.edges[1] = UIEdge(1, 1, "edit_label", "tap", "dialog", dst=2, label="Add label")
+    p = Progress(analyze('Set an alarm for 3PM with the label "meeting"'))
+    p.typed["edit_label_field"] = "meeting"
+    known.observe(card("meeting"), rows=False, data=p.data())
+    assert known.elements["edit_label"].labels == ["Add label"] and not g.is_row(g.edges[1])
+    known.observe(card("meeting"), rows=False)        # what it was before: a "list" of labels
+    assert g.is_row(g.edges[1])
+
+
+def test_a_send_that_empties_the_box_confirms_what_was_typed():
+    """A message's Send stays on the conversation: the text leaving its box is what says it was
+    taken (before, the typed text stayed "waiting for its OK" and the agent went looking for
+    another place to type it, into Settings)."""
+    from agents.ui.learn import _taken
+    from agents.ui.progress import Progress
+    from agents.ui.screen import Element, Screen
+
+    def chat(text):
+        return Screen([Element(text=text, rid="compose", cls="android.widget.EditText", editable=True,
+                               clickable=True, bounds=(0, 2000, 900, 2100)),
+                       Element(desc="Send SMS", rid="send", clickable=True, bounds=(900, 2000, 1080, 2100))],
+                      ["650-555-0123"], [], package="messaging", activity="A")
+
+    p = Progress(analyze("Text 650-555-0123 'Running late'"))
+    p.typed["compose"] = "Running late"
+    assert _taken(p, chat("Running late"), chat("Text message"))
+    assert not _taken(p, chat("Running late"), chat("Running late"))     # nothing sent yet
