@@ -460,6 +460,8 @@ def shaped(label: str, slot: Slot) -> bool:
                             and (len(words) == 1 or "(" in label))    # (not a list's section letter)
     if slot.kind == "phone":
         return len(re.sub(r"\D", "", label)) >= 7
+    if slot.kind == "time":      # an alarm's time on its card
+        return bool(re.fullmatch(r"\d{1,2}:\d{2}(\s?[AP]\.?M\.?)?", label.strip(), re.I))
     if slot.kind == "text":      # a sentence (lower-case words), not a row of names or days
         return len(label.split()) >= 3 and len(slot.text.split()) >= 2 and \
             sum(w[:1].islower() for w in label.split()) >= 2

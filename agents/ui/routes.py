@@ -9,7 +9,7 @@ from .goals import Goal, GoalFinder, listed_like, onward, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
-from .relevance import Relevance
+from .relevance import Relevance, words_of
 from .screen import Screen
 from .step import CREATE, Step, effect_line
 
@@ -31,6 +31,14 @@ class Routes:
             # through any row of a list only when the task names no one: a task about Priya is
             # never carried out in another person's conversation
             direct = paths.get(goal.screen)
+        if screen is not None and (direct is None or len(direct) > 1):
+            # a control straight to the goal that exploration saw as one button, not a row, and is
+            # here once — though its label showed objects' data since (an alarm card's "Add label"
+            # read 'Standup call'), which made it count as a list's row: it is no choice to make
+            one = [e for e in g.edges_of(here.id) if e.dst == goal.screen and e.effect in NEW_SCREEN
+                   and e.id not in p.failed_edges and g.is_row(e) and not getattr(here.elements.get(e.key), "row", True)
+                   and sum(element_key(x) == e.key for x in screen.elements) == 1] if here.id in g.screens else []
+            direct = [one[0]] if one else direct
         best = direct
         # (the object a slot names is still chosen on the way after the slot was used: its row
         # tapped once, the way to the goal still goes through it)
@@ -60,24 +68,33 @@ class Routes:
             # the object is listed on that screen (any of its rows shows the slot: an alarm's
             # card shows its time, its expand arrow is chosen by the card it is in)
             labels = [lab for x in src.elements.values() if x.row or len(x.labels) > 1 for lab in x.labels]
+            if screen is not None and e.src == here.id:   # (and what its rows show now: the alarm
+                labels += [x.label for x in screen.elements if x.row]   # labelled 'meeting' since)
 
             # (or the page it opens lists it: the Classic sounds hold Draco)
             inside = [lab for x in g.screens[e.dst].elements.values() for lab in x.labels] \
                 if e.dst in g.screens and e.dst != e.src else []
-            if not any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.5 for lab in labels for i in names) \
-                    and not (el.varies and any(shaped(lab, self.task.slots[i]) for lab in el.labels for i in names
-                                               if i not in self.objects.values())) \
-                    and not any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.8 for lab in inside for i in names):
+            # (or its rows are the kind of thing the slot names, added since exploring: a contact,
+            # or an alarm the task names by its time — its card's time, not its arrow, varies)
+            cards = [x for x in src.elements.values() if x.row and x.varies]
+            shows = {i for i in names if any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.5 for lab in labels)
+                     or el.varies and i not in self.objects.values()
+                     and any(shaped(lab, self.task.slots[i]) for lab in el.labels)
+                     or i in p.ident and any(listed_like(x.labels, self.task.slots[i]) for x in cards)
+                     or any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.8 for lab in inside)}
+            if not shows:
                 continue
             if goal.screen not in onward(g, e.dst):
                 continue              # the row's page does not lead on to the goal
             rest = g.paths_from(e.dst, avoid=p.failed_edges).get(goal.screen)
             if rest is None:
                 continue
-            ways.append((len(paths[e.src]) + 1 + len(rest), len(rest), paths[e.src] + [e] + rest))
+            ways.append((len(paths[e.src]) + 1 + len(rest), len(rest), paths[e.src] + [e] + rest, shows))
         if ways:                       # the object the task names is chosen on the way
             way = min(ways, key=lambda w: (w[0], w[1]))
-            fresh = any(i in p.unused() for i in names)
+            # (still to choose: an object that way's row shows — not another the task names, as
+            # the label Family to pick for a contact chosen already, one tap from its page)
+            fresh = any(i in p.unused() for i in way[3])
             # (an object chosen already: its row again only when no longer than the direct way —
             # from its expanded card the Label is one tap, not a collapse and an expand away)
             near = best if best is not None else paths.get(goal.screen)
@@ -110,8 +127,10 @@ class Routes:
         names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "text", "phone")]
         # (categories only: in a list of people, the one the task names is looked for, not guessed)
         people = any(listed_like([e.label for e in els], self.task.slots[i]) for i in names)
-        for e in els if len(els) > 1 and names and not people and self.objects.row(els, p, screen) is None else ():
-            # the row whose page lists what the task names (the Classic sounds hold Draco)
+        several = len(els) > 1 or len(els) == 1 and els[0].label == edge.label   # (or the one row keyed by its label)
+        for e in els if several and names and not people and self.objects.row(els, p, screen) is None else ():
+            # the row whose page lists what the task names (the Classic sounds hold Draco; the
+            # Default alarm sound's picker holds Argo Navis — not a row showing it, looked for below)
             known = g.edge(here.id, edge.key, edge.action, e.label)
             page = g.screens.get(known.dst) if known is not None and known.dst != here.id else None
             if page is not None and any(
@@ -149,6 +168,12 @@ class Routes:
         if len(keys) < 3 or not names:
             return None
         cls = edge.key.split(":", 1)[0]
+        said = words_of(" ".join(self.task.words))
+        for e in screen.elements:      # one the task calls by its name ("the default alarm sound"):
+            if element_key(e) in keys and words_of(e.label) and words_of(e.label) <= said:   # it
+                known = g.edge(edge.src, element_key(e), edge.action, e.label)   # is the way in
+                return Step(edge.action, e, edge=known or edge, expect=edge.dst,
+                            why=f"{edge.action} {e.label!r} " + effect_line(g, known or edge))
         best, hit_best = None, 0.0
         for e in screen.elements:
             k = element_key(e)
