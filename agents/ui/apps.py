@@ -53,8 +53,8 @@ class AppChooser:
         block list's lone number field)."""
         m = PERSON_DETAIL.search(self.task.text)
         g = next((x for x in self.graphs if x.package == package), None)
-        if m is None or g is None:
-            return False
+        if m is None or g is None or any(s.kind == "text" and s.start <= m.start() < s.end for s in self.task.slots):
+            return False          # (a value to enter is no one's detail: name the phone "Noah's phone")
         want = words_of(m.group(1))
         for s in g.screens.values():
             fields = [words_of(e.label, e.key.replace("_", " ")) for e in s.elements.values() if e.kind == "field"]

@@ -66,7 +66,14 @@ class Objects:
         return els[0] if len(els) == 1 else None
 
     def find_row(self, screen: Screen, here: UIScreen, goal: Goal | None, p: Progress, base: float) -> list[Step]:
-        """The task's object is not on screen: scroll the list down to it, then search for it."""
+        """The task's object is not on screen: scroll the list down to it, then search for it —
+        unless it is a phone number and a field here takes one ("Type name, phone number, or
+        email"): typed, it is found or it stands for itself; a number that is no contact's was
+        scrolled for to the end of the list, and the way there then left the screen."""
+        numbers = [i for i in p.unused() if self.task.slots[i].kind == "phone"]
+        if numbers and any(e.editable and re.search(r"\b(phone|number)\b", f"{e.label} {e.desc} {e.rid}", re.I)
+                           for e in screen.elements):
+            return []
         if screen.scrollable and p.scrolls[here.id] < MAX_ROW_SCROLLS:
             return [Step("swipe", text="up", goal=goal, score=base - 0.1, why="scroll to find it")]
         search = next((e for e in screen.elements if not e.editable and
@@ -92,8 +99,10 @@ class Objects:
                 goal = Goal(here.id, element_key(e), "swipe_away", "commit", e.label, 1.0)
                 # (above a way that adds what the task removes: Lima in the Add city picker)
                 # (a row that is only text has no other way to be acted on: before any route away)
-                bonus = 0.6 if e in texts else 0.0
-                return [Step("swipe_away", e, slot=slot, goal=goal, finishes=True, score=1.0 + m + bonus,
+                # (a row that can be tapped or long-pressed has its own ways to a delete: a swipe
+                # there may do something else — a conversation swiped away is archived, not deleted)
+                score = 1.0 + m + 0.6 if e in texts else 0.3 + 0.2 * m if e.clickable or e.long_clickable else 1.0 + m
+                return [Step("swipe_away", e, slot=slot, goal=goal, finishes=True, score=score,
                              why=f"swipe {e.label!r} away")]
         return []
 

@@ -196,3 +196,46 @@ def test_an_alarm_named_by_a_time_no_list_showed_is_looked_for_among_the_cards()
     assert when.kind == "time"
     assert shaped("6:25 AM", when) and shaped("18:05", when) and shaped("7:00 a.m.", when)
     assert not shaped("Not scheduled", when) and not shaped("Mon, Tue, Wed", when)
+
+
+def test_a_persons_detail_in_a_value_to_enter_names_no_ones_detail():
+    """"Call this phone 'Noah's phone'" is a device name to type, not Noah's phone number: it
+    sent the task to Contacts (the app with a form holding a person's name and phone)."""
+    from agents.ui.apps import AppChooser
+    from agents.ui.graph import AppGraph, UIElement, UIScreen
+    from agents.ui.relevance import Relevance
+
+    g = AppGraph("contacts")
+    form = g.screens[1] = UIScreen(1, "contacts", "A", "screen", "Create contact")
+    form.elements = {k: UIElement(k, k.replace("_", " ").title(), "field") for k in ("first_name", "last_name", "phone")}
+
+    def keeps(task):
+        info = analyze(task)
+        return AppChooser(info, Relevance(info, None), [g], None, {"Contacts": "contacts"})._keeps_people("contacts")
+
+    assert keeps("Change Ben Carter's phone number to (415) 555-0199.")
+    assert not keeps('I need you to call this phone "Noah\'s phone".')
+
+
+def test_a_row_with_its_own_ways_is_swiped_away_only_as_a_last_resort():
+    """A conversation swiped away is archived, not deleted: a row that can be tapped or
+    long-pressed is swiped only when nothing else is left; a row that is only text (a world
+    clock's city) is swiped first."""
+    from agents.ui.graph import UIScreen
+    from agents.ui.objects import Objects
+    from agents.ui.progress import Progress
+    from agents.ui.relevance import Relevance
+    from agents.ui.screen import Element, Screen
+
+    info = analyze("Remove the whole conversation with Noah Brennan.")
+    chat = Element(text="Noah Brennan", rid="conversation", clickable=True, long_clickable=True, row=True,
+                   bounds=(0, 400, 1080, 600))
+    screen = Screen([chat], [], [], package="messaging", activity="A")
+    here = UIScreen(1, "messaging", "A", "screen", "Messages")
+    step = Objects(info, Relevance(info, None)).swipe_away(screen, here, Progress(info))[0]
+    assert step.action == "swipe_away" and step.score < 1.0
+    city = analyze("Remove Hanoi from the world clock.")
+    texts = Screen([], ["Hanoi"], [], package="clock", activity="A")
+    texts.boxes = [("Hanoi", (40, 400, 400, 480))]
+    step = Objects(city, Relevance(city, None)).swipe_away(texts, here, Progress(city))[0]
+    assert step.score >= 2.0
