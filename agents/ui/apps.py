@@ -8,14 +8,17 @@ import re
 from .device import LAUNCHERS
 from .goals import GoalFinder
 from .graph import AppGraph
-from .relevance import Relevance, words_of
+from .relevance import Relevance, synonyms, words_of
 from .screen import Screen
 from .step import Step
 
 
 # a person's detail: "Felix Gallagher's phone number", "Ana's email"
 PERSON_DETAIL = re.compile(r"[A-Z][\w-]*['’]s (?:(?:mobile|work|home|cell) )?(phone|mobile|number|email|e-mail|address|"
-                           r"birthday|company|job title|nickname|website|notes?)\b")
+                           r"birthday|company|job title|nickname|website|notes?)\b"
+                           # "the number for Nadia Petrov", "the company of Noah Quinn"
+                           r"|\b(?:(?:mobile|work|home|cell) )?(phone|mobile|number|email|e-mail|address|birthday|company|"
+                           r"job title|nickname|website|notes?) (?:for|of) [A-Z]")
 
 
 class AppChooser:
@@ -55,7 +58,7 @@ class AppChooser:
         g = next((x for x in self.graphs if x.package == package), None)
         if m is None or g is None or any(s.kind == "text" and s.start <= m.start() < s.end for s in self.task.slots):
             return False          # (a value to enter is no one's detail: name the phone "Noah's phone")
-        want = words_of(m.group(1))
+        want = {x for w in words_of(m.group(1) or m.group(2)) for x in synonyms(w) | {w}}   # (a number: Phone)
         for s in g.screens.values():
             fields = [words_of(e.label, e.key.replace("_", " ")) for e in s.elements.values() if e.kind == "field"]
             if any(f & {"first", "last"} for f in fields) and any(f & want for f in fields):

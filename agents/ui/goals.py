@@ -271,6 +271,10 @@ class GoalFinder:
                 and (s.entry or self._covers(s, el, unused)):
             goal.score += 0.3          # what a form or a picker is confirmed with (when the task fills it:
                                        # not a Label dialog when the label only names the alarm)
+            if not CREATE.search(self.plain) and any(CREATING.match(w) for w in g.way_labels(s.id)[-1:]) and any(
+                    task.slots[i].kind == "name" and task.slots[i].value != "called" for i in self._covers(s, el, unused)):
+                goal.score -= 1.1      # the form of something new, when the task makes nothing new: "set
+                                       # the company for Noah Quinn" made a new contact named Noah Quinn
         if kind == "field":
             from .fields import field_fit
 

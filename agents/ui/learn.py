@@ -179,8 +179,17 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
         # what confirms values entered for it (a button never tried when exploring, as a Block
         # that is disabled until a number is typed, confirms them by closing their dialog)
         # (or that took the values in: a Send on the same screen empties the message box)
-        if goal.kind in ("commit", "pick", "choice") or (goal.kind == "button" and (left or _taken(p, before, after))):
+        # (not a choice made in a dialog that returns to the form still holding them: the
+        # number's type set to Work, the form's Save still to tap)
+        if goal.kind in ("commit", "pick", "choice") and not (goal.kind != "commit" and _held(p, after)) \
+                or (goal.kind == "button" and (left or _taken(p, before, after))):
             p.pending.clear()
+
+
+def _held(p: Progress, screen: Screen) -> bool:
+    """Whether fields here still hold what this episode typed (a form not yet saved)."""
+    typed = [t for t in p.typed.values() if t]
+    return any(e.editable and any(t in e.label for t in typed) for e in screen.elements)
 
 
 def _taken(p: Progress, before: Screen, after: Screen) -> bool:

@@ -9,6 +9,8 @@ a slot or the task's words join in (a Send button appears only once a message is
 """
 from __future__ import annotations
 
+import re
+
 from . import stepper
 from .apps import AppChooser
 from .forms import Forms, field_id, is_search
@@ -17,11 +19,12 @@ from .graph import NEW_SCREEN, AppGraph, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
 from .routes import Routes
-from .relevance import Relevance
+from .relevance import Relevance, words_of
 from .screen import Screen
 from .slots import slot_match
 from .step import NEGATIVE, POSITIVE, SELECTING, Step, effect_line
 
+THE_NAMED = re.compile(r"\bthe (\w+ ){1,2}(labell?ed|named|called|titled|with the (label|name))\s*[\"'‘“]?$", re.I)
 SWITCH_MARGIN = 0.35            # a new goal must beat the current one by this much
 NEAR = {0: 0.4, 1: 0.2, 2: 0.1, 3: 0.0}   # a goal this many edges away
 
@@ -37,6 +40,11 @@ class Planner:
         self.forms = Forms(task)
         self.objects = Objects(task, relevance)
         self.routes = Routes(task, relevance, self.finder, self.objects)
+        self._said_choice: Goal | None = None   # a choice the task's words name, near (see _local)
+        # "the alarm labeled 'Bin day'": a quoted value after "the <thing> labeled" names an
+        # object that is there, to choose — not a value to enter
+        self.naming = {i for i, sl in enumerate(task.slots) if sl.kind == "text"
+                       and THE_NAMED.search(task.text[:sl.start])}
 
     def finished(self, p: Progress) -> bool:
         """A goal was reached and nothing the task gave is left to use (a name left over counts
@@ -79,7 +87,7 @@ class Planner:
             # is chosen, not typed
             p.ident |= {i for i in live[1] if not p.reached and i not in p.used
                         and self.task.slots[i].kind != "day"}     # (every alarm's card shows every day)
-            p.ident |= {i for i in self.finder.known_names() if i not in p.used}
+            p.ident |= {i for i in self.finder.known_names() | self.naming if i not in p.used}
             self.finder.ident = p.ident
         if self.finder.recall is not None:
             self.finder.recall.done = {g.id for g in p.reached}
@@ -99,10 +107,20 @@ class Planner:
                 any(element_key(e) == cur.key for e in screen.elements):
             goals.insert(0, cur)      # the confirmation a goal opened (a picker's Save): it finishes it
         goal = self._pick(goals, p)
+        said = words_of(" ".join(self.task.words))
+        self._said_choice = next((x for x in goals[:4] if x.kind in ("choice", "pick") and here is not None
+                                  and x.screen != here.id and words_of(x.label) and words_of(x.label) <= said
+                                  and all(r.label != x.label for r in p.reached)), None)
+        if self._said_choice is not None and goal is not None and goal.kind == "commit" and here is not None \
+                and goal.screen == here.id:
+            goal = p.goal = self._said_choice     # (made before the form it belongs to is saved)
         out: list[Step] = []
         if goal is not None:
             out += self._toward(goal, screen, g, here, p)
         for other in goals[:4]:
+            if goal is not None and goal is self._said_choice and other.kind == "commit" and here is not None \
+                    and other.screen == here.id:
+                continue             # (the form it belongs to is saved after it)
             if goal is None or other.id != goal.id:
                 for s in self._toward(other, screen, g, here, p)[:1]:
                     s.score -= 0.3
@@ -339,6 +357,8 @@ class Planner:
                     slot_match(self.task.slots[i], e.label) >= 0.8 for i in p.pending
                     if self.task.slots[i].kind in ("phone", "email"))), None)
                 score = 2.6          # what the typing was for: before any way elsewhere
+            if self._said_choice is not None:   # a choice the task says is still to make on the way
+                score = 0.8          # ("a work number": the number's type, Mobile, set to Work before Save)
             if confirm is not None and here is not None:
                 goal = Goal(here.id, element_key(confirm), "tap", "commit", confirm.label, score)
                 out.append(Step("tap", confirm, goal=goal, finishes=True, score=score,

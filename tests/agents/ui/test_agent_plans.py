@@ -70,6 +70,20 @@ def episode(agent, task):
     ("Create a new contact named Ana Silva with phone number 555-0142.", {},
      lambda s: any(c["first"] == "Ana" and c["last"] == "Silva" and "0142" in c["phone"]
                    for c in s["contacts"]["list"])),
+    # the number's type is a choice the task says: made before the form is saved
+    ("Save a new contact, Mira Holt, with work number 415-555-0123.", {},
+     lambda s: any(c["first"] == "Mira" and c["last"] == "Holt" and c["phone_label"] == "Work" and "0123" in c["phone"]
+                   for c in s["contacts"]["list"])),
+    # a detail of someone listed is edited on their contact, not typed into a new one
+    ("Set the company for John Smith to Harbor Labs.", {},
+     lambda s: [c["company"] for c in s["contacts"]["list"] if c["last"] == "Smith"] == ["Harbor Labs"]),
+    # an alarm named by a time that no list showed while exploring: found among the cards
+    ("Name the 5:10 AM alarm 'Walk the dog'.",
+     {"clock.alarms": [{"hour": 7, "minute": 0, "ampm": "AM", "label": "", "days": [], "on": False, "vibrate": True,
+                        "sound": "Default (Cesium)"},
+                       {"hour": 5, "minute": 10, "ampm": "AM", "label": "", "days": [], "on": True, "vibrate": True,
+                        "sound": "Default (Cesium)"}]},
+     lambda s: [a["label"] for a in s["clock"]["alarms"]] == ["", "Walk the dog"]),
 ])
 def test_tasks_done_with_every_step_verified(explored, task, setup, check):
     phone, device, memory = explored

@@ -214,6 +214,7 @@ def test_a_persons_detail_in_a_value_to_enter_names_no_ones_detail():
         return AppChooser(info, Relevance(info, None), [g], None, {"Contacts": "contacts"})._keeps_people("contacts")
 
     assert keeps("Change Ben Carter's phone number to (415) 555-0199.")
+    assert keeps("Could you update the number for Maya Lind to 312-555-0101?")
     assert not keeps('I need you to call this phone "Noah\'s phone".')
 
 
