@@ -30,7 +30,9 @@ VERBS = re.compile(r"\b(delete|remove|send|block|unblock|archive|save|add|create
                    r"connect|pair|schedule|forward|lap|search|change|edit|sort|turn|enable|disable|"
                    r"install|uninstall|clear|call|reply|mark|select|done|ok|apply|next)\b", re.I)
 REMOVE_DAY = re.compile(r"\b(remove|delete|take|drop|skip|not on|no longer|without)\b", re.I)
-CREATE = re.compile(r"\b(create|new|make a (?:new )?contact|add a (?:new )?contact)\b", re.I)   # the task makes something
+# the task makes something ("a new email for Kira", "my new number" replace a value: nothing made)
+CREATE = re.compile(r"\b(create|new(?! (?:e-?mail|phone|number|mobile|address|nickname|company|job title|ringtone|"
+                    r"wallpaper|password|time|date)\b)|make a (?:new )?contact|add a (?:new )?contact)\b", re.I)
 CREATING = re.compile(r"\s*(add|create|new)\b", re.I)     # a button that starts making something
 STRICT = re.compile(r"\b(reset|erase|wipe|factory|format)\b", re.I)
 TERMINAL_EFFECTS = ("toggle", "relabel", "content", "commit", "untried")

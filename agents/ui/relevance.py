@@ -35,7 +35,7 @@ SYNONYMS = [
     {"language", "languages", "locale"},
     {"timeout", "sleep"},
     {"phone", "mobile", "number"},
-    {"mute", "silence", "notifications"},
+    {"mute", "unmute", "silence", "notifications"},      # (unmuting is turning notifications on)
     {"bigger", "larger", "increase", "larger"},
     {"smaller", "decrease"},
     {"view", "see", "show", "open", "check"},

@@ -33,9 +33,12 @@ PHRASES = [
     (r"\btake (.+?) out of\b", r"remove \1 from"),
     (r"\b(?:remove|take) the (star|pin|flag)(?: off| from)?\b", r"un\1"),   # not a delete
     (r"\b(?:rename|name) (?:my|the|this) (?:phone|device)\b", "change the device name"),
+    (r"\bcall (?:my|the|this) (?:phone|device)(?: to)? ", "change the device name to "),   # not a phone call
     (r"^(?:label|tag) (.+?) as (?:an? |my )?(.+?)$", r"add \1 to the \2 label"),
     (r"^(?!(?:text|message|send|call|email|tell|ask|remind|write|sms)\b)([A-Za-z][\w &'-]{2,40}): ([^\x00].*)$",
-     lambda m: f"set the {m.group(1).lower()} to {m.group(2)}"),      # "Display size: Small"
+     # "Display size: Small"; only its first word is lower-cased ("New email for Kira Quinn: …"
+     # keeps the name a name)
+     lambda m: f"set the {m.group(1)[:1].lower()}{m.group(1)[1:]} to {m.group(2)}"),
     (r"\bremove (.+?) from (?:my |the )?(?:contacts|contact list|address book)\b", r"delete the contact \1"),
     (r"\bchange the name of\b", "rename"),
     (r"^call (?:the |my )?(.+?) (label|group|alarm|playlist|folder) (.+?)(?: instead)?$", r"rename the \1 \2 to \3"),

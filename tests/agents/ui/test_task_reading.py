@@ -39,8 +39,11 @@ APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
     ("Label Hugo Kowalski as Family.", "Add Hugo Kowalski to the Family label", None),
     ("Display size: Small", "Set the display size to Small", None),
     ("Default browser: Chrome", "Set the default browser to Chrome", None),
+    ("New email for Kira Quinn: kq@example.com", "Set the new email for Kira Quinn to kq@example.com", None),
     ("Text Ana: 'on my way'", "Send a text to Ana: 'on my way'", None),
     ("Please call the Volunteers label Parents instead.", "Rename the Volunteers label to Parents", None),
+    ("Call my phone \"Pixel Nine\".", "Change the device name to \"Pixel Nine\"", None),   # no phone call
+    ("Call Ana Rodriguez.", "Call Ana Rodriguez", None),
 ])
 def test_wording_keeps_the_task_and_names_the_app(task, core, app):
     got, named = normalize(task, APPS)
@@ -129,3 +132,22 @@ def test_a_model_number_belongs_to_its_name_and_other_scripts_are_names():
 ])
 def test_a_language_is_found_by_the_name_it_gives_itself(said, listed, same):
     assert (slot_match(analyze(f"Add {said} now").slots[0], listed) == 1.0) is same
+
+
+def test_unmuting_is_about_notifications():
+    """"Unmute the conversation with Zoe": the Details page's Notifications switch, turned on
+    (the word matched nothing before: "unmute" is no "mute" once stemmed)."""
+    from agents.ui.relevance import stem, word_match, words_of
+
+    assert word_match(stem("unmute"), words_of("Notifications")) > 0
+    assert analyze("Unmute the conversation with Zoe.").polarity is True
+
+
+def test_a_new_value_is_no_new_object():
+    """"New email for Kira Quinn: …" replaces her email; it made a contact named Kira Quinn."""
+    from agents.ui.goals import CREATE
+
+    assert not CREATE.search("Set the new email for Kira Quinn to kq@example.com")
+    assert not CREATE.search("Save my new number 555-0101 for Ana")
+    assert CREATE.search("Put Lucas Martin in a new label called Soccer")
+    assert CREATE.search("Create a contact for Yusuf Sato")
