@@ -34,6 +34,10 @@ PHRASES = [
     (r"\b(?:remove|take) the (star|pin|flag)(?: off| from)?\b", r"un\1"),   # not a delete
     (r"\b(?:rename|name) (?:my|the|this) (?:phone|device)\b", "change the device name"),
     (r"\bcall (?:my|the|this) (?:phone|device)(?: to)? ", "change the device name to "),   # not a phone call
+    # "set up my new Galaxy Buds2 over Bluetooth": a device to pair ("new" makes nothing)
+    (r"\b(?:set up|connect|pair) (?:my |the |a )?(?:new )?(.+?) (?:over|via|using|with|on) bluetooth\b", r"pair with \1"),
+    (r"\bcheck (?:whether|if) (?:my |the )?(?:phone['’]s |device['’]s )?(?:software|system|android|phone) is up to date\b",
+     "check for a system update"),
     (r"^(?:label|tag) (.+?) as (?:an? |my )?(.+?)$", r"add \1 to the \2 label"),
     (r"^(?!(?:text|message|send|call|email|tell|ask|remind|write|sms)\b)([A-Za-z][\w &'-]{2,40}): ([^\x00].*)$",
      # "Display size: Small"; only its first word is lower-cased ("New email for Kira Quinn: …"
