@@ -255,6 +255,10 @@ class GoalFinder:
 
         if s.id in self.unnamed(g) and kind in ("commit", "switch", "relabel", "content"):
             goal.score -= 0.6        # it acts on a row's object the task does not name
+        if kind in ("pick", "choice") and words_of(label) and not slot:
+            unsaid = {w for w in words_of(label) if not word_match(w, set(self.rel.words))}
+            goal.score -= 0.3 * len(unsaid) / len(words_of(label))   # of options alike, the one said
+            # without more ("the lock screen wallpaper": Lock screen, not Home and lock screens)
         if kind == "slider" and extreme(task.text) is None and not comparative(task.text) and not slot:
             goal.score -= 1.0        # only a slider's ends, a value it shows or a step can be set
         if kind != "field" and other_action(self.rel, label):

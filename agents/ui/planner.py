@@ -110,7 +110,9 @@ class Planner:
         said = words_of(" ".join(self.task.words))
         self._said_choice = next((x for x in goals[:4] if x.kind in ("choice", "pick") and here is not None
                                   and x.screen != here.id and words_of(x.label) and words_of(x.label) <= said
-                                  and all(r.label != x.label for r in p.reached)), None)
+                                  and all(r.label != x.label for r in p.reached)
+                                  # (not one the form shows chosen already: a "mobile number" is Mobile)
+                                  and all(e.label != x.label for e in screen.elements)), None)
         if self._said_choice is not None and goal is not None and goal.kind == "commit" and here is not None \
                 and goal.screen == here.id:
             goal = p.goal = self._said_choice     # (made before the form it belongs to is saved)

@@ -240,3 +240,30 @@ def test_a_row_with_its_own_ways_is_swiped_away_only_as_a_last_resort():
     texts.boxes = [("Hanoi", (40, 400, 400, 480))]
     step = Objects(city, Relevance(city, None)).swipe_away(texts, here, Progress(city))[0]
     assert step.score >= 2.0
+
+
+def test_of_options_alike_the_one_the_task_says_without_more_is_the_goal():
+    """"Change the lock screen wallpaper": Lock screen, not Home and lock screens (it set both)."""
+    from agents.ui.goals import GoalFinder
+    from agents.ui.graph import AppGraph, UIEdge, UIElement, UIScreen
+    from agents.ui.relevance import Relevance
+
+    g = AppGraph("wallpaper")
+    home = g.screens[1] = UIScreen(1, "wallpaper", "A", "screen", "Glacier bay")
+    home.elements = {"set": UIElement("set", "Set wallpaper", "button")}
+    dialog = g.screens[2] = UIScreen(2, "wallpaper", "A", "dialog", "Set wallpaper")
+    options = ("Home screen", "Lock screen", "Home and lock screens")
+    dialog.elements = {o: UIElement(o, o, "button") for o in options}
+    g.home = 1
+    g.edges[1] = UIEdge(1, 1, "set", "tap", "dialog", dst=2, label="Set wallpaper")
+    for i, o in enumerate(options):
+        g.edges[2 + i] = UIEdge(2 + i, 2, o, "tap", "screen", dst=1, label=o)   # (set: back to the page)
+    info = analyze("Change the lock screen wallpaper.")
+    corpus = [e.label for s in g.screens.values() for e in s.elements.values()]
+
+    def meaning(texts):      # a sentence embedding that finds "both screens" a little closer
+        return [[1.0, 0.0] if t == info.text or "Home and lock" in t else [0.95, 0.31] for t in texts]
+
+    goals = GoalFinder(info, Relevance(info, meaning, corpus), [g]).goals([], limit=5)
+    picks = [x.label for x in goals if x.label in options]
+    assert picks[0] == "Lock screen", [(x.label, round(x.score, 2)) for x in goals]
