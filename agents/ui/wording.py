@@ -29,6 +29,8 @@ PHRASES = [
      r"(?:[,;] (?:so |please )?(?:remove|delete|get rid of) (?:it|them))?$", r"remove \1 from my \2s"),
     (r"^i (?:no longer|don'?t|do not) (?:need|want|use) (.+?)(?: anymore| any more)?"
      r"(?:[,;] (?:so |please )?(?:remove|delete|get rid of) (?:it|them))?$", r"remove \1"),
+    (r"\bstop (pinn|mut|archiv|starr)ing\b",                      # "stop pinning my chat with …"
+     lambda m: "un" + {"pinn": "pin", "mut": "mute", "archiv": "archive", "starr": "star"}[m.group(1).lower()]),
     (r"\btake (.+?) off\b", r"remove \1 from"),
     (r"\btake (.+?) out of\b", r"remove \1 from"),
     (r"\b(?:remove|take) the (star|pin|flag)(?: off| from)?\b", r"un\1"),   # not a delete

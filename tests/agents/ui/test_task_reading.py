@@ -44,6 +44,8 @@ APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
     ("Please call the Volunteers label Parents instead.", "Rename the Volunteers label to Parents", None),
     ("Call my phone \"Pixel Nine\".", "Change the device name to \"Pixel Nine\"", None),   # no phone call
     ("Call Ana Rodriguez.", "Call Ana Rodriguez", None),
+    ("Stop pinning my chat with Ana.", "Unpin my chat with Ana", None),
+    ("Please stop muting Pizza Place.", "Unmute Pizza Place", None),
     ("Set up my new Bose QC35 II over Bluetooth.", "Pair with Bose QC35 II", None),
     ("Please check if the software is up to date.", "Check for a system update", None),
 ])
