@@ -19,13 +19,20 @@ from .graph import NEW_SCREEN, AppGraph, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
 from .routes import Routes
-from .relevance import Relevance, words_of
+from .relevance import Relevance
 from .screen import Screen
 from .slots import slot_match
 from .step import NEGATIVE, POSITIVE, SELECTING, Step, effect_line
 
 THE_NAMED = re.compile(r"\bthe (\w+ ){1,2}(labell?ed|named|called|titled|with the (label|name))\s*[\"'‘“]?$", re.I)
-SWITCH_MARGIN = 0.35            # a new goal must beat the current one by this much
+SWITCH_MARGIN = 0.35
+
+
+def typed_as(label: str, task: str) -> bool:
+    """Whether the task gives a detail's type in these words ("a work number", "her home email"),
+    not merely the word ("they now work at Tidewater")."""
+    return bool(label.strip()) and re.search(rf"\b{re.escape(label.strip())} (?:phone |mobile )?(?:number|phone|e-?mail|"
+                                             rf"address)\b", task, re.I) is not None            # a new goal must beat the current one by this much
 NEAR = {0: 0.4, 1: 0.2, 2: 0.1, 3: 0.0}   # a goal this many edges away
 
 
@@ -107,9 +114,8 @@ class Planner:
                 any(element_key(e) == cur.key for e in screen.elements):
             goals.insert(0, cur)      # the confirmation a goal opened (a picker's Save): it finishes it
         goal = self._pick(goals, p)
-        said = words_of(" ".join(self.task.words))
         self._said_choice = next((x for x in goals[:4] if x.kind in ("choice", "pick") and here is not None
-                                  and x.screen != here.id and words_of(x.label) and words_of(x.label) <= said
+                                  and x.screen != here.id and typed_as(x.label, self.task.text)
                                   and all(r.label != x.label for r in p.reached)
                                   # (not one the form shows chosen already: a "mobile number" is Mobile)
                                   and all(e.label != x.label for e in screen.elements)), None)

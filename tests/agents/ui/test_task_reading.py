@@ -155,3 +155,12 @@ def test_a_new_value_is_no_new_object():
     assert not CREATE.search("Save my new number 555-0101 for Ana")
     assert CREATE.search("Put Lucas Martin in a new label called Soccer")
     assert CREATE.search("Create a contact for Yusuf Sato")
+
+
+def test_a_details_type_is_said_with_the_detail():
+    """"A work number" sets the number's type; "they now work at Tidewater" does not."""
+    from agents.ui.planner import typed_as
+
+    assert typed_as("Work", "Make a new contact: Rafael Tanaka with work number 3035550157")
+    assert typed_as("Home", "Add her home email ana@example.com")
+    assert not typed_as("Work", "Update Clara Fischer's contact: they now work at Tidewater Logistics")
