@@ -48,9 +48,15 @@ def test_migrated_greedy_answers_are_the_devices_own(engine, server_url):
             server = await live.serve(ids, Plan(0.0, None), 32, migrate=False)
             there = await live.serve(ids, Plan(None, 0.0), 32, force_migrate_at=6)
             back = await live.serve(ids, Plan(0.0, None), 32, force_migrate_at=6)
-            if len(own.split()) > 3:
+            # (a source that reaches its answer's end while being stopped keeps it, unmigrated:
+            # "The capital of France is Paris." is 7 tokens, and a loaded machine's device
+            # finished it before the cancel at token 6 was seen — so only answers well past the
+            # handover point must migrate)
+            if len(engine.encode(own)) > 6 + 8:
                 assert there.migrated and there.served_by == "device+server" and there.handover == "text"
                 assert back.migrated and back.served_by == "server+device"
+            else:
+                assert there.migrated or there.text == own
             # the kept part is the source's own text, cut at a word boundary
             assert there.text.split()[:2] == own.split()[:2]
             if server.text == own:
