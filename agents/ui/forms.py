@@ -7,6 +7,7 @@ import re
 from .entry import digits_step, duration_digits, entry_kind, time_step
 from .fields import field_fit
 from .goals import VALUE_KINDS
+from .graph import element_key
 from .progress import Progress
 from .screen import Element, Screen
 from .slots import Slot, slot_match, split_name
@@ -19,6 +20,20 @@ TYPABLE = re.compile(r"[\x20-\x7e]*")     # what `input text` can type
 def field_id(e: Element) -> str:
     """A text field's identity through what is typed in it (its label is its text)."""
     return e.rid or f"{e.cls}@{e.bounds}"
+
+def foreign_text(screen: Screen, known: dict, typed: dict[str, str]) -> list[str]:
+    """What this screen's fields hold that neither exploration saw there (a field's first label
+    is its hint) nor this episode typed: a form someone left open. ``known``: the screen's
+    catalogue (element key -> UIElement)."""
+    out = []
+    for e in screen.elements:
+        if not e.editable or e.password or is_search(e) or not e.label:
+            continue
+        el = known.get(element_key(e))
+        if el is not None and e.label != el.label and e.label != typed.get(field_id(e)):
+            out.append(e.label)
+    return out
+
 
 def is_search(e: Element) -> bool:
     """A search box: what is typed there looks for something, it is no value to confirm."""

@@ -106,6 +106,23 @@ def test_a_step_the_phone_refuses_is_not_tried_again(explored):
     assert isinstance(end, EpisodeEnd)
 
 
+def test_a_form_someone_left_open_is_not_typed_over(explored):
+    """Contacts left on John Smith's edit form: asked for a new contact, the agent typed the new
+    name over his (found by using the CLI on a phone a previous task left there). It stops instead,
+    saying why, and his contact is unchanged."""
+    from support.adb_nav import open_pages
+
+    phone, device, memory = explored
+    phone.reset()
+    open_pages(device, "com.google.android.contacts", "John Smith", "Edit contact")
+    before = phone.state()["contacts"]["list"]
+    agent = UIAgent(Stub(), memory, device, AgentOptions(policy="planner", verify=True, recall=False),
+                    confirm=lambda q: True)
+    acted, end = episode(agent, "Save a new contact, Mira Holt, with work number 415-555-0123.")
+    assert end.outcome == "refused" and "John" in end.message and not acted
+    assert phone.state()["contacts"]["list"] == before
+
+
 def test_a_step_that_does_not_do_what_it_said_is_excluded_and_replanned(explored):
     phone, device, memory = explored
     phone.reset()
