@@ -105,14 +105,14 @@ class UIAgent:
                     break
                 screen = self.device.observe()
                 g, here = locate(self.knowledge, screen, self.device.apps, data=p.data())
-                steps = [s for s in self._candidates(planner, screen, g, here, p, graphs)
-                         if s.key() not in p.refused] or [Step("back", why="go back", score=0.0)]
                 held = foreign_text(screen, here.elements, p.typed) if step == 1 and here is not None else []
                 if held:    # typing over a form someone left open would change their data
                     outcome = "refused"
                     message = (f"A form is open ({screen.title or screen.package}) holding "
                                f"{', '.join(repr(t) for t in held[:3])}: finish or close it first")
                     break
+                steps = [s for s in self._candidates(planner, screen, g, here, p, graphs)
+                         if s.key() not in p.refused] or [Step("back", why="go back", score=0.0)]
                 self.last = (here, steps, p)     # for a debugger's eyes (the bench's -v)
                 shown = tuple({id(s.element): s.element for s in steps if s.element is not None}.values())
                 yield Observed(step, screen, shown)

@@ -21,6 +21,7 @@ def field_id(e: Element) -> str:
     """A text field's identity through what is typed in it (its label is its text)."""
     return e.rid or f"{e.cls}@{e.bounds}"
 
+
 def foreign_text(screen: Screen, known: dict, typed: dict[str, str]) -> list[str]:
     """What this screen's fields hold that neither exploration saw there (a field's first label
     is its hint) nor this episode typed: a form someone left open. ``known``: the screen's

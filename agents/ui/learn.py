@@ -181,8 +181,8 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
         # (or that took the values in: a Send on the same screen empties the message box)
         # (not a choice made in a dialog that returns to the form still holding them: the
         # number's type set to Work, the form's Save still to tap)
-        if goal.kind in ("commit", "pick", "choice") and not (goal.kind != "commit" and _held(p, after)) \
-                or (goal.kind == "button" and (left or _taken(p, before, after))):
+        if goal.kind == "commit" or goal.kind in ("pick", "choice") and not _held(p, after) \
+                or goal.kind == "button" and (left or _taken(p, before, after)):
             p.pending.clear()
 
 

@@ -25,15 +25,15 @@ from .slots import slot_match
 from .step import NEGATIVE, POSITIVE, SELECTING, Step, effect_line
 
 THE_NAMED = re.compile(r"\bthe (\w+ ){1,2}(labell?ed|named|called|titled|with the (label|name))\s*[\"'‘“]?$", re.I)
-SWITCH_MARGIN = 0.35
+SWITCH_MARGIN = 0.35            # a new goal must beat the current one by this much
+NEAR = {0: 0.4, 1: 0.2, 2: 0.1, 3: 0.0}   # a goal this many edges away
 
 
 def typed_as(label: str, task: str) -> bool:
     """Whether the task gives a detail's type in these words ("a work number", "her home email"),
     not merely the word ("they now work at Tidewater")."""
     return bool(label.strip()) and re.search(rf"\b{re.escape(label.strip())} (?:phone |mobile )?(?:number|phone|e-?mail|"
-                                             rf"address)\b", task, re.I) is not None            # a new goal must beat the current one by this much
-NEAR = {0: 0.4, 1: 0.2, 2: 0.1, 3: 0.0}   # a goal this many edges away
+                                             rf"address)\b", task, re.I) is not None
 
 
 class Planner:
