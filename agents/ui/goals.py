@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIElement, UIScreen
-from .relevance import VAGUE, Relevance, stem, synonyms, word_match, words_of
+from .relevance import VAGUE, Relevance, stem, synonyms, undo, word_match, words_of
 from .safety import SENSITIVE
 from .slots import Slot, TaskInfo
 
@@ -36,6 +36,19 @@ CREATE = re.compile(r"\b(create|new(?! (?:e-?mail|phone|number|mobile|address|ni
 CREATING = re.compile(r"\s*(add|create|new)\b", re.I)     # a button that starts making something
 STRICT = re.compile(r"\b(reset|erase|wipe|factory|format)\b", re.I)
 TERMINAL_EFFECTS = ("toggle", "relabel", "content", "commit", "untried")
+
+
+def made(task: TaskInfo) -> set[int]:
+    """The slots naming what the task makes: its numbers (typed into the new thing) and the first
+    name after the words that create ("Put Lucas Martin in a new label called Soccer" makes Soccer;
+    Lucas is an existing contact, looked for) — every name when none follows ("Save Ana Ruiz as a
+    new contact"). Nothing when the task makes nothing."""
+    m = CREATE.search(task.text)
+    if m is None:
+        return set()
+    names = [i for i, s in enumerate(task.slots) if s.kind == "name"]
+    after = [i for i in names if task.slots[i].start >= m.start()]
+    return {i for i, s in enumerate(task.slots) if s.kind == "phone"} | ({after[0]} if after else set(names))
 
 
 @dataclass
@@ -168,8 +181,8 @@ class GoalFinder:
         texts: list[str] = []
         for g in self.graphs:
             for s in g.screens.values():
-                for key, el in s.elements.items():
-                    for goal, text in self._of(g, s, el, unused):
+                for el, twin in [(el, el.key) for el in s.elements.values()] + self._kin(g, s):
+                    for goal, text in self._of(g, s, el, unused, twin):
                         if goal.id not in exclude:
                             found.append(goal)
                             texts.append(text)
@@ -189,10 +202,44 @@ class GoalFinder:
         found.sort(key=lambda x: -x.score)
         return found[:limit]
 
-    def _of(self, g: AppGraph, s: UIScreen, el: UIElement, unused: list[int]):
-        """The goals an element offers (none for a plain way to another screen)."""
+    def _kin(self, g: AppGraph, s: UIScreen) -> list[tuple[UIElement, str]]:
+        """Options a dialog did not show while exploring, as (element, the key of a like option
+        whose edge it shares): a dialog of buttons each named by its own label ("Add to label":
+        Family, Work) whose names are all among another list's ("Labels": Family, Friends,
+        Work) offers that list's other names the task says too — exploration opened it for a
+        contact already in Friends."""
+        if s.kind not in ("dialog", "sheet"):
+            return []
+        alike: dict[tuple, list[UIElement]] = {}      # (options all leading to the same place)
+        for el in s.elements.values():
+            e = g.edge(s.id, el.key, "tap")
+            if el.key == f"{el.cls}:{el.label}" and el.labels == [el.label] and e is not None \
+                    and e.effect in NEW_SCREEN:
+                alike.setdefault((e.effect, e.dst), []).append(el)
+        picks = max(alike.values(), key=len, default=[])
+        if len(picks) < 2:
+            return []
+        names = {p.label for p in picks}
+        shown = {lab for el in s.elements.values() for lab in el.labels}
+        supers = [(other, x) for other in g.screens.values() for x in other.elements.values()
+                  if len(x.labels) > len(names) and names <= set(x.labels)]
+        if not supers:
+            return []
+        said = [lab for _, x in supers for lab in set(x.labels) - shown
+                if self.rel.slot_hits(lab, self.task.slots)[0] >= 0.8]
+        # (or a name the task calls one of them: "the Landlords label", made since exploring)
+        kinds = words_of(s.title, *(other.title for other, _ in supers))
+        said += [sl.text for sl in self.task.slots if sl.kind == "name" and sl.text not in shown and any(
+            word_match(w, kinds) for w in words_of(" ".join(self.task.text[sl.end:].split()[:1])))]
+        cls, kind = picks[0].cls, picks[0].kind
+        return [(UIElement(f"{cls}:{lab}", lab, kind, cls, fixed=picks[0].fixed, labels=[lab]), picks[0].key)
+                for lab in dict.fromkeys(said)]
+
+    def _of(self, g: AppGraph, s: UIScreen, el: UIElement, unused: list[int], twin: str = ""):
+        """The goals an element offers (none for a plain way to another screen); ``twin``: the
+        key of the element whose edge it shares (itself unless ``_kin`` made it)."""
         task = self.task
-        tap = g.edge(s.id, el.key, "tap")
+        tap = g.edge(s.id, twin or el.key, "tap")
         kind = _kind(g, s, el, tap)
         if kind is None:
             return
@@ -213,6 +260,13 @@ class GoalFinder:
         # Maya's page says what the task says)
         data = el.varies and not options and now is None
         label = now or el.label
+        if now is None and not options and not el.varies and el.fixed and len(set(el.labels)) == 2:
+            # a two-state button ("Remove from favorites" / "Add to favorites"): the goal is the
+            # state the task asks for, whichever exploration first saw
+            # (of two as near, the one that takes away when the task does: "unstar", "remove")
+            undoing = bool(SENSITIVE.search(self.plain)) or any(undo(w) != w for w in self.rel.words)
+            label = max(el.labels, key=lambda lab: (self.rel.verb_hit(lab) + self.rel.lexical(lab, verb=False),
+                                                    bool(SENSITIVE.search(lab)) == undoing))
         slot, which = 0.0, None
         if options:
             ranked = sorted(el.labels, key=lambda lab: (-self.rel.slot_hits(lab, [task.slots[i] for i in unused])[0],
@@ -242,6 +296,7 @@ class GoalFinder:
         elif kind == "switch" and which is not None and which.kind == "day":
             goal.want = not REMOVE_DAY.search(self.plain)     # a day the alarm rings on, unless taken off
         if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and (
+                label == tap.label or SENSITIVE.search(label)) and (
                 not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive)
                 or words_of(tap.sensitive) <= self.qualifiers
                 # what cannot be undone is done only when said in its own word ("delete
@@ -294,6 +349,14 @@ class GoalFinder:
                     and not CREATE.search(self.plain) and any(CREATING.match(w) for w in g.way_labels(s.id)[-1:]):
                 goal.score -= 0.8    # the name for something new, when the task makes nothing new
                                      # (a person's name typed as a new label's name)
+            elif best is not None and task.slots[best].kind == "name" and best not in made(task) \
+                    and (best in self.ident or any(best in slots for slots, _, _ in self._row_slots(g))):
+                goal.score -= 0.5    # a name a list shows is there to choose, not to type ("add Marcus
+                                     # to the Friends label" typed Friends over the Family label's name)
+            elif best is not None and best in made(task) and task.slots[best].kind == "name" \
+                    and any(CREATING.match(w) for w in g.way_labels(s.id)[-1:]):
+                goal.score += 0.5    # the name of what the task makes, on the form that makes it ("in a
+                                     # new label called Soccer" beat "Add contacts" to an existing label)
         covers = self._covers(s, el, unused)
         live = getattr(self, "_live", None)
         if live is not None and live[0] == s.id and (el.row or not el.fixed):

@@ -329,7 +329,9 @@ class AppGraph:
 
     def _in_list(self, e: UIEdge) -> bool:
         el = self.screens[e.src].elements.get(e.key) if e.src in self.screens else None
-        return el is not None and (el.row or len(el.labels) > 1)
+        # (a control outside any list that showed another label on another visit is no choice
+        # to make: a contact page's one "Label" chip reads "Add to label" on an unlabelled contact)
+        return el is not None and (el.row or len(el.labels) > 1 and (el.varies or not el.fixed))
 
     def paths_from(self, start: int, avoid: set[int] = frozenset(), rows: bool = True) -> dict[int, list[UIEdge]]:
         """Shortest known way (edges that lead to another screen) from ``start`` to every screen

@@ -75,6 +75,8 @@ def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g:
         p.used.add(step.slot)
         if step.action == "type":
             p.pending.add(step.slot)          # what is typed waits for its OK
+        elif step.element is not None and step.element.row and p.task.slots[step.slot].kind in ("name", "phone"):
+            p.object = step.slot              # what is done next is done to this one
     if g is not None and here is not None and step.element is not None and step.action in ("tap", "long_press"):
         _learn_edge(knowledge, p, g, here, step, key, before, after, there if g2 is g else None, verify)
     if step.action == "tap" and changed and not step.finishes and SELECTING.search(before.title or "") \
@@ -172,6 +174,8 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
             shown = [before.title, *before.texts[:4]]
             p.used |= {i for i in p.unused() if any(slot_match(p.task.slots[i], t) >= 0.8 for t in shown if t)}
         p.reached.append(goal)
+        if p.object is not None:
+            p.reached_on.setdefault(goal.id, set()).add(p.object)
         p.goal = None
         if SELECTING.search(after.title or "") and not SELECTING.search(before.title or ""):
             p.selecting = True      # it opened a selection ("Select languages to remove"): not done yet

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 
-from .goals import VALUE_KINDS, Goal
+from .goals import VALUE_KINDS, Goal, made
 from .graph import UIScreen, element_key
 from .progress import Progress
 from .relevance import Relevance
 from .screen import Element, Screen
 from .slots import Slot
-from .step import CREATE, REMOVE, Step
+from .step import REMOVE, Step
 
 MAX_ROW_SCROLLS = 6
 
@@ -46,7 +46,7 @@ class Objects:
         only one; None when the task names one and it is not on screen."""
         best, score, rank = None, 0.0, -1.0
         for e in els:        # a row showing a slot still to use beats one showing a slot used
-            fresh, old = self.hit(e, p.unused(), screen)[0], self.hit(e, sorted(p.used), screen)[0]
+            fresh, old = self.hit(e, p.unused(), screen)[0], self.hit(e, sorted(p.used - p.moved_on), screen)[0]
             m = max(fresh, old)
             r = fresh + 0.5 if fresh >= 0.5 else old
             # (its own label saying it beats a neighbour's text in its row: "Landscapes", not "My photos")
@@ -113,9 +113,8 @@ class Objects:
     def select(self, screen: Screen, here: UIScreen | None, p: Progress) -> list[Step]:
         """A row here showing the object the task names (the contact, the conversation): the
         object is chosen before anything is done to it — unless the task creates it."""
-        if CREATE.search(self.task.text):
-            return []
-        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone")]
+        new = made(self.task)
+        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone") and i not in new]
         if not names:
             return []
         best, hit = None, 0.0

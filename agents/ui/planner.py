@@ -14,7 +14,7 @@ import re
 from . import stepper
 from .apps import AppChooser
 from .forms import Forms, field_id, is_search
-from .goals import Goal, GoalFinder, comparative, extreme, other_action
+from .goals import Goal, GoalFinder, comparative, extreme, made, other_action
 from .graph import NEW_SCREEN, AppGraph, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
@@ -58,16 +58,34 @@ class Planner:
         only when some goal would still use it)."""
         if not p.reached or p.values_left() or p.pending or p.selecting:
             return False
+        if self.again(p):
+            return False          # "Add Ben and Emily to Work": done for Ben, Emily is next
         if any(i in self.finder.known_names() for i in p.unused()):
             return False          # a quoted name the task gives ('Life', 'Argo Navis') is still to choose
         names = [i for i in p.unused() if self.task.slots[i].kind == "name"]
         if not names:
             return True
+        new = made(self.task)
+        if new and any(i in slots | like for g in self.finder.graphs for slots, like, _ in self.finder._row_slots(g)
+                       for i in names if i not in new):
+            return False          # the task makes something for someone a list shows, still to
+                                  # choose ("create a label called Neighbors and add Oscar Ortega")
         for goal in self.finder.goals(p.unused(), exclude=p.done_ids(), limit=3):
             for i in names:
                 if i in goal.covers and self.rel.slot_hits(goal.label, [self.task.slots[i]])[0] >= 0.8:
                     return False
         return True
+
+    def again(self, p: Progress) -> set[tuple]:
+        """Goals reached on one named object that the task asks for others named with it too
+        ("Add Ben Carter and Emily Chen to Work"): done again, for the next of them."""
+        if p.object is None or not p.reached_on:
+            return set()
+        peers = self.task.together(p.object)
+        due = {gid for gid, objects in p.reached_on.items() if p.object not in objects and objects & peers}
+        if due:
+            return due            # the next one is chosen: done for it too
+        return set(p.reached_on) if peers & set(p.unused()) else set()
 
     def rank_apps(self, apps: dict[str, str]) -> list[tuple[str, float]]:
         """The explored apps, most likely to hold the task first (``apps.AppChooser``)."""
@@ -98,7 +116,10 @@ class Planner:
             self.finder.ident = p.ident
         if self.finder.recall is not None:
             self.finder.recall.done = {g.id for g in p.reached}
-        goals = self.finder.goals(p.unused(), exclude=p.done_ids(), limit=30, live=live)
+        again = self.again(p)
+        done = p.done_ids() - again
+        p.moved_on = {i for gid in again for i in p.reached_on[gid]}
+        goals = self.finder.goals(p.unused(), exclude=done, limit=30, live=live)
         if here is not None:          # the tab already selected here is no goal: tapping it does nothing
             selected = {element_key(e) for e in screen.elements if e.selected and not e.row}
             goals = [x for x in goals if not (x.screen == here.id and x.key in selected)]
@@ -108,12 +129,15 @@ class Planner:
                 d = dist.get(goal.screen) if goal.screen in g.screens else None
                 goal.score += NEAR.get(d, -0.1 if d is not None else -0.3) if goal.key else 0.0
             goals.sort(key=lambda x: -x.score)
+        redo = next((x for x in p.reached if x.id in again), None)
+        if redo is not None:          # (its slots were used the first time: they find it no more)
+            goals = [redo] + [x for x in goals if x.id != redo.id]
         cur = p.goal
         if cur is not None and here is not None and cur.kind == "commit" and cur.screen == here.id and \
                 cur.id not in p.done_ids() and all(x.id != cur.id for x in goals) and \
                 any(element_key(e) == cur.key for e in screen.elements):
             goals.insert(0, cur)      # the confirmation a goal opened (a picker's Save): it finishes it
-        goal = self._pick(goals, p)
+        goal = self._pick(goals, p, done)
         self._said_choice = next((x for x in goals[:4] if x.kind in ("choice", "pick") and here is not None
                                   and x.screen != here.id and typed_as(x.label, self.task.text)
                                   and all(r.label != x.label for r in p.reached)
@@ -145,12 +169,12 @@ class Planner:
                 unique.append(s)
         return unique
 
-    def _pick(self, goals: list[Goal], p: Progress) -> Goal | None:
+    def _pick(self, goals: list[Goal], p: Progress, done: set[tuple]) -> Goal | None:
         if not goals:
             return None
         best = goals[0]
         cur = p.goal
-        if cur is not None and cur.id not in p.done_ids():
+        if cur is not None and cur.id not in done:
             same = next((x for x in goals if x.id == cur.id), None)
             if same is not None and best.score < same.score + SWITCH_MARGIN:
                 best = same

@@ -26,6 +26,9 @@ class Progress:
     pending: set[int] = field(default_factory=set)             # slots entered for a goal not yet confirmed
     selecting: bool = False                                    # items checked in a selection, not yet acted on
     stepped: dict = field(default_factory=dict)                # slider -> (value before the last step, direction)
+    object: int | None = None                                  # the named object chosen last (its row tapped)
+    reached_on: dict = field(default_factory=dict)             # goal id -> the objects it was reached on
+    moved_on: set[int] = field(default_factory=set)            # objects done with: the next like one is due
 
     def unused(self) -> list[int]:
         return [i for i in range(len(self.task.slots)) if i not in self.used]

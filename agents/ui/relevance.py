@@ -69,12 +69,13 @@ def synonyms(w: str) -> set[str]:
 def word_match(w: str, have: set[str]) -> float:
     if w in have:
         return 1.0
-    if _SYN.get(w, set()) & have or _undo(w) in have or w in {_undo(x) for x in have}:
+    if _SYN.get(w, set()) & have or undo(w) in have or w in {undo(x) for x in have} \
+            or _SYN.get(undo(w), set()) & have:      # ("unstar": "Remove from favorites")
         return 0.5
     return 0.0
 
 
-def _undo(word: str) -> str:
+def undo(word: str) -> str:
     """"unpin" -> "pin" (a toggle's other state); other words unchanged."""
     return word[2:] if word.startswith("un") and len(word) >= 4 else word
 

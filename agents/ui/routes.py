@@ -5,13 +5,13 @@ each step of it — the named one among like buttons, a category whose page list
 card already open below the fold."""
 from __future__ import annotations
 
-from .goals import Goal, GoalFinder, listed_like, onward, shaped
+from .goals import Goal, GoalFinder, listed_like, made, onward, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
 from .relevance import Relevance, words_of
 from .screen import Screen
-from .step import CREATE, Step, effect_line
+from .step import Step, effect_line
 
 OPPOSITE = {"expand": "collapse", "show": "hide", "more": "less", "open": "close"}
 
@@ -26,8 +26,8 @@ class Routes:
         when the way passes a list of such rows."""
         paths = g.paths_from(here.id, avoid=p.failed_edges)
         direct = g.paths_from(here.id, avoid=p.failed_edges, rows=False).get(goal.screen)
-        creating = CREATE.search(self.task.text)       # a new object: its name is typed, not looked for
-        if direct is None and (creating or not any(s.kind in ("name", "phone") for s in self.task.slots)):
+        new = made(self.task)          # a new object: its name is typed, not looked for
+        if direct is None and (new or not any(s.kind in ("name", "phone") for s in self.task.slots)):
             # through any row of a list only when the task names no one: a task about Priya is
             # never carried out in another person's conversation
             direct = paths.get(goal.screen)
@@ -46,8 +46,7 @@ class Routes:
                  # (a quoted value to enter is looked for only once a list shows it: an alarm an
                  # earlier episode labelled 'meeting' left the word among the list's labels)
                  and (self.task.slots[i].kind != "text" or i in p.ident)]
-        if creating:
-            names = [i for i in names if self.task.slots[i].kind not in ("name", "phone")]
+        names = [i for i in names if i not in new]
         if goal.kind in ("field", "commit"):    # what the goal's field takes is typed there, not
             takes = self.takes(g, goal)        # looked for on the way — unless a list shows it
             # (a list on screen, or one exploration saw it in: "Work" is a label, "Colleagues" not)
@@ -86,6 +85,10 @@ class Routes:
                 continue
             if goal.screen not in onward(g, e.dst):
                 continue              # the row's page does not lead on to the goal
+            if e.src != here.id and p.object is not None and here.id in onward(g, e.dst) \
+                    and p.object not in p.reached_on.get(goal.id, ()):
+                continue              # on the page of the object chosen, not yet done for it:
+                                      # done here first ("Add Ben and Emily to Work", on Ben's page)
             rest = g.paths_from(e.dst, avoid=p.failed_edges).get(goal.screen)
             if rest is None:
                 continue

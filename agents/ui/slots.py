@@ -72,6 +72,9 @@ ON = re.compile(r"\b(turn(ed)? on|switch(ed)? on|enable|activate|start|show|allo
 OFF = re.compile(r"\b(turn(ed)? off|switch(ed)? off|disable|deactivate|stop|hide|mute|off|don'?t|never)\b", re.I)
 
 
+JOINED = re.compile(r"\s*(?:,|&|and|, and|or|, or)\s*", re.I)   # between names said together
+
+
 @dataclass
 class Slot:
     kind: str            # text, email, phone, time, duration, number, day, name, ordinal
@@ -96,6 +99,23 @@ class TaskInfo:
 
     def of(self, *kinds: str) -> list[Slot]:
         return [s for s in self.slots if s.kind in kinds]
+
+    def together(self, i: int) -> set[int]:
+        """The names named in one breath with slot ``i`` ("Ben Carter and Emily Chen", "Ana, Ben
+        and Sam"): like objects, each to get the same done. Empty for a name said alone."""
+        names = [j for j, s in enumerate(self.slots) if s.kind in ("name", "phone")]
+        if i not in names:
+            return set()
+        group, k = {i}, names.index(i)
+        for step in (-1, 1):
+            at = k
+            while 0 <= at + step < len(names):
+                a, b = sorted((names[at], names[at + step]))
+                if not JOINED.fullmatch(self.text[self.slots[a].end:self.slots[b].start]):
+                    break
+                group.add(names[at + step])
+                at += step
+        return group - {i}
 
 
 def analyze(task: str) -> TaskInfo:

@@ -16,6 +16,9 @@ POLITE = re.compile(r"^(please|kindly|could you|can you|would you|will you|would
 TRAILING = re.compile(r"[\s,]*(?:\b(?:for me|please|thanks|thank you|right away|now)\b)?\s*[?.!]*\s*$", re.I)
 # where it happens, said of the phone itself ("… on my Android device"): no word of the task
 DEVICE = re.compile(r"\s+(?:on|of|in|from) (?:my|the) (?:android )?(?:device|phone)(?=\s*(?:and\b|[,.?!]|$))", re.I)
+# the whole rest of a task is someone's name ("Nora Eklund", "Nora Eklund in my contacts")
+PERSON_ONLY = (r"((?!(?:the|a|an|my|this|that|all|every|it|them|him|her|messages?|conversations?|chats?|texts?|"
+               r"threads?)\b)[^\s'’\x00]+(?: [^\s'’\x00]+){0,3}?)(?=(?: in (?:my |the )?contacts)?$)")
 PHRASES = [
     (r"\bremove (.+?) from (?:my |the )?(?:blocked (?:numbers|list|contacts)|block ?list)\b", r"unblock \1"),
     (r"\bget rid of\b", "delete"),
@@ -41,6 +44,9 @@ PHRASES = [
     (r"\bcheck (?:whether|if) (?:my |the )?(?:phone['’]s |device['’]s )?(?:software|system|android|phone) is up to date\b",
      "check for a system update"),
     (r"^(?:label|tag) (.+?) as (?:an? |my )?(.+?)$", r"add \1 to the \2 label"),
+    (r"^(?:add|apply|give) (?:the )?(?:label|tag) (.+?) to (.+)$", r"add \2 to the \1 label"),
+    (r"^(?:apply|give) (?:the )?(.+?) (?:label|tag) to (.+)$", r"add \2 to the \1 label"),
+    (r"^give (.+?) the (.+?) (?:label|tag)$", r"add \1 to the \2 label"),
     (r"^(?!(?:text|message|send|call|email|tell|ask|remind|write|sms)\b)([A-Za-z][\w &'-]{2,40}): ([^\x00].*)$",
      # "Display size: Small"; only its first word is lower-cased ("New email for Kira Quinn: …"
      # keeps the name a name)
@@ -50,6 +56,9 @@ PHRASES = [
     (r"^call (?:the |my )?(.+?) (label|group|alarm|playlist|folder) (.+?)(?: instead)?$", r"rename the \1 \2 to \3"),
     (r"\bput (.+?) (?:in|into) ((?:my |the )?[\w ]*?\b(?:group|label))\b", r"add \1 to \2"),
     (r"\bmark (.+?) as (?:starred|a favou?rite|favou?rite|important)\b", r"star \1"),
+    # a person starred is a favorite contact (a message is starred by its words, not a name)
+    (r"^star " + PERSON_ONLY, r"add \1 to favorites"),
+    (r"^unstar " + PERSON_ONLY, r"remove \1 from favorites"),
     (r"\bswitch (on|off)\b", r"turn \1"),
     (r"\bget on(?:to)?\b", "connect to"),
     (r"\bhook up\b", "pair"),

@@ -84,6 +84,13 @@ def episode(agent, task):
                        {"hour": 5, "minute": 10, "ampm": "AM", "label": "", "days": [], "on": True, "vibrate": True,
                         "sound": "Default (Cesium)"}]},
      lambda s: [a["label"] for a in s["clock"]["alarms"]] == ["", "Walk the dog"]),
+    # two people named together: each gets the label, the second found after the first is done
+    ("Add Priya Patel and Mark Lee to the Family label.", {},
+     lambda s: all("Family" in c["labels"] for c in s["contacts"]["list"] if c["last"] in ("Patel", "Lee"))),
+    # the label is what is made; the person is looked for, and labelled from their page
+    ("Put Hannah Wright in a new label called Climbing.", {},
+     lambda s: "Climbing" in s["contacts"]["labels"]
+     and next(c for c in s["contacts"]["list"] if c["last"] == "Wright")["labels"] == ["Climbing"]),
 ])
 def test_tasks_done_with_every_step_verified(explored, task, setup, check):
     phone, device, memory = explored

@@ -137,7 +137,7 @@ def test_a_value_the_episode_put_on_a_control_is_not_learned_as_its_label():
     from agents.ui.screen import Element, Screen
 
     def card(label):
-        return Screen([Element(text=label, rid="edit_label", clickable=True, bounds=(0, 900, 500, 980))],
+        return Screen([Element(text=label, rid="edit_label", clickable=True, in_list=True, bounds=(0, 900, 500, 980))],
                       ["7:00 AM"], [], package="clock", activity="A")
 
     g = AppGraph("clock")

@@ -48,6 +48,13 @@ APPS = ["Settings", "Clock", "Contacts", "Messages", "Phone"]
     ("Please stop muting Pizza Place.", "Unmute Pizza Place", None),
     ("Set up my new Bose QC35 II over Bluetooth.", "Pair with Bose QC35 II", None),
     ("Please check if the software is up to date.", "Check for a system update", None),
+    # a person starred is a favorite contact; a message is starred by its words
+    ("Can you star Ines Moreau in my contacts for me?", "Add Ines Moreau to favorites in my contacts", None),
+    ("Unstar Tomas Reyes.", "Remove Tomas Reyes from favorites", None),
+    ("Star the message 'See you at 6' from Ana.", "Star the message 'See you at 6' from Ana", None),
+    ("Star 'See you at 6'.", "Star 'See you at 6'", None),
+    ("Could you add the label Choir to Ines Vargas?", "Add Ines Vargas to the Choir label", None),
+    ("Give Omar Haddad the Neighbors label.", "Add Omar Haddad to the Neighbors label", None),
 ])
 def test_wording_keeps_the_task_and_names_the_app(task, core, app):
     got, named = normalize(task, APPS)
@@ -164,3 +171,25 @@ def test_a_details_type_is_said_with_the_detail():
     assert typed_as("Work", "Make a new contact: Rafael Tanaka with work number 3035550157")
     assert typed_as("Home", "Add her home email ana@example.com")
     assert not typed_as("Work", "Update Clara Fischer's contact: they now work at Tidewater Logistics")
+
+
+def test_names_said_together_are_each_an_object():
+    info = analyze("Add Priya Patel, Omar Haddad and Mark Lee to the Family label.")
+    assert [s.text for s in info.slots] == ["Priya Patel", "Omar Haddad", "Mark Lee", "Family"]
+    assert info.together(0) == {1, 2} and info.together(2) == {0, 1} and info.together(3) == set()
+    info = analyze("Forward Ana's message to Emily Chen.")
+    assert info.together(0) == set() and info.together(1) == set()
+
+
+def test_what_a_task_makes_is_typed_and_who_it_names_is_found():
+    from agents.ui.goals import made
+
+    def names(task):
+        info = analyze(task)
+        return sorted(info.slots[i].text for i in made(info))
+
+    assert names("Put Lucas Martin in a new label called Soccer.") == ["Soccer"]
+    assert names("Create a label called Neighbors and add Oscar Ortega to it.") == ["Neighbors"]
+    assert names("Create a contact for Rafael Castillo with mobile 415-555-0100.") == ["415-555-0100", "Rafael Castillo"]
+    assert names("Save Ana Ruiz as a new contact.") == ["Ana Ruiz"]
+    assert names("Add Ben Carter to the Work label.") == []
