@@ -7,16 +7,23 @@ land is simply tried again.
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 
 from .screen import Element, Screen
 
 DIGITS = [str(d) for d in range(10)]
+MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+MONTH_YEAR = re.compile(r"(January|February|March|April|May|June|July|August|September|October|November|"
+                        r"December) (\d{4})")
 
 
 def entry_kind(screen: Screen) -> str:
-    """"time" for a time picker, "digits" for a keypad, "" for neither."""
+    """"time" for a time picker, "date" for a calendar, "digits" for a keypad, "" for none."""
     labels = {e.label for e in screen.elements}
     rids = " ".join(e.rid for e in screen.elements)
+    if _month(screen) is not None and sum(bool(re.fullmatch(r"\d{1,2}", e.label)) and e.clickable
+                                          for e in screen.elements) >= 7:
+        return "date"             # (a month's days to tap; those greyed out are not listed)
     if ("hour" in rids and "minute" in rids) or ({"AM", "PM"} <= labels and len(labels & set(map(str, range(1, 13)))) >= 10):
         return "time"
     if len(labels & set(DIGITS)) == 10:
@@ -61,6 +68,40 @@ def time_step(screen: Screen, hour24: int, minute: int) -> tuple[str, Element, s
         target = _find(screen, lambda e: e in dial and _num(e.label) == minute and len(e.label) == 2)
         return ("tap", target, "") if target is not None else None
     return _period(screen, ampm)
+
+
+def _month(screen: Screen) -> tuple[int, int] | None:
+    """The (year, month) a calendar shows in its header ("June 2024")."""
+    for text in [e.label for e in screen.elements] + list(screen.texts):
+        m = MONTH_YEAR.fullmatch(text.strip())
+        if m:
+            return int(m.group(2)), MONTHS.index(m.group(1)[:3].lower()) + 1
+    return None
+
+
+def date_step(screen: Screen, month: int | None, day: int | None) -> tuple[str, Element, str] | None:
+    """The next tap toward a date on a Material calendar (month 1-12, day), None when it is the
+    one chosen; ``month`` None for tomorrow: the day after the first one not greyed out (a
+    scheduling calendar greys out the past, so that one is today)."""
+    shown = _month(screen)
+    if shown is None:
+        return None
+    year, now = shown
+    days = [e for e in screen.elements if re.fullmatch(r"\d{1,2}", e.label) and e.clickable]
+    if month is None:
+        if not any(e.checked for e in days):
+            return None           # (not the month it opened on: today is not to be read here)
+        first = min(int(e.label) for e in days)
+        after = date(year, now, first) + timedelta(days=1)
+        month, day = after.month, after.day
+    if month != now:
+        ahead = (month - now) % 12 < 6          # (December to January is ahead)
+        arrow = _find(screen, lambda e: re.search("next month" if ahead else "previous month", e.label, re.I))
+        return ("tap", arrow, "") if arrow is not None else None
+    target = _find(screen, lambda e: e in days and int(e.label) == day)
+    if target is None or target.checked:
+        return None
+    return "tap", target, ""
 
 
 def _period(screen: Screen, ampm: str) -> tuple[str, Element, str] | None:

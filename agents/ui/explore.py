@@ -5,7 +5,10 @@ and come back (BACK, a dialog's Cancel, or the app opened afresh and a recorded 
 Safe on a real phone: an element whose words commit something (delete, send, block, save, a
 dialog's confirming button, …) is recorded as a commit edge and never taken; a switch or a
 starred icon is flipped back at once; a single-choice list is learned from its chosen item (so
-nothing changes); nothing is ever typed. List rows that lead to the same place are learned from
+nothing changes); nothing is typed but a probe word into an empty message box, for the controls
+that appear only once there is text (a Send button, and the Schedule send sheet behind its long
+press), erased before leaving that screen. A long press is tried on what declares one, a Send
+button too: Android runs a view's long-click handler instead of its click. List rows that lead to the same place are learned from
 their first two (a contact list is one edge, not two hundred). ``budget`` counts the actions
 sent to the phone (taps, swipes, keys, app starts).
 """
@@ -19,13 +22,14 @@ from typing import Callable
 
 from .actions import ActionError
 from .device import LAUNCHERS, Device
-from .exploring import NEGATIVE, NUMBER, changes, labels_of, same_element, unsafe
+from .exploring import NEGATIVE, NUMBER, POSITIVE, changes, labels_of, same_element, unsafe
 from .graph import NEW_SCREEN, SAME, AppGraph, UIEdge, UIElement, UIScreen, element_key, keys_of
 from .knowledge import Knowledge
 from .screen import Element, Screen
 
 DIGITS = re.compile(r"\d+")
 
+PROBE = "test"               # typed into an empty message box to see what text brings up
 MAX_SCAN_SWIPES = 12          # a screen's list is read this far down when it is first seen
 GROUP_MIN = 4                 # this many like list rows (or number keys) form a group...
 GROUP_SAMPLE = 2              # ...learned from its first two when they do the same
@@ -70,6 +74,9 @@ class Explorer:
         self.graph: AppGraph | None = None
         self.unreachable: set[int] = set()
         self.revealed: dict[int, set[str]] = {}     # keys a screen showed only after an action: tried next
+        self.probed: tuple[int, str] | None = None  # (screen, field key) holding the probe word
+        self.probe_keys: set[str] = set()           # what the probe word brought up there
+        self.to_probe: dict[int, str] = {}          # screen -> its message box ("" once probed)
 
     # -- the crawl --------------------------------------------------------------------------------
     def explore(self, package: str) -> ExploreReport:
@@ -90,6 +97,11 @@ class Explorer:
                     if here.id < 0:
                         raise ExploreError(f"{package} does not open (in front: {screen.package})")
                 todo = self._next(here)
+                if (todo is None or todo[0] != here.id) and self.to_probe.get(here.id) and self.probed is None:
+                    screen, here = self._probe(screen, here)      # (the rest of its page tried first)
+                    continue
+                if todo is None or todo[0] != here.id and not self._behind_probe(here, todo[0]):
+                    screen, here = self._unprobe(screen, here)    # (before leaving its screen)
                 if todo is None:
                     r.finished = True
                     break
@@ -122,7 +134,9 @@ class Explorer:
             return here.id, *todo[0]
         paths = g.paths_from(here.id)
         home_paths = g.paths_from(g.home) if g.home is not None else {}
-        order = sorted(g.screens, key=lambda s: (len(paths[s]) if s in paths else
+        # (what the probe word opens first, while the word is there)
+        order = sorted(g.screens, key=lambda s: (not self._behind_probe(here, s),
+                                                 len(paths[s]) if s in paths else
                                                  1 + len(home_paths.get(s, [0] * 99)), s))
         for sid in order:
             if sid in self.unreachable or (sid not in paths and sid not in home_paths):
@@ -154,8 +168,9 @@ class Explorer:
         """Another row's label to try under a list's id, or None: rows are sampled until two of
         them did the same (the rest would too) or ROW_CAP were tried."""
         el = s.elements[key]
-        if el.kind != "button" or len(el.labels) < 2 or el.key.startswith(el.cls + ":"):
-            return None
+        if el.kind != "button" or len(el.labels) < 2 or el.key.startswith(el.cls + ":") \
+                or el.fixed and not el.varies:
+            return None          # (one control showing another state: Send SMS, Schedule message)
         tried = [e for e in self.graph.edges_from(s.id) if e.key == key and e.action == action]
         if not tried:
             return None                          # its first try is an ordinary one
@@ -170,7 +185,9 @@ class Explorer:
         g, r = self.graph, self.report
         el = here.elements[key]
         on_form = any(x.kind in ("field", "password") for x in here.elements.values())
-        why = unsafe(el, here.kind, on_form)
+        # (a long press on what declares one runs its long-click handler, not its click: Send's
+        # opens Schedule send)
+        why = unsafe(el, here.kind, on_form) if action != "long_press" or not el.long else ""
         if not why and self._choice(el, here) and not self._checked(screen, key):
             why = "chooses"          # learned from the chosen item, as the others do the same
         if why:
@@ -203,6 +220,8 @@ class Explorer:
         self.knowledge.save_edge(g, edge)
         r.new_edges += 1
         self._tell()
+        if edge.effect == "focus" and self._box(here, e) and here.id not in self.to_probe:
+            self.to_probe[here.id] = element_key(e)     # once the rest of the page is tried
         return self._restore(edge, here, after, there, e)
 
     def _edge(self, here: UIScreen, key: str, action: str, before: Screen, e: Element,
@@ -246,6 +265,8 @@ class Explorer:
             return after, there
         if edge.effect in ("content", "focus", "none"):
             return after, there
+        if here.kind in ("sheet", "dialog", "menu") and here.id in self.graph.paths_from(there.id):
+            return after, there      # a choice that closed its window: on a page that leads back to it
         if edge.effect == "external":
             self._count(self.device.key("back"))
             screen, now = self._visit()
@@ -260,9 +281,55 @@ class Explorer:
         else:
             self._count(self.device.key("back"))
         screen, now = self._visit()
-        if now.id == here.id:
-            return screen, now
+        if now.id == here.id or here.id in self.graph.paths_from(now.id):
+            return screen, now       # (or on a page that leads back to it: a sheet's picker closed)
         return self._reopen(here.id)
+
+    # -- the probe word ------------------------------------------------------------------------------
+    def _box(self, here: UIScreen, e: Element) -> bool:
+        """An empty message box (showing only its hint, as first seen): a field on a page with no
+        form to save, not a search."""
+        known = here.elements.get(element_key(e))
+        return here.kind == "screen" and e.editable and not e.password and known is not None \
+            and (not e.text or e.text == known.label) \
+            and not re.search(r"search", f"{e.label} {e.rid}", re.I) \
+            and not any(POSITIVE.match(x.label.strip()) for x in here.elements.values())
+
+    def _probe(self, screen: Screen, here: UIScreen) -> tuple[Screen, UIScreen]:
+        """Type the probe word: what appears with text (a Send button) is tried next. Last on
+        its page: typed into a recipient box it would filter away the list's rows."""
+        key = self.to_probe[here.id]
+        self.to_probe[here.id] = ""                  # (once)
+        box = next((x for x in screen.elements if element_key(x) == key and x.editable), None)
+        if box is None:
+            return screen, here
+        self._count(self.device.type_into(box, PROBE, clear=False))
+        self.probed = (here.id, key)
+        screen, here = self._visit()
+        self.probe_keys = set(self.revealed.get(here.id, ()))
+        return screen, here
+
+    def _behind_probe(self, here: UIScreen, target: int) -> bool:
+        """Whether the way to ``target`` starts with a control the probe word brought up (the
+        Schedule send sheet behind Send): the word stays until that is explored."""
+        path = self.graph.paths_from(here.id).get(target)
+        return bool(path) and self.probed is not None and path[0].src == self.probed[0] \
+            and path[0].key in self.probe_keys
+
+    def _unprobe(self, screen: Screen, here: UIScreen) -> tuple[Screen, UIScreen]:
+        """Erase the probe word, when its box is on the screen in front (leaving no draft)."""
+        if self.probed is None or self.probed[0] != here.id:
+            return screen, here
+        box = next((x for x in screen.elements if element_key(x) == self.probed[1] and x.editable), None)
+        self.probed = None
+        if box is None or box.text != PROBE:
+            return screen, here
+        x, y = box.center
+        for command in (f"input tap {x} {y}", "input keyevent KEYCODE_MOVE_END",
+                        "input keyevent " + " ".join(["KEYCODE_DEL"] * len(PROBE))):
+            self.device.run(command)
+            self._count(command)
+        return self._visit()
 
     # -- moving about -----------------------------------------------------------------------------
     def _goto(self, target: int) -> tuple[Screen, UIScreen]:
@@ -289,8 +356,7 @@ class Explorer:
             return None
         for edge in path:
             src = self.graph.screens[edge.src]
-            rows = len(src.elements[edge.key].labels) > 1 if edge.key in src.elements else False
-            found = self._find(screen, src, edge.key, edge.label if rows else None)
+            found = self._find(screen, src, edge.key, edge.label if self.graph.is_row(edge) else None)
             if found is None:
                 return None
             screen, e = found
@@ -341,7 +407,7 @@ class Explorer:
             self.knowledge.save_screen(g, known)
             self.report.new_screens += 1
         else:
-            fresh = self.knowledge.observe(g, known, screen)
+            fresh = self.knowledge.observe(g, known, screen, data=frozenset({PROBE}))
             if fresh:
                 self.revealed[known.id] = set(fresh)
         return screen, known

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .entry import digits_step, duration_digits, entry_kind, time_step
+from .entry import date_step, digits_step, duration_digits, entry_kind, time_step
 from .fields import field_fit
 from .goals import VALUE_KINDS
 from .graph import element_key
@@ -141,10 +141,21 @@ class Forms:
                     nxt = time_step(screen, *s.value)
                     if nxt is None:
                         p.used.add(i)          # the picker shows it: confirmed with its OK
-                        p.pending.add(i)
+                        p.wait(i)
                         return None
                     action, el, text = nxt
                     return Step(action, el, text, why=f"set the time to {s.text}: {action} {el.label}")
+        if kind == "date":
+            for i in p.unused():
+                s = self.task.slots[i]
+                if s.kind == "date":
+                    nxt = date_step(screen, *(s.value or (None, None)))
+                    if nxt is None:
+                        p.used.add(i)          # the calendar shows it: confirmed with its OK
+                        p.wait(i)
+                        return None
+                    action, el, text = nxt
+                    return Step(action, el, text, why=f"set the date to {s.text}: {action} {el.label}")
         if kind == "digits":
             for i in p.unused():
                 s = self.task.slots[i]
@@ -152,7 +163,7 @@ class Forms:
                     nxt = digits_step(screen, duration_digits(s.value))
                     if nxt is None:
                         p.used.add(i)
-                        p.pending.add(i)
+                        p.wait(i)
                         return None
                     action, el, text = nxt
                     return Step(action, el, text, why=f"enter {s.text}: tap {el.label}")

@@ -23,7 +23,9 @@ VALUE_KINDS = ("text", "email", "phone", "time", "duration", "date", "number", "
 
 def is_value(slot) -> bool:
     """A value the task gives to enter (a name it gives with "called" counts), not an object to find."""
-    return slot.kind in VALUE_KINDS or slot.value == "called"
+    # ("tomorrow" is set where a calendar asks for a date, and is no value left over where none
+    # does: an alarm for tomorrow morning)
+    return slot.kind in VALUE_KINDS and not (slot.kind == "date" and slot.value is None) or slot.value == "called"
 NAVIGATE = re.compile(r"\b(check|view|open|see|look at|go to|show me|display|find)\b", re.I)
 VERBS = re.compile(r"\b(delete|remove|send|block|unblock|archive|save|add|create|set|start|stop|"
                    r"pause|resume|reset|cancel|pin|unpin|star|unstar|mute|export|merge|rename|"
@@ -260,13 +262,16 @@ class GoalFinder:
         # Maya's page says what the task says)
         data = el.varies and not options and now is None
         label = now or el.label
+        flipped = False           # the other state of a two-state button, as the task says it
         if now is None and not options and not el.varies and el.fixed and len(set(el.labels)) == 2:
             # a two-state button ("Remove from favorites" / "Add to favorites"): the goal is the
             # state the task asks for, whichever exploration first saw
             # (of two as near, the one that takes away when the task does: "unstar", "remove")
             undoing = bool(SENSITIVE.search(self.plain)) or any(undo(w) != w for w in self.rel.words)
-            label = max(el.labels, key=lambda lab: (self.rel.verb_hit(lab) + self.rel.lexical(lab, verb=False),
-                                                    bool(SENSITIVE.search(lab)) == undoing))
+            said = max(el.labels, key=lambda lab: (self.rel.verb_hit(lab) + self.rel.lexical(lab, verb=False),
+                                                   bool(SENSITIVE.search(lab)) == undoing))
+            if self.rel.verb_hit(said) + self.rel.lexical(said, verb=False) > 0 and said != label:
+                label, flipped = said, True   # (one the task does not say stays as seen, with what it does)
         slot, which = 0.0, None
         if options:
             ranked = sorted(el.labels, key=lambda lab: (-self.rel.slot_hits(lab, [task.slots[i] for i in unused])[0],
@@ -296,7 +301,7 @@ class GoalFinder:
         elif kind == "switch" and which is not None and which.kind == "day":
             goal.want = not REMOVE_DAY.search(self.plain)     # a day the alarm rings on, unless taken off
         if tap is not None and tap.sensitive and SENSITIVE.search(tap.sensitive) and (
-                label == tap.label or SENSITIVE.search(label)) and (
+                not flipped or SENSITIVE.search(label)) and (
                 not self.rel.verb_hit(tap.sensitive, label) and not self.rel.lexical(tap.sensitive)
                 or words_of(tap.sensitive) <= self.qualifiers
                 # what cannot be undone is done only when said in its own word ("delete
@@ -314,6 +319,13 @@ class GoalFinder:
             unsaid = {w for w in words_of(label) if not word_match(w, set(self.rel.words))}
             goal.score -= 0.3 * len(unsaid) / len(words_of(label))   # of options alike, the one said
             # without more ("the lock screen wallpaper": Lock screen, not Home and lock screens)
+        times = {task.slots[i].value for i in unused if task.slots[i].kind == "time"}
+        shown = {clock_of(x) for x in (el.detail, label)} - {None}
+        if kind in ("pick", "choice") and times and shown and not shown & times:
+            goal.score -= 0.8        # an option that sets another time than the task's ("Later today, 6:00 PM")
+        if re.match(r"(cancel|dismiss|discard)\b", label, re.I) and not re.search(r"\b(cancel|dismiss|discard)",
+                                                                                 self.plain, re.I):
+            goal.score -= 1.0        # undoing what was just set up ("Cancel scheduled send") is no goal
         if kind == "slider" and extreme(task.text) is None and not comparative(task.text) and not slot:
             goal.score -= 1.0        # only a slider's ends, a value it shows or a step can be set
         if kind != "field" and other_action(self.rel, label):
@@ -325,7 +337,7 @@ class GoalFinder:
             goal.score -= 0.3        # a switch named for something the task does not say ("Vibrate")
         if kind == "switch" and not options and task.polarity is None and not lex and not verb:
             goal.score -= 0.8        # nor says to turn anything on or off (an alarm's own switch)
-        takes = {"time": ("time",), "digits": ("duration", "number", "phone")}.get(s.entry, ())
+        takes = {"time": ("time",), "date": ("date",), "digits": ("duration", "number", "phone")}.get(s.entry, ())
         if kind == "commit" and s.entry and not any(task.slots[i].kind in takes for i in unused):
             goal.score -= 0.5          # a time picker's OK sets a time the task does not give
         elif kind == "commit" and (s.entry or any(x.kind in ("field", "password") for x in s.elements.values())) \
@@ -402,8 +414,8 @@ class GoalFinder:
                 out.add(i)
             if k in ("text", "name", "phone") and s.title and self.rel.slot_hits(s.title, [slot])[0] >= 0.6:
                 out.add(i)      # a page or dialog titled by the object (the network 'NETGEAR42')
-            if s.entry == "time" and k == "time":
-                out.add(i)
+            if s.entry == k in ("time", "date") or s.entry == "date" and k == "time":
+                out.add(i)      # (a calendar's OK takes the time said with the date: its picker follows)
             if s.entry == "digits" and k in ("duration", "number", "phone"):
                 out.add(i)
         return out
@@ -517,6 +529,15 @@ def _returns(g: AppGraph, s: UIScreen, tap: UIEdge) -> bool:
     opened the picker), not further in."""
     depth = g.depths()
     return tap.dst in depth and s.id in depth and depth[tap.dst] < depth[s.id]
+
+
+def clock_of(text: str) -> tuple[int, int] | None:
+    """The time a label shows ("Thu 8:00 AM" -> (8, 0)), 24-hour; None for none."""
+    m = re.search(r"\b(\d{1,2}):(\d{2})\s?([AP])\.?M\b", text or "", re.I)
+    if m is None:
+        return None
+    hour = int(m.group(1)) % 12 + (12 if m.group(3).upper() == "P" else 0)
+    return hour, int(m.group(2))
 
 
 def shaped(label: str, slot: Slot) -> bool:

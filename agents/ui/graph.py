@@ -112,7 +112,8 @@ class UIScreen:
     elements: dict[str, UIElement] = field(default_factory=dict)
     fixed: set[str] = field(default_factory=set)
     scrolls: bool = False
-    entry: str = ""                # a value-entry widget it holds: "time" (a clock dial), "digits" (a keypad)
+    entry: str = ""                # a value-entry widget it holds: "time" (a clock dial), "date" (a
+                                   # calendar), "digits" (a keypad)
     explored: bool = False         # every element tried (or known to be unsafe to try)
 
     def catalogue(self) -> set[str]:

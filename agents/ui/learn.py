@@ -74,7 +74,7 @@ def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g:
         # nothing the name is still there to look for elsewhere (a new conversation's contacts)
         p.used.add(step.slot)
         if step.action == "type":
-            p.pending.add(step.slot)          # what is typed waits for its OK
+            p.wait(step.slot)                 # what is typed waits for its OK
         elif step.element is not None and step.element.row and p.task.slots[step.slot].kind in ("name", "phone"):
             p.object = step.slot              # what is done next is done to this one
     if g is not None and here is not None and step.element is not None and step.action in ("tap", "long_press"):
@@ -82,6 +82,9 @@ def learn_step(knowledge: Knowledge, p: Progress, step: Step, before: Screen, g:
     if step.action == "tap" and changed and not step.finishes and SELECTING.search(before.title or "") \
             and step.element is not None and (step.element.checkable or step.element.row):
         p.selecting = True                    # an item checked: the selection's button is still to press
+    if step.action == "tap" and here is not None and (there is None or there.id != here.id) \
+            and step.element is not None and (step.element.rid == "button1" or POSITIVE.match(step.element.label.strip())):
+        p.confirmed(here.id)                  # left by its OK: what was entered there is taken
     if step.finishes and step.goal is not None:
         _goal(p, step, step.goal, before, after, here, there, changed)
 
@@ -187,7 +190,7 @@ def _goal(p: Progress, step: Step, goal: Goal, before: Screen, after: Screen, he
         # number's type set to Work, the form's Save still to tap)
         if goal.kind == "commit" or goal.kind in ("pick", "choice") and not _held(p, after) \
                 or goal.kind == "button" and (left or _taken(p, before, after)):
-            p.pending.clear()
+            p.confirmed(here.id if here is not None else None)
 
 
 def _held(p: Progress, screen: Screen) -> bool:

@@ -20,7 +20,7 @@ from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
 from .routes import Routes
 from .relevance import Relevance
-from .screen import Screen
+from .screen import Element, Screen
 from .slots import slot_match
 from .step import NEGATIVE, POSITIVE, SELECTING, Step, effect_line
 
@@ -102,6 +102,7 @@ class Planner:
     # -- the steps ------------------------------------------------------------------------------
     def steps(self, screen: Screen, g: AppGraph, here: UIScreen | None, p: Progress) -> list[Step]:
         self.forms._title = screen.title if screen.kind != "screen" else ""
+        p.here = here.id if here is not None else None
         live = None
         if here is not None:          # the objects this screen's rows show (the alarm, the contact)
             rows = [e for e in screen.elements if e.row]
@@ -158,6 +159,14 @@ class Planner:
                     s.score -= 0.3
                     out.append(s)
         out += self._local(screen, here, p)
+        for other in goals[4:12] if not out or all(s.score < 0.3 for s in out) else ():
+            # (the best goals have no way from here — a conversation with a number no list
+            # shows: the goals after them, as the New conversation's recipient box)
+            for s in self._toward(other, screen, g, here, p)[:1]:
+                s.score -= 0.3
+                out.append(s)
+            if out and any(s.score >= 0.3 for s in out):
+                break
         if not out or all(s.score < 0.3 for s in out):
             at_start = here is not None and g.depths().get(here.id, 1) == 0 and screen.kind == "screen"
             out.append(Step("stop", why="no way forward from here", score=0.0) if at_start
@@ -229,6 +238,20 @@ class Planner:
                 step.score -= 0.5     # "Create label" is no way to rename one: its field is another's
             step.why = f"{step.why} (on the way to {goal.label or 'the goal'})"
         return [step] if step is not None else []
+
+    def _beside(self, screen: Screen, p: Progress) -> Element | None:
+        """The button right of a box holding what this episode typed, on its line (Send, or
+        Schedule message once a time is chosen): what takes the text — when the task's words
+        say it (it sends, it schedules)."""
+        typed = [t for t in p.typed.values() if t]
+        for box in (e for e in screen.elements if e.editable and any(t in e.label for t in typed)):
+            top, bottom = box.bounds[1], box.bounds[3]
+            for e in screen.elements:
+                if e.clickable and not e.editable and e.bounds[0] >= box.bounds[2] - 5 \
+                        and e.bounds[1] < bottom and e.bounds[3] > top \
+                        and (self.rel.verb_hit(e.label) or self.rel.lexical(e.label)):
+                    return e
+        return None
 
     def _same_page(self, goal: Goal, screen: Screen, g: AppGraph, here: UIScreen) -> bool:
         """Another known screen that shows the goal's element on a page of the same title (a
@@ -373,7 +396,8 @@ class Planner:
         fill = self.forms.fill(screen, p)
         for s in fill:      # a search opened to find the task's object is typed into at once
             searching = s.slot is not None and is_search(s.element) and self.task.slots[s.slot].kind in ("name", "phone")
-            s.score = 3.0 if searching else 1.2
+            # (before any way elsewhere, however good the goal it leads to)
+            s.score = max(3.0, p.goal.score + 0.6 if p.goal is not None else 0.0) if searching else 1.2
         out += self.objects.select(screen, here, p)
         out += self.objects.swipe_away(screen, here, p)
         entry = self.forms.entry(screen, p)
@@ -389,6 +413,10 @@ class Planner:
                     slot_match(self.task.slots[i], e.label) >= 0.8 for i in p.pending
                     if self.task.slots[i].kind in ("phone", "email"))), None)
                 score = 2.6          # what the typing was for: before any way elsewhere
+            if confirm is None and not p.values_left() \
+                    and not any(self.task.slots[i].kind not in ("text", "date", "time") for i in p.pending):
+                confirm = self._beside(screen, p)   # the button at the end of the message box
+                score = 2.2
             if self._said_choice is not None:   # a choice the task says is still to make on the way
                 score = 0.8          # ("a work number": the number's type, Mobile, set to Work before Save)
             if confirm is not None and here is not None:

@@ -29,6 +29,20 @@ class Progress:
     object: int | None = None                                  # the named object chosen last (its row tapped)
     reached_on: dict = field(default_factory=dict)             # goal id -> the objects it was reached on
     moved_on: set[int] = field(default_factory=set)            # objects done with: the next like one is due
+    here: int | None = None                                    # the graph screen in front (the planner's)
+    entered: dict = field(default_factory=dict)                # pending slot -> the screen it was entered on
+
+    def wait(self, i: int) -> None:
+        """Slot ``i`` was entered on the screen in front: it waits for that screen's OK."""
+        self.pending.add(i)
+        self.entered[i] = self.here
+
+    def confirmed(self, screen: int | None) -> None:
+        """What was entered on ``screen`` is taken by its OK, Save or Send; values entered on
+        another page wait still (a message typed before the time picker's OK: its Send is
+        after). Everything, when the screen is not known."""
+        self.pending = {i for i in self.pending if screen is not None
+                        and self.entered.get(i) not in (None, screen)}
 
     def unused(self) -> list[int]:
         return [i for i in range(len(self.task.slots)) if i not in self.used]

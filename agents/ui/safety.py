@@ -8,7 +8,7 @@ from .screen import Element
 
 # labels whose action spends money, loses data or reaches other people
 SENSITIVE = re.compile(r"\b(pay|payment|buy|purchase|checkout|order|delete|remove|erase|send|call|"
-                       r"dial|uninstall|install|reset|factory|format|block)\b", re.I)
+                       r"dial|uninstall|install|reset|factory|format|block|schedule (?:message|send|text))\b", re.I)
 REPEATS = 3              # the same action on the same screen this often is a loop
 
 

@@ -31,6 +31,7 @@ MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augus
           "october", "november", "december")
 DATE = re.compile(r"\b(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\b"
                   r"|\b(?P<d2>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon2>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I)
+TOMORROW = re.compile(r"\btomorrow\b", re.I)
 CALLED = re.compile(r"\b(?:called|named|titled)\s+(?P<n>[^\s,.;:!?'\"“‘][^,.;:!?\"“”]*?)(?=\s+(?:with|and|to|for|who|in|on|from|that|using)\b|[,.;:!?]|$)")
 RENAMED = re.compile(r"\b(?i:rename)\b.*?\bto\s+(?P<n>[A-Z][^,.;:!?\"“”\x00]*?)\s*[.!?]?\s*$")
 # an object named before its kind, in lower case after a capital ("the Study group label")
@@ -153,11 +154,15 @@ def analyze(task: str) -> TaskInfo:
         add("time", m, _time(m))
     for m in DATE.finditer(text):
         add("date", m, _date(m))
+    for m in TOMORROW.finditer(text):      # a date the phone's calendar knows (value None)
+        add("date", m)
     for m in DURATION.finditer(text):
         add("duration", m, _seconds(m))
     for m in DAY.finditer(text):
         day = _day(m.group(0))
-        if day < 7:
+        if DATE.match(text, m.end() + len(text[m.end():]) - len(text[m.end():].lstrip(", "))):
+            taken.append(m.span())      # "Tuesday, June 18": the weekday of a date, said twice
+        elif day < 7:
             add("day", m, day)
         elif free(*m.span()):         # "every weekday": each of its days is a day to set
             taken.append(m.span())

@@ -59,6 +59,9 @@ PHRASES = [
     # a person starred is a favorite contact (a message is starred by its words, not a name)
     (r"^star " + PERSON_ONLY, r"add \1 to favorites"),
     (r"^unstar " + PERSON_ONLY, r"remove \1 from favorites"),
+    # sent at a later time is scheduled
+    (r"^(?:write|text|message|send) (.+?),? (?:but|and) (?:send|deliver) it (?=on |at |tomorrow\b|tonight\b)",
+     r"schedule a text to \1 to be sent "),
     (r"\bswitch (on|off)\b", r"turn \1"),
     (r"\bget on(?:to)?\b", "connect to"),
     (r"\bhook up\b", "pair"),

@@ -16,12 +16,12 @@ from agents.ui.options import AgentOptions
 
 pytestmark = pytest.mark.slow
 
-APPS = ("com.google.android.deskclock", "com.google.android.contacts")
+APPS = ("com.google.android.deskclock", "com.google.android.contacts", "com.google.android.apps.messaging")
 
 
 @pytest.fixture(scope="module")
 def explored(tmp_path_factory):
-    """A phone served over TCP and a memory that explored its Clock and Contacts (once)."""
+    """A phone served over TCP and a memory that explored its Clock, Contacts and Messages (once)."""
     from agents.phone.device.phone import VirtualPhone
     from agents.phone.adb.server import PhoneServer
     from agents.ui.adb import AdbConnection
@@ -84,6 +84,11 @@ def episode(agent, task):
                        {"hour": 5, "minute": 10, "ampm": "AM", "label": "", "days": [], "on": True, "vibrate": True,
                         "sound": "Default (Cesium)"}]},
      lambda s: [a["label"] for a in s["clock"]["alarms"]] == ["", "Walk the dog"]),
+    # Schedule send, found by exploring with a probe word in the message box: a long press on Send,
+    # the calendar and the clock set, then Schedule message (nothing sent now)
+    ("Schedule a text to Emily Chen saying 'Pick up milk' to be sent on June 20 at 6:15 PM.", {},
+     lambda s: [c.get("scheduled") for c in s["messages"]["conversations"] if c["with"] == "Emily Chen"]
+     == [[{"text": "Pick up milk", "date": "Jun 20", "time": "6:15 PM"}]]),
     # two people named together: each gets the label, the second found after the first is done
     ("Add Priya Patel and Mark Lee to the Family label.", {},
      lambda s: all("Family" in c["labels"] for c in s["contacts"]["list"] if c["last"] in ("Patel", "Lee"))),

@@ -11,6 +11,7 @@ pytestmark = pytest.mark.slow
 
 CLOCK = "com.google.android.deskclock"
 CONTACTS = "com.google.android.contacts"
+MESSAGES = "com.google.android.apps.messaging"
 
 
 def test_exploring_clock_finds_its_screens_and_leaves_its_alarms(device, phone_server, tmp_path, hash_embedder):
@@ -60,3 +61,39 @@ def test_exploring_contacts_deletes_nobody_and_resumes(device, phone_server, tmp
     assert [c["id"] for c in after] == [c["id"] for c in before]
     assert [(c["first"], c["last"], c["phone"], c["email"]) for c in after] == \
         [(c["first"], c["last"], c["phone"], c["email"]) for c in before]
+
+
+def test_exploring_messages_finds_schedule_send_and_sends_nothing(device, phone_server, tmp_path, hash_embedder):
+    """Send shows only once there is text: a probe word typed into the empty message box (after
+    the rest of the page) brings it up; its long press opens Schedule send, explored down to the
+    calendar. Send and Schedule message are seen, never taken; the probe word is erased."""
+    from memory import Memory
+
+    phone = phone_server[0]
+    before = phone.state()["messages"]["conversations"]
+    with Memory.open(tmp_path / "m", embedder=hash_embedder) as memory:
+        report = Explorer(device, Knowledge(memory.ui_graphs), budget=800).explore(MESSAGES)
+        assert report.finished
+        g = Knowledge(memory.ui_graphs).graph(MESSAGES)
+        sheet = next(s for s in g.screens.values() if s.title == "Schedule send")
+        assert any(e.action == "long_press" and e.dst == sheet.id for e in g.edges.values())
+        calendar = [s for s in g.screens.values() if s.entry == "date"]
+        assert calendar and any(e.src == calendar[0].id and e.key == "button1" and e.effect == "commit"
+                                for e in g.edges.values())
+        sends = [e for e in g.edges.values() if e.label in ("Send SMS", "Schedule message") and e.action == "tap"]
+        assert sends and all(e.effect == "commit" for e in sends)
+        # the recipient box of a new conversation is probed last: its contacts were learned first
+        start = next(s for s in g.screens.values() if s.title == "New conversation")
+        assert any(e.src == start.id and e.key == "contact_picker_item" and e.effect == "screen"
+                   for e in g.edges.values())
+    def texts(conversations):       # what was said, and what waits to be sent
+        return {c["with"]: ([(m["from_me"], m["text"]) for m in c["messages"]], c.get("scheduled") or [])
+                for c in conversations}
+
+    after = texts(phone.state()["messages"]["conversations"])
+    old = texts(before)
+    # nothing sent, nothing scheduled (opening a contact from Start chat opens an empty conversation,
+    # as a real crawl would)
+    assert {k: after.get(k) for k, v in old.items() if after.get(k) != v} == {}
+    assert all(after[k] == ([], []) for k in after.keys() - old.keys())
+    assert "test" not in phone.dump_ui()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.phone.device.phone import VirtualPhone
-from agents.ui.entry import digits_step, duration_digits, entry_kind, shown_digits, time_step
+from agents.ui.entry import date_step, digits_step, duration_digits, entry_kind, shown_digits, time_step
 from agents.ui.graph import AppGraph, UIEdge, UIScreen, element_key, keys_of
 from agents.ui.screen import Screen, parse_dump
 
@@ -122,6 +122,29 @@ def test_the_time_macro_sets_the_real_picker(phone):
         hour = next(v for k, v in shown.items() if "hour" in k)
         minute = next(v for k, v in shown.items() if "minute" in k)
         assert (int(hour), int(minute)) == (target[0] % 12 or 12, target[1])
+
+
+def test_the_date_macro_sets_the_real_calendar(phone):
+    """Schedule send's calendar: a date in the next month; tomorrow (the day after the first one
+    not greyed out, on the month it opens on). What it shows chosen is what the OK confirms."""
+    phone.launch("com.google.android.apps.messaging")
+    screen = tap(phone, look(phone), "Emily Chen")
+    box = next(e for e in screen.elements if e.editable)
+    phone.tap(*box.center)
+    phone.type_text("hi")
+    for target, said in (((7, 4), "Thu, Jul 4"), ((None, None), "Thu, Jun 13")):
+        send = next(e for e in look(phone).elements if e.label == "Send SMS")
+        phone.swipe(*send.center, *send.center, 1000)
+        screen = tap(phone, look(phone), "Pick date & time")
+        assert entry_kind(screen) == "date"
+        for _ in range(8):
+            step = date_step(screen, *target)
+            if step is None:
+                break
+            phone.tap(*step[1].center)
+            screen = look(phone)
+        assert [e.desc for e in screen.elements if e.checked and e.label.isdigit()] == [said]
+        tap(phone, screen, "Cancel")
 
 
 def test_the_keypad_macro_enters_a_duration(phone):
