@@ -120,14 +120,17 @@ class Device:
         return command
 
     def type_into(self, e: Element, text: str, clear: bool = True) -> str:
-        """Focus ``e`` and write ``text`` in it; ``clear`` first empties it (the cursor goes to
-        the end, then one DEL per character it shows: a tap may put the cursor anywhere)."""
+        """Focus ``e`` and write ``text`` in it; ``clear`` first empties it (``erase``)."""
         x, y = e.center
-        commands = [f"input tap {x} {y}"]
-        if clear and e.text:
-            commands.append("input keyevent KEYCODE_MOVE_END")
-            commands.append("input keyevent " + " ".join(["KEYCODE_DEL"] * min(len(e.text), 200)))
+        commands = _erasing(e) if clear and e.text else [f"input tap {x} {y}"]
         commands.append(text_command(text, self.adb_keyboard))
+        for command in commands:
+            self.run(command)
+        return "; ".join(commands)
+
+    def erase(self, e: Element) -> str:
+        """Focus ``e`` and delete what it shows."""
+        commands = _erasing(e)
         for command in commands:
             self.run(command)
         return "; ".join(commands)
@@ -195,3 +198,11 @@ def _first_line(text: str) -> str:
         if line.strip():
             return line.strip()[:120]
     return ""
+
+
+def _erasing(e: Element) -> list[str]:
+    """The commands that empty a field: focus it, the cursor to the end, then one DEL per
+    character it shows (a tap may put the cursor anywhere)."""
+    x, y = e.center
+    return [f"input tap {x} {y}", "input keyevent KEYCODE_MOVE_END",
+            "input keyevent " + " ".join(["KEYCODE_DEL"] * min(len(e.text), 200))]

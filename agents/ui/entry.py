@@ -10,19 +10,18 @@ import re
 from datetime import date, timedelta
 
 from .screen import Element, Screen
+from .slots import MONTHS
 
 DIGITS = [str(d) for d in range(10)]
-MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-MONTH_YEAR = re.compile(r"(January|February|March|April|May|June|July|August|September|October|November|"
-                        r"December) (\d{4})")
+MONTH_YEAR = re.compile(rf"({'|'.join(m.capitalize() for m in MONTHS)}) (\d{{4}})")   # a calendar's header
+DAY = re.compile(r"\d{1,2}")
 
 
 def entry_kind(screen: Screen) -> str:
     """"time" for a time picker, "date" for a calendar, "digits" for a keypad, "" for none."""
     labels = {e.label for e in screen.elements}
     rids = " ".join(e.rid for e in screen.elements)
-    if _month(screen) is not None and sum(bool(re.fullmatch(r"\d{1,2}", e.label)) and e.clickable
-                                          for e in screen.elements) >= 7:
+    if _month(screen) is not None and len(_days(screen)) >= 7:
         return "date"             # (a month's days to tap; those greyed out are not listed)
     if ("hour" in rids and "minute" in rids) or ({"AM", "PM"} <= labels and len(labels & set(map(str, range(1, 13)))) >= 10):
         return "time"
@@ -75,8 +74,13 @@ def _month(screen: Screen) -> tuple[int, int] | None:
     for text in [e.label for e in screen.elements] + list(screen.texts):
         m = MONTH_YEAR.fullmatch(text.strip())
         if m:
-            return int(m.group(2)), MONTHS.index(m.group(1)[:3].lower()) + 1
+            return int(m.group(2)), MONTHS.index(m.group(1).lower()) + 1
     return None
+
+
+def _days(screen: Screen) -> list[Element]:
+    """A calendar's days that can be tapped."""
+    return [e for e in screen.elements if DAY.fullmatch(e.label) and e.clickable]
 
 
 def date_step(screen: Screen, month: int | None, day: int | None) -> tuple[str, Element, str] | None:
@@ -87,7 +91,7 @@ def date_step(screen: Screen, month: int | None, day: int | None) -> tuple[str, 
     if shown is None:
         return None
     year, now = shown
-    days = [e for e in screen.elements if re.fullmatch(r"\d{1,2}", e.label) and e.clickable]
+    days = _days(screen)
     if month is None:
         if not any(e.checked for e in days):
             return None           # (not the month it opened on: today is not to be read here)

@@ -324,11 +324,7 @@ class Explorer:
         self.probed = None
         if box is None or box.text != PROBE:
             return screen, here
-        x, y = box.center
-        for command in (f"input tap {x} {y}", "input keyevent KEYCODE_MOVE_END",
-                        "input keyevent " + " ".join(["KEYCODE_DEL"] * len(PROBE))):
-            self.device.run(command)
-            self._count(command)
+        self._count(self.device.erase(box))
         return self._visit()
 
     # -- moving about -----------------------------------------------------------------------------

@@ -56,6 +56,12 @@ def _holds_kind(text: str, kind: str) -> bool:
     return False
 
 
+# entry widget -> (the slot kind it takes, the macro's next step toward a slot, how to say it)
+MACROS = {
+    "time": ("time", lambda screen, s: time_step(screen, *s.value), "set the time to"),
+    "date": ("date", lambda screen, s: date_step(screen, *(s.value or (None, None))), "set the date to"),
+    "digits": ("duration", lambda screen, s: digits_step(screen, duration_digits(s.value)), "enter"),
+}
 # a task that renames someone may type over their name
 RENAME = re.compile(r"\b(rename|change (?:the |their |his |her )?(?:first |last )?name|correct|fix)\b", re.I)
 NAME_FIELDS = {"first": ("first", "given"), "last": ("last", "surname", "family")}
@@ -133,39 +139,21 @@ class Forms:
         return slot.text
 
     def entry(self, screen: Screen, p: Progress) -> Step | None:
-        kind = entry_kind(screen)
-        if kind == "time":
-            for i in p.unused():
-                s = self.task.slots[i]
-                if s.kind == "time":
-                    nxt = time_step(screen, *s.value)
-                    if nxt is None:
-                        p.used.add(i)          # the picker shows it: confirmed with its OK
-                        p.wait(i)
-                        return None
-                    action, el, text = nxt
-                    return Step(action, el, text, why=f"set the time to {s.text}: {action} {el.label}")
-        if kind == "date":
-            for i in p.unused():
-                s = self.task.slots[i]
-                if s.kind == "date":
-                    nxt = date_step(screen, *(s.value or (None, None)))
-                    if nxt is None:
-                        p.used.add(i)          # the calendar shows it: confirmed with its OK
-                        p.wait(i)
-                        return None
-                    action, el, text = nxt
-                    return Step(action, el, text, why=f"set the date to {s.text}: {action} {el.label}")
-        if kind == "digits":
-            for i in p.unused():
-                s = self.task.slots[i]
-                if s.kind == "duration":
-                    nxt = digits_step(screen, duration_digits(s.value))
-                    if nxt is None:
-                        p.used.add(i)
-                        p.wait(i)
-                        return None
-                    action, el, text = nxt
-                    return Step(action, el, text, why=f"enter {s.text}: tap {el.label}")
+        """The next tap (or typing) that sets the dial, calendar or keypad in front to the slot it
+        takes; None once it shows it (the slot then waits for the widget's OK)."""
+        macro = MACROS.get(entry_kind(screen))
+        if macro is None:
+            return None
+        kind, step, what = macro
+        for i in p.unused():
+            s = self.task.slots[i]
+            if s.kind == kind:
+                nxt = step(screen, s)
+                if nxt is None:
+                    p.used.add(i)          # the widget shows it: confirmed with its OK
+                    p.wait(i)
+                    return None
+                action, el, text = nxt
+                return Step(action, el, text, why=f"{what} {s.text}: {action} {el.label}")
         return None
 

@@ -121,6 +121,7 @@ class GoalFinder:
         self.ident: set[int] = set()        # value slots that name an object listed on screen
         self.qualifiers = qualifiers(task.text)
         self.searching = re.search(r"\b(search|find|look (?:up|for))\b", task.text, re.I) is not None
+        self.made = made(task)              # the slots naming what the task makes
 
     def unnamed(self, g: AppGraph) -> set[int]:
         """Screens reached only by choosing a row of a list in which the task names nothing (a
@@ -361,11 +362,11 @@ class GoalFinder:
                     and not CREATE.search(self.plain) and any(CREATING.match(w) for w in g.way_labels(s.id)[-1:]):
                 goal.score -= 0.8    # the name for something new, when the task makes nothing new
                                      # (a person's name typed as a new label's name)
-            elif best is not None and task.slots[best].kind == "name" and best not in made(task) \
+            elif best is not None and task.slots[best].kind == "name" and best not in self.made \
                     and (best in self.ident or any(best in slots for slots, _, _ in self._row_slots(g))):
                 goal.score -= 0.5    # a name a list shows is there to choose, not to type ("add Marcus
                                      # to the Friends label" typed Friends over the Family label's name)
-            elif best is not None and best in made(task) and task.slots[best].kind == "name" \
+            elif best is not None and best in self.made and task.slots[best].kind == "name" \
                     and any(CREATING.match(w) for w in g.way_labels(s.id)[-1:]):
                 goal.score += 0.5    # the name of what the task makes, on the form that makes it ("in a
                                      # new label called Soccer" beat "Add contacts" to an existing label)

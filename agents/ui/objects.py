@@ -19,6 +19,7 @@ MAX_ROW_SCROLLS = 6
 class Objects:
     def __init__(self, task, rel: Relevance):
         self.task, self.rel = task, rel
+        self.made = made(task)              # what the task makes: typed, not looked for
 
     def hit(self, e: Element, slots: list[int], screen: Screen | None = None) -> tuple[float, Slot | None]:
         """The slot an element shows best (its label, description or a text inside it, or in
@@ -113,8 +114,7 @@ class Objects:
     def select(self, screen: Screen, here: UIScreen | None, p: Progress) -> list[Step]:
         """A row here showing the object the task names (the contact, the conversation): the
         object is chosen before anything is done to it — unless the task creates it."""
-        new = made(self.task)
-        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone") and i not in new]
+        names = [i for i in p.unused() if self.task.slots[i].kind in ("name", "phone") and i not in self.made]
         if not names:
             return []
         best, hit = None, 0.0

@@ -14,7 +14,7 @@ import re
 from . import stepper
 from .apps import AppChooser
 from .forms import Forms, field_id, is_search
-from .goals import Goal, GoalFinder, comparative, extreme, made, other_action
+from .goals import Goal, GoalFinder, comparative, extreme, other_action
 from .graph import NEW_SCREEN, AppGraph, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
@@ -65,7 +65,7 @@ class Planner:
         names = [i for i in p.unused() if self.task.slots[i].kind == "name"]
         if not names:
             return True
-        new = made(self.task)
+        new = self.finder.made
         if new and any(i in slots | like for g in self.finder.graphs for slots, like, _ in self.finder._row_slots(g)
                        for i in names if i not in new):
             return False          # the task makes something for someone a list shows, still to

@@ -5,7 +5,7 @@ each step of it — the named one among like buttons, a category whose page list
 card already open below the fold."""
 from __future__ import annotations
 
-from .goals import Goal, GoalFinder, listed_like, made, onward, shaped
+from .goals import Goal, GoalFinder, listed_like, onward, shaped
 from .graph import NEW_SCREEN, AppGraph, UIEdge, UIScreen, element_key
 from .objects import MAX_ROW_SCROLLS, Objects
 from .progress import Progress
@@ -26,7 +26,7 @@ class Routes:
         when the way passes a list of such rows."""
         paths = g.paths_from(here.id, avoid=p.failed_edges)
         direct = g.paths_from(here.id, avoid=p.failed_edges, rows=False).get(goal.screen)
-        new = made(self.task)          # a new object: its name is typed, not looked for
+        new = self.finder.made          # a new object: its name is typed, not looked for
         if direct is None and (new or not any(s.kind in ("name", "phone") for s in self.task.slots)):
             # through any row of a list only when the task names no one: a task about Priya is
             # never carried out in another person's conversation
@@ -83,9 +83,10 @@ class Routes:
                      or any(self.rel.slot_hits(lab, [self.task.slots[i]])[0] >= 0.8 for lab in inside)}
             if not shows:
                 continue
-            if goal.screen not in onward(g, e.dst):
+            after = onward(g, e.dst)
+            if goal.screen not in after:
                 continue              # the row's page does not lead on to the goal
-            if e.src != here.id and p.object is not None and here.id in onward(g, e.dst) \
+            if e.src != here.id and p.object is not None and here.id in after \
                     and p.object not in p.reached_on.get(goal.id, ()):
                 continue              # on the page of the object chosen, not yet done for it:
                                       # done here first ("Add Ben and Emily to Work", on Ben's page)
