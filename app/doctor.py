@@ -94,7 +94,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         isa += " with dot product (sdot)" if "asimddp" in flags else " (no dot product instructions)"
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K/Q8_0 as 8-bit codes; F16 and other types as fp32 panels) "
-                  f"({settings.engine_decode} decoding arithmetic, exact fp32 prefill), on {kernel.threads} pool threads; "
+                  f"({settings.engine_decode} arithmetic for prefill and decoding), on {kernel.threads} pool threads; "
                   f"{_packed_weights(settings, locs, kernel)}{note}")
 
 

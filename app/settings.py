@@ -142,8 +142,8 @@ class Settings:
     engine_linear: str = option("native", "which kernel runs the projections on the torch backend: "
                                 "native (hexa's kernels, else oneDNN), onednn, or mkl (F.linear)",
                                 choices=LINEAR_CHOICES, section="engine", env="HEXA_LINEAR")
-    engine_decode: str = option("int8", "decoding's arithmetic on quantized weights: int8 (integer dot "
-                                "products, as llama.cpp) or exact (fp32, as prefill); lossless either way",
+    engine_decode: str = option("int8", "the arithmetic on quantized weights, prefill and decoding: int8 "
+                                "(integer dot products, as llama.cpp) or exact (fp32); lossless either way",
                                 choices=DECODE_CHOICES, section="engine", env="HEXA_DECODE")
     engine_isa: str = option("auto", "native kernels' instruction set: auto, or avx2 to keep the AVX2 "
                              "kernels on a CPU with AVX-VNNI", choices=ISA_CHOICES, section="engine",

@@ -22,8 +22,8 @@ DEFAULT_SPIN_US = 200            # pool.c explains the number
 class EngineOptions:
     """``linear``: which kernel runs the projections on the torch backend (``native``: hexa's own
     kernels when they build and pass their self-check, else oneDNN; ``onednn``; ``mkl``: F.linear).
-    ``decode``: decoding's arithmetic on weights held as codes (``int8``: integer dot products on
-    8-bit activations, as llama.cpp; ``exact``: the fp32 arithmetic prefill always uses).
+    ``decode``: the arithmetic of every pass (prefill chunks, steps, trees) on weights held as
+    codes (``int8``: integer dot products on 8-bit activations, as llama.cpp; ``exact``: fp32).
     ``isa``: ``avx2`` keeps the AVX2 kernels on a CPU with AVX-VNNI. ``spin_us``: how long the
     kernels' pool workers spin after a job before sleeping. qnn: ``qnn_switch`` progressive graph
     switching (None: on unless the layout shares weights), ``qnn_early_switch`` (see

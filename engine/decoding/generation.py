@@ -335,9 +335,10 @@ def keep_answer(model: Backend, cache: KVCache, ids: list[int], answer: list[int
     new message. Runs once the answer's text is out, before ``Done`` is yielded (stamped before it):
     inside the request, so an agent saves the answer and a next request starts only after it (run
     after ``Done``, a TUI user's next message overtook the answer's save); a cancel stops it. The
-    answer's rows are prefilled again, not taken from decoding: decoding computes with other
-    arithmetic (integer dot products), and a warm next turn must give a cold one's tokens, which
-    prefill every token of their prompt."""
+    answer's rows are prefilled again, not taken from decoding: a warm next turn must give a cold
+    one's tokens and view rows, and decoding kept no prefill view rows (calibration) and no KV of
+    the last token. (Prefill and decoding compute with the same arithmetic and every row alone, so
+    the rows' KV would be the same bits; reusing them is not done yet.)"""
     full = ids + list(answer)
     if len(full) > cache.capacity:
         return

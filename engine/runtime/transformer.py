@@ -112,12 +112,12 @@ class CompactTransformer:
         self.linear, self._library = library_linear(linear)
         self.native = None       # the native kernel, when it runs whole layers (64-dim heads)
         self.fused = None        # its one-call forward pass for steps and trees (FusedForward)
-        # fp32 arithmetic for every pass (else decoding passes take integer dot products on codes);
-        # prefill is always exact, so a prompt's KV never depends on how it was chunked or reused
+        # fp32 arithmetic for every pass, else every pass on codes (prefill chunks, steps, trees)
+        # takes integer dot products; either way each row is computed alone, so a prompt's KV never
+        # depends on how it was chunked or reused
         if decode not in DECODE_CHOICES:
             raise EngineError(f"decode {decode!r} is not one of {', '.join(DECODE_CHOICES)}")
         self.exact = decode == "exact"
-        self._prefilling = False
         self.kernel = self._library
         self.kernel_build = ""   # the native kernel's source digest, if in use
 
@@ -224,11 +224,10 @@ class CompactTransformer:
         return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity)
 
     def begin_prefill(self, total_tokens: int) -> None:
-        """Nothing to plan (every shape runs as it comes); prefill passes are exact."""
-        self._prefilling = True
+        """Nothing to plan: every shape runs as it comes, prefill in decoding's arithmetic."""
 
     def end_prefill(self) -> None:
-        self._prefilling = False
+        pass
 
     def weight_bytes(self) -> int:
         """Bytes of every weight as held (codes, fp32 panels or plain tensors; a tied head once)."""
@@ -238,7 +237,7 @@ class CompactTransformer:
 
     @property
     def decode_arithmetic(self) -> str:
-        """What decoding passes compute with, for the status lines: "int8" or "exact"."""
+        """What every pass computes with, for the status lines: "int8" or "exact"."""
         return "int8" if self.native is not None and not self.exact else "exact"
 
     def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -288,7 +287,7 @@ class CompactTransformer:
                          self._window(mask2d, positions, start, end))
             if self.fused is not None and S <= self.fused.rows:
                 return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
-                                  exact=self.exact or self._prefilling, local=local)
+                                  exact=self.exact, local=local)
             x = self._native_layers(x, cos, sin, cache, mask2d, local)
             return self.native.rmsnorm(x, self.norm, c.rms_eps)
         x = self._torch_layers(x, cos.unsqueeze(0), sin.unsqueeze(0), cache, mask)
@@ -323,13 +322,13 @@ class CompactTransformer:
         locals_ = set(c.local_layers)
         for i, L in enumerate(self.layers):
             cs, sn, mk = local if i in locals_ else (cos, sin, mask2d)
-            qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv)
+            qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv, exact=self.exact)
             q = k.rope_split(qkv, cs, sn, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5,
                              L.q_norm, L.k_norm, c.rms_eps)
             q = q.view(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
             o = k.attention(q, cache.k[i], cache.v[i], end, mk, tokens=S, scaled=True, pass_keys=S)
             x = self._add(k, o, L.wo, L.post_attn, x)
-            gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
+            gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu, exact=self.exact)
             act = k.gelu_mul(gu) if c.act == "gelu_tanh" else k.silu_mul(gu)
             x = self._add(k, act, L.wdown, L.post_ffn, x)
         return x
@@ -337,8 +336,8 @@ class CompactTransformer:
     def _add(self, k, h: torch.Tensor, w, norm: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor:
         """x + h @ w.T, or x + RMSNorm(h @ w.T) with gemma3's post norms (forward.c's project_add)."""
         if norm is None:
-            return k.linear(h, w, residual=x)
-        return x.add_(k.rmsnorm(k.linear(h, w), norm, self.config.rms_eps))
+            return k.linear(h, w, residual=x, exact=self.exact)
+        return x.add_(k.rmsnorm(k.linear(h, w, exact=self.exact), norm, self.config.rms_eps))
 
     def _torch_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
                       mask: torch.Tensor | None) -> torch.Tensor:
@@ -376,6 +375,6 @@ class CompactTransformer:
 
     @torch.inference_mode()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        if self.native is not None and not (self.exact or self._prefilling):
+        if self.native is not None and not self.exact:
             return self.native.linear(hidden, self.lm_head, exact=False)
         return self.linear(hidden, self.lm_head)
