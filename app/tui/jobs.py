@@ -7,16 +7,14 @@ decoded at 6-46 tok/s where ``hexa ask`` did 75-130. So a job only appends its e
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable, Iterator
 
 from agents.common import cancelled_done
+from engine.heap import release_freed
 
 FRAME_S = 1 / 8         # text frames while a job streams: each costs the UI thread a few ms
                         # that the engine waits for (8 a second: 14% of a core on a replayed
@@ -68,18 +66,9 @@ def job_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=3, thread_name_prefix="hexa-job")
 
 
-@lru_cache(maxsize=1)
-def _malloc_trim():
-    name = ctypes.util.find_library("c")
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None   # glibc only
-    return trim
-
-
 def release_memory() -> None:
     """Give the freed buffers of a finished request back to the system (glibc keeps them)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    release_freed()
 
 
 def pump(job: Job, events: Callable[[Job], Iterator], inbox: Inbox) -> None:
