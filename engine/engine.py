@@ -117,7 +117,6 @@ class Engine:
             release_freed()
             compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear, options.decode) if direct
                        else CompactTransformer.load(folder, linear, kernel, options.decode))
-            release_freed()
         except EngineError:
             raise
         except Exception as exc:  # a cache that validated but still cannot load

@@ -300,7 +300,7 @@ class Explorer:
         its page: typed into a recipient box it would filter away the list's rows."""
         key = self.to_probe[here.id]
         self.to_probe[here.id] = ""                  # (once)
-        box = next((x for x in screen.elements if element_key(x) == key and x.editable), None)
+        box = _field(screen, key)
         if box is None:
             return screen, here
         self._count(self.device.type_into(box, PROBE, clear=False))
@@ -320,7 +320,7 @@ class Explorer:
         """Erase the probe word, when its box is on the screen in front (leaving no draft)."""
         if self.probed is None or self.probed[0] != here.id:
             return screen, here
-        box = next((x for x in screen.elements if element_key(x) == self.probed[1] and x.editable), None)
+        box = _field(screen, self.probed[1])
         self.probed = None
         if box is None or box.text != PROBE:
             return screen, here
@@ -478,3 +478,8 @@ class Explorer:
 def _words(title: str) -> str:
     """A title without its numbers (the data a screen shows in it)."""
     return DIGITS.sub("#", title or "").strip()
+
+
+def _field(screen: Screen, key: str) -> Element | None:
+    """The editable element of ``key`` on ``screen`` (the probe word's box), if shown."""
+    return next((x for x in screen.elements if element_key(x) == key and x.editable), None)

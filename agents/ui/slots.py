@@ -160,7 +160,7 @@ def analyze(task: str) -> TaskInfo:
         add("duration", m, _seconds(m))
     for m in DAY.finditer(text):
         day = _day(m.group(0))
-        if DATE.match(text, m.end() + len(text[m.end():]) - len(text[m.end():].lstrip(", "))):
+        if DATE.match(text[m.end():].lstrip(", ")):
             taken.append(m.span())      # "Tuesday, June 18": the weekday of a date, said twice
         elif day < 7:
             add("day", m, day)

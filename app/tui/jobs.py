@@ -66,11 +66,6 @@ def job_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=3, thread_name_prefix="hexa-job")
 
 
-def release_memory() -> None:
-    """Give the freed buffers of a finished request back to the system (glibc keeps them)."""
-    release_freed()
-
-
 def pump(job: Job, events: Callable[[Job], Iterator], inbox: Inbox) -> None:
     """Job thread: run the agent's event generator, every event into the inbox, then Finished."""
     error = None
@@ -80,7 +75,7 @@ def pump(job: Job, events: Callable[[Job], Iterator], inbox: Inbox) -> None:
     except Exception as exc:  # every failure becomes a one-line message in the app
         error = one_line(exc)
     finally:
-        release_memory()
+        release_freed()          # the request's freed buffers back to the system (glibc keeps them)
         inbox.put(job.rid, Finished(error))
         job.done.set()
 
