@@ -177,3 +177,22 @@ def test_prefill_chunking_never_changes_a_bit_of_the_prompts_kv(real_engine):
         caches.append((cache.k[:, :, :150].clone(), cache.v[:, :, :150].clone(), last))
     for other in caches[1:]:
         assert all(torch.equal(a, b) for a, b in zip(caches[0], other))
+
+
+def test_prefill_gives_the_kv_decoding_steps_give(real_engine):
+    """Prefill takes the decoding arithmetic: a prompt prefilled in one chunk holds the very KV
+    bits that one-token decoding steps over the same tokens write (fp32 prefill did not)."""
+    model = real_engine.model
+    tokens = torch.randint(0, model.config.vocab_size, (24,), generator=torch.Generator().manual_seed(3))
+    prefilled, stepped = model.new_cache(32), model.new_cache(32)
+    model.begin_prefill(24)
+    try:
+        model.forward(tokens, torch.arange(24), prefilled)
+        prefilled.commit(24)
+    finally:
+        model.end_prefill()
+    for i in range(24):
+        model.forward(tokens[i:i + 1], torch.tensor([i]), stepped)
+        stepped.commit(1)
+    assert torch.equal(prefilled.k[:, :, :24], stepped.k[:, :, :24])
+    assert torch.equal(prefilled.v[:, :, :24], stepped.v[:, :, :24])
