@@ -21,14 +21,22 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 (Layouts 5 and 6 hold 8-bit codes after two fp32 arrays: ``layout.h``.) F16/BF16/F32 tensors are
 dequantized one tensor at a time into fp32 panels (4 bytes a weight): hexa's small ones (norms,
 biases) and any type not in this table.
+
+The heads are stored compactly where that is exact (``layout.h``, ``pack``): the legacy types'
+d and m are fp16 values (HEAD_F16: 0.625 bytes a Q4_1 weight instead of 0.75), and the K-quants'
+are an fp16 factor per 256 inputs times a 6- or 8-bit integer per block (HEAD_K: 0.59 bytes a
+Q4_K weight instead of 0.75, 1.07 a Q6_K weight instead of 1.25). The kernels rebuild the same
+fp32 values, so the bits out of every product are those of the fp32 head.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.kernels import PANEL, QUANT_BLOCK
+from ..runtime.kernels import HEADER, PANEL, QUANT_BLOCK
 
 QB = QUANT_BLOCK
+HEAD_F16, HEAD_K = HEADER.constants["HEXA_HEAD_F16"], HEADER.constants["HEXA_HEAD_K"]
+KSUPER = HEADER.constants["HEXA_KSUPER"]        # blocks per HEAD_K factor
 NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 8, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6}   # -> layout
 
 
@@ -95,6 +103,24 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
     return d, None, q.astype(np.int8).reshape(rows, K)
 
 
+def k_factors(kind: str, data: np.ndarray, rows: int, K: int):
+    """A K-quant's head as (factors [arrays, rows, K/256] fp32, integers [arrays, rows, K/32]
+    int8) with factor * integer = the head ``decode`` gives (d*sc and -(dmin*mn); Q6_K d*sc of
+    inputs 0-15 and 16-31 of each block); None for the other types."""
+    if kind not in ("Q4_K", "Q5_K", "Q6_K"):
+        return None
+    S = K // 256
+    if kind == "Q6_K":
+        b = data.reshape(rows, S, 210)
+        d = _half(b[..., 208:210])
+        sc = b[..., 192:208].view(np.int8).reshape(rows, S * 8, 2)
+        return np.stack([d, d]), np.stack([sc[..., 0], sc[..., 1]])
+    b = data.reshape(rows, S, 144 if kind == "Q4_K" else 176)
+    sc, mn = _k_scales(b[..., 4:16])
+    return (np.stack([_half(b[..., 0:2]), -_half(b[..., 2:4])]),
+            np.stack([sc.reshape(rows, -1), mn.reshape(rows, -1)]).astype(np.int8))
+
+
 def _k_scales(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Q4_K/Q5_K's 12 bytes -> eight 6-bit scales and mins (ggml's get_scale_min_k4)"""
     s = s.astype(np.uint8)
@@ -113,9 +139,30 @@ def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):
     return d, d, (m if bits in (4, 5) else zero), q.astype(np.int8)
 
 
-def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
-    """The layout's bytes (``pack.c``'s hexa_pack_quant fills the same) from per-row d, m, codes;
-    layout 7 takes (d, d of inputs 16-31 as m, m as m2)."""
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and np.array_equal(a.astype(np.float32).view(np.uint32), b.astype(np.float32).view(np.uint32))
+
+
+def compact_head(heads: list[np.ndarray], k: tuple[np.ndarray, np.ndarray] | None) -> int:
+    """The compact head (HEAD_K, HEAD_F16) that holds ``heads`` ([rows, K/32] fp32 arrays) exactly,
+    or 0: HEAD_K when ``k`` (``k_factors``) rebuilds them bit for bit, HEAD_F16 when every value is
+    an fp16 value (a -0 included)."""
+    if k is not None:
+        factors, ints = k
+        rebuilt = np.repeat(factors, KSUPER, axis=2) * ints.astype(np.float32)
+        if all(_same_bits(r, h) for r, h in zip(rebuilt, heads)):
+            return HEAD_K
+    if all(_same_bits(h.astype(np.float16).astype(np.float32), h) for h in heads):
+        return HEAD_F16
+    return 0
+
+
+def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None,
+         k: tuple[np.ndarray, np.ndarray] | None = None, compact: bool = True) -> tuple[np.ndarray, int]:
+    """(the layout's bytes, its bits) from per-row d, m, codes (``pack.c``'s hexa_pack_quant fills
+    the same for an fp32 head); layout 7 takes (d, d of inputs 16-31 as m, m as m2). The head is
+    compact where that is exact (``compact_head``; ``k`` a K-quant's ``k_factors``) unless not
+    ``compact``."""
     N, K = q.shape
     nb, P = K // QB, -(-N // PANEL)
     pad = P * PANEL - N
@@ -125,18 +172,25 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.n
             a = np.concatenate([a, np.zeros((pad,) + a.shape[1:], a.dtype)])
         return a.reshape(P, PANEL, *a.shape[1:])
 
-    head = [panels(d.astype(np.float32)).transpose(0, 2, 1)]          # [P, nb, 16]
-    if bits != 8:   # m (bits 4, 5), or the second half's scale (bits 6, 7)
-        head.append(panels(m.astype(np.float32)).transpose(0, 2, 1))
-    if bits == 7:
-        head.append(panels(m2.astype(np.float32)).transpose(0, 2, 1))
+    arrays = [d] + ([m] if bits != 8 else []) + ([m2] if bits == 7 else [])   # layout.h's HEAD_N
+    arrays = [a.astype(np.float32) for a in arrays]
+    kind = compact_head(arrays, k if K % (QB * KSUPER) == 0 else None) if compact else 0
+    if kind == HEAD_K:
+        arrays = list(k[1])
+    dtype = {0: np.float32, HEAD_F16: np.float16, HEAD_K: np.int8}[kind]
+    head = [panels(a.astype(dtype)).transpose(0, 2, 1) for a in arrays]    # [P, nb, 16] each
     if bits == 4:
         c = panels(q.astype(np.uint8).reshape(N, nb, QB))             # [P, 16, nb, 32]
         codes = (c[..., 0::2] | (c[..., 1::2] << 4)).transpose(0, 2, 3, 1)   # [P, nb, 16 pairs, 16]
     else:
         codes = panels(q.astype(np.int8).reshape(N, nb, QB)).transpose(0, 2, 3, 1).view(np.uint8)
     parts = [np.ascontiguousarray(h).view(np.uint8) for h in head] + [codes.reshape(P, nb, -1)]
-    return np.ascontiguousarray(np.concatenate(parts, axis=-1)).reshape(-1)
+    blocks = np.concatenate(parts, axis=-1)                              # [P, nb, block bytes]
+    if kind == HEAD_K:   # each panel's factors first: [P, K/256, arrays, 16] fp32
+        factors = np.stack([panels(f.astype(np.float32)) for f in k[0]], axis=2).transpose(0, 3, 2, 1)
+        blocks = np.concatenate([np.ascontiguousarray(factors).view(np.uint8).reshape(P, -1),
+                                 blocks.reshape(P, -1)], axis=1)
+    return np.ascontiguousarray(blocks).reshape(-1), bits | kind
 
 
 def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..errors import EngineError
-from .gguf_codes import NATIVE, as_layout7, decode, pack
+from .gguf_codes import NATIVE, as_layout7, decode, k_factors, pack
 from .gguf_header import check_architecture
 from ..runtime.kernels import PANEL
 from .source import ModelSource
@@ -158,20 +158,30 @@ class Weights:
             if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak
                 kind, data, _, _ = parts[0]
                 step = max(PANEL, (1 << 22) // K // PANEL * PANEL)     # ~4M weights a slice
-                slices = [pack(b, *decode(kind, data[r:r + step], min(step, N - r), K)) for r in range(0, N, step)]
-                codes = torch.from_numpy(np.concatenate(slices)) if len(slices) > 1 else torch.from_numpy(slices[0])
+
+                def slices(compact: bool):
+                    for r in range(0, N, step):
+                        rows = min(step, N - r)
+                        yield pack(b, *decode(kind, data[r:r + step], rows, K),
+                                   k=k_factors(kind, data[r:r + step], rows, K), compact=compact)
+                packed = list(slices(True))
+                if len({bits for _, bits in packed}) > 1:   # slices of other heads: one layout for all
+                    packed = list(slices(False))
+                codes, b = np.concatenate([c for c, _ in packed]), packed[0][1]
             else:
                 decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
                 if b == 7:
                     decoded = [as_layout7(NATIVE[kind], *x) for (kind, *_), x in zip(parts, decoded)]
                     d, m, m2, q = (np.concatenate([x[i] for x in decoded]) for i in range(4))
-                    codes = torch.from_numpy(pack(7, d, m, q, m2))
+                    codes, b = pack(7, d, m, q, m2)
                 else:
                     d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
                     m = np.concatenate([x[1] for x in decoded]) if b != 8 else None
-                    codes = torch.from_numpy(pack(b, d, m, q))
+                    ks = [k_factors(kind, data, n, kk) for kind, data, n, kk in parts]
+                    k = None if None in ks else tuple(np.concatenate([x[i] for x in ks], axis=1) for i in (0, 1))
+                    codes, b = pack(b, d, m, q, k=k)
             self.native += N * K
-            return PackedWeight(None, (N, K), (codes, b), self.kernel)
+            return PackedWeight(None, (N, K), (torch.from_numpy(codes), b), self.kernel)
         w = np.concatenate([np.asarray(quants.dequantize(data, self.t[n].tensor_type), np.float32).reshape(rows, k)
                             for n, (_, data, rows, k) in zip(names, parts)])
         self.fp32 += N * K

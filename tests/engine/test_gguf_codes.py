@@ -8,7 +8,7 @@ import torch
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
-from engine.model.gguf_codes import NATIVE, decode, pack, rebuild
+from engine.model.gguf_codes import HEAD_F16, HEAD_K, NATIVE, decode, k_factors, pack, rebuild
 from engine.model.gguf_model import _unpermute
 
 
@@ -55,7 +55,9 @@ def test_packed_codes_are_the_layout_the_kernels_read(kernel, kind):
     rows, K = 37, 256                        # a panel tail (37 = 2 x 16 + 5)
     d, m, q = decode(kind, blocks(kind, rows, K, seed=1), rows, K)
     w = torch.from_numpy(rebuild(NATIVE[kind], d, m, q))
-    packed = PackedWeight(None, (rows, K), (torch.from_numpy(pack(NATIVE[kind], d, m, q)), NATIVE[kind]), kernel)
+    codes, bits = pack(NATIVE[kind], d, m, q, compact=False)
+    assert bits == NATIVE[kind]
+    packed = PackedWeight(None, (rows, K), (torch.from_numpy(codes), bits), kernel)
     assert torch.equal(packed[torch.arange(rows)], w)          # hexa_unpack_rows reads them back
     x = torch.randn(3, K)
     assert torch.allclose(kernel.linear(x, packed), x @ w.T, atol=1e-4)
@@ -76,7 +78,49 @@ def test_parts_of_several_types_keep_their_weights_in_layout_7(kernel):
                    for i in range(4))
     assert np.array_equal(rebuild(7, d, m, q, m2), want)
     rows = len(want)
-    packed = PackedWeight(None, (rows, K), (torch.from_numpy(pack(7, d, m, q, m2)), 7), kernel)
+    codes, bits = pack(7, d, m, q, m2)
+    assert bits == 7                                            # K-quant and fp32 heads: no compact form
+    packed = PackedWeight(None, (rows, K), (torch.from_numpy(codes), bits), kernel)
     assert torch.equal(packed[torch.arange(rows)], torch.from_numpy(want))
     x = torch.randn(5, K)
     assert torch.allclose(kernel.linear(x, packed), x @ torch.from_numpy(want).T, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", sorted(NATIVE))
+@pytest.mark.parametrize("rows", [37, 53])
+def test_compact_heads_give_the_fp32_heads_bits_in_fewer_bytes(kernel, kind, rows):
+    """HEAD_F16 (the legacy types) and HEAD_K (the K-quants) hold the same head values: every
+    kernel gives the bits it gives on the fp32 head (decoding's integer dot products, the exact
+    kernels under and over HEXA_QUANT_ROWS, row lookups), from fewer bytes."""
+    from engine.runtime.kernels import PackedWeight
+
+    K = 512
+    data = blocks(kind, rows, K, seed=rows)
+    d, m, q = decode(kind, data, rows, K)
+    full, bits = pack(NATIVE[kind], d, m, q, compact=False)
+    small, compact_bits = pack(NATIVE[kind], d, m, q, k=k_factors(kind, data, rows, K))
+    assert compact_bits == NATIVE[kind] | (HEAD_K if kind.endswith("_K") else HEAD_F16)
+    assert small.nbytes == kernel.fn["hexa_quant_bytes"](compact_bits, rows, K) < full.nbytes
+    a = PackedWeight(None, (rows, K), (torch.from_numpy(full), bits), kernel)
+    b = PackedWeight(None, (rows, K), (torch.from_numpy(small), compact_bits), kernel)
+    ids = torch.tensor([0, rows - 1, 16, 5])
+    assert torch.equal(a[ids], b[ids])
+    for M in (1, 3, 8, 13, 40):
+        x = torch.randn(M, K)
+        for exact in (True, False):
+            assert torch.equal(kernel.linear(x, a, exact=exact), kernel.linear(x, b, exact=exact)), (M, exact)
+
+
+def test_compact_bytes_per_weight():
+    """What a decoding step streams per weight (a panel of 16 rows, K = 4096): the GGUF's own
+    sizes within a few percent."""
+    rows, K = 16, 4096
+    sizes = {}
+    for kind in ("Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q6_K", "Q8_0"):
+        data = blocks(kind, rows, K)
+        d, m, q = decode(kind, data, rows, K)
+        sizes[kind] = pack(NATIVE[kind], d, m, q, k=k_factors(kind, data, rows, K))[0].nbytes / (rows * K)
+    assert sizes["Q4_1"] == sizes["Q4_0"] == 0.625            # GGUF: 0.5625 / 0.625
+    assert sizes["Q4_K"] == pytest.approx(0.5938, abs=1e-4)    # GGUF: 0.5625
+    assert sizes["Q6_K"] == pytest.approx(1.0938, abs=1e-4)    # GGUF: 0.8203 (8-bit codes here)
+    assert sizes["Q8_0"] == sizes["Q5_0"] == 1.0625           # GGUF: 1.0625 / 0.6875

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "hexa.h"
+#include "layout.h"
 #include "pool.h"
 
 #define U 0x1p-24   /* fp32 unit roundoff */
@@ -428,8 +429,75 @@ static struct qweight make_quant_m(int bits, int N, int K, int e) {
     return q;
 }
 
+/* ---- compact heads (layout.h): HEAD_F16, HEAD_K ---------------------------------------------- */
+
+/* q's weight with a compact head: HEAD_F16 (q's head values are fp16 values: half_value) or
+   HEAD_K, for which q's head is first made an fp16 factor per 8 blocks times an int8 per block
+   (q->w and q->m follow: the full layout's rows, read back). Returns the compact bytes. */
+static uint8_t *compact(struct qweight *q, int head) {
+    const int N = q->N, K = q->K, bits = q->bits, nb = K / QB, P = (N + PW - 1) / PW;
+    const int cb = bits | head, n = HEAD_N(bits) * PW;
+    uint8_t *out = grab(hexa_quant_bytes(cb, N, K));
+    for (int p = 0; p < P; p++)
+        for (int blk = 0; blk < nb; blk++) {
+            uint8_t *src = (uint8_t *)block_at(q->codes, bits, nb, p, blk);
+            uint8_t *dst = (uint8_t *)block_at(out, cb, nb, p, blk);
+            float *hd = (float *)src;
+            if (head == HEAD_F16) {
+                for (int i = 0; i < n; i++) {
+                    const _Float16 h = (_Float16)hd[i];
+                    if ((float)h != hd[i]) fail(0, "head value %g is no fp16 value", hd[i]);
+                    memcpy(dst + 2 * i, &h, 2);
+                }
+            } else {
+                float *f = (float *)(out + (int64_t)p * PANEL_BYTES(cb, nb)) + (int64_t)(blk / KSUPER) * n;
+                for (int i = 0; i < n; i++) {
+                    const int is_min = MIN_AT(bits) >= 0 && i / PW == MIN_AT(bits) / PW && CODES(bits) != 6;
+                    if (blk % KSUPER == 0) f[i] = is_min ? -half_value(6) : half_value(4);
+                    const int k = is_min ? below(64) : CODES(bits) == 6 ? below(256) - 128 : 1 + below(63);
+                    dst[i] = (uint8_t)(int8_t)k;
+                    hd[i] = f[i] * (float)k;
+                }
+            }
+            memcpy(dst + HEAD_BYTES(cb), src + HEAD_BYTES(bits), BLOCK_BYTES(bits) - HEAD_BYTES(bits));
+        }
+    if (head == HEAD_K) {   /* the weight the full layout now holds, and its block minima */
+        int64_t *rows = grab(sizeof(int64_t) * N);
+        for (int r = 0; r < N; r++) rows[r] = r;
+        hexa_unpack_rows(q->codes, rows, N, N, K, bits, q->w);
+        for (int r = 0; r < N; r++)
+            for (int blk = 0; blk < nb; blk++)
+                q->m[(int64_t)r * nb + blk] = MIN_AT(bits) >= 0 && CODES(bits) != 6
+                    ? ((const float *)block_at(q->codes, bits, nb, r / PW, blk))[MIN_AT(bits) + r % PW] : 0.f;
+    }
+    return out;
+}
+
+/* the compact head gives the full head's bits in every kernel */
+static void check_compact(struct qweight *q, int head) {
+    const int N = q->N, K = q->K, bits = q->bits;
+    uint8_t *small = compact(q, head);
+    at("hexa_quant_bytes", "N=%d K=%d bits=%d", N, K, bits | head);
+    if (hexa_quant_bytes(bits | head, N, K) >= hexa_quant_bytes(bits, N, K)) fail(0, "not fewer bytes");
+    seed(400 + bits + head);
+    float *x = randoms((int64_t)ROWS * K, 1.f), *y = floats((int64_t)ROWS * N), *want = floats((int64_t)ROWS * N);
+    for (int M = 1; M <= ROWS; M += 4)
+        for (int dot = 0; dot < 2; dot++) {
+            at(dot ? "hexa_linear_dot" : "hexa_linear_quant", "N=%d K=%d bits=%d M=%d", N, K, bits | head, M);
+            (dot ? dot_linear : quant_linear)(x, q->codes, NULL, NULL, want, M, N, K, bits, 2);
+            (dot ? dot_linear : quant_linear)(x, small, NULL, NULL, y, M, N, K, bits | head, 2);
+            for (int r = 0; r < M; r++) same(r, y + (int64_t)r * N, want + (int64_t)r * N, N, "the fp32 head");
+        }
+    struct qweight c = *q;   /* then every check of the full layout, on the compact one */
+    c.codes = small;
+    c.bits = bits | head;
+    check_unpack_rows(&c);
+    check_linear_quant(&c);
+    check_linear_dot(&c);
+}
+
 static void check_codes(void) {
-    static const int shapes[][2] = {{37, 96}, {197, 64}};   /* N tails; 13 panels (two full groups) */
+    static const int shapes[][2] = {{37, 96}, {197, 64}, {53, 512}};   /* N tails; 13 panels (two full groups); K-quant supers */
     for (int bits = 5; bits <= 7; bits++)
         for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
             seed(bits * 10 + s);
@@ -437,6 +505,8 @@ static void check_codes(void) {
             check_unpack_rows(&q);
             check_linear_quant(&q);
             check_linear_dot(&q);
+            check_compact(&q, HEAD_F16);
+            if (shapes[s][1] % (QB * KSUPER) == 0) check_compact(&q, HEAD_K);
             release();
         }
     for (int bits = 4; bits <= 8; bits += 4)
@@ -447,6 +517,8 @@ static void check_codes(void) {
             check_unpack_rows(&q);
             check_linear_quant(&q);
             check_linear_dot(&q);
+            check_compact(&q, HEAD_F16);
+            if (shapes[s][1] % (QB * KSUPER) == 0) check_compact(&q, HEAD_K);
             release();
         }
 }

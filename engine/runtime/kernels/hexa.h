@@ -13,11 +13,14 @@
 #define HEXA_MAX_HEAD_DIM 256 /* attention.c and rope.c take heads of 64, 128 or 256 dims */
 #define HEXA_PANEL 16         /* output columns per packed panel */
 #define HEXA_QUANT_BLOCK 32   /* inputs per Q4_1 / Q8_0 block */
+#define HEXA_HEAD_F16 16      /* codes' layout | this: the block heads as fp16 (layout.h) */
+#define HEXA_HEAD_K 32        /* | this: an fp32 factor per 8 blocks times an int8 per block */
+#define HEXA_KSUPER 8         /* blocks per HEXA_HEAD_K factor (a K-quant's 256 inputs) */
 #define HEXA_QUANT_ROWS 12    /* quantized calls of at most this many rows rebuild weights per tile */
 #define HEXA_FORWARD_ROWS 64  /* most tokens one hexa_forward call runs (every step and draft tree) */
 
 /* One decoder layer's weights. Projections are packed fp32 (bits 0, hexa_pack's layout) or codes
-   (bits 4: Q4_1, 8: Q8_0, hexa_pack_quant's layout); bqkv may be NULL. q_norm/k_norm (per-head
+   (layout.h: bits 4 (Q4_1), 8 (Q8_0), 5-7, | HEAD_F16 or HEAD_K for compact heads); bqkv may be NULL. q_norm/k_norm (per-head
    RMSNorm of q and k before RoPE: qwen3, gemma3), post_attn/post_ffn (RMSNorm of the attention's
    and the MLP's output before the residual add: gemma3) are NULL where the model has none.
    local: a sliding-window layer (gemma3), which reads the pass's local mask and RoPE rows. */
@@ -64,6 +67,7 @@ void hexa_pack(const float *w, float *packed, int32_t N, int32_t K, int32_t thre
 void hexa_linear(const float *x, const float *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t threads);
 int32_t hexa_pack_quant(const float *w, uint8_t *packed, int32_t N, int32_t K, int32_t bits, int32_t threads);
 int32_t hexa_quant_block_bytes(int32_t bits);
+int64_t hexa_quant_bytes(int32_t bits, int32_t N, int32_t K);
 void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count, int32_t N, int32_t K, int32_t bits, float *out);

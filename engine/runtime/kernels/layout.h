@@ -4,6 +4,8 @@
 #ifndef HEXA_LAYOUT_H
 #define HEXA_LAYOUT_H
 
+#include <stdint.h>
+
 #include "hexa.h"
 
 #define PW HEXA_PANEL   /* panel width: output columns per packed panel */
@@ -26,10 +28,54 @@
    with a Q6_K v) is kept in it, exactly. */
 #define Q7_HEAD (3 * PW * 4)
 #define Q7_BYTES (Q7_HEAD + QB * PW)
-#define BLOCK_BYTES(bits) ((bits) == 4 ? Q4_BYTES : (bits) == 8 ? Q8_BYTES : (bits) == 7 ? Q7_BYTES : QM_BYTES)
-#define CODE_HEAD(bits) ((bits) == 8 ? Q8_HEAD : (bits) == 7 ? Q7_HEAD : QM_HEAD)   /* 8-bit codes' start */
-#define SPLIT_SCALE(bits) ((bits) == 6 || (bits) == 7)    /* a second scale for inputs 16-31 */
-#define MIN_AT(bits) ((bits) == 7 ? 2 * PW : (bits) == 5 ? PW : -1)   /* m's floats into the head, or none */
+/* Compact heads: the same codes and the same fp32 head values, in fewer bytes, so a decoding step
+   streams less (it is bound by memory: layout 4 held 0.75 bytes a weight where a Q4_K GGUF holds
+   0.56). ``bits`` = the codes' layout above | HEAD_F16 or HEAD_K:
+   - HEAD_F16: each head value as fp16 (exact for the d and m of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0);
+   - HEAD_K: per panel, first a factor[HEAD_N][16] fp32 per super-block of 8 blocks (256 inputs:
+     a K-quant's d and -dmin), then the blocks, each head value an int8 times its factor (Q4_K's
+     6-bit sc and mn, Q6_K's int8 scales: products of an fp16 and <= 8 bits, exact in fp32).
+   block_head rebuilds the fp32 values exactly, so every kernel gives the bits it gives on the fp32
+   head. Blocks stay in order, each its head then its codes. */
+#define HEAD_F16 HEXA_HEAD_F16
+#define HEAD_K HEXA_HEAD_K
+#define KSUPER HEXA_KSUPER                           /* blocks per HEAD_K factor (256 inputs) */
+#define CODES(bits) ((bits) & 15)                    /* 4, 5, 6, 7 or 8 */
+#define HEAD_OF(bits) ((bits) & (HEAD_F16 | HEAD_K))
+#define HEAD_N(bits) (CODES(bits) == 8 ? 1 : CODES(bits) == 7 ? 3 : 2)   /* fp32 arrays of 16 */
+#define HEAD_BYTES(bits) (HEAD_N(bits) * PW * (HEAD_OF(bits) == HEAD_K ? 1 : HEAD_OF(bits) == HEAD_F16 ? 2 : 4))
+#define BLOCK_BYTES(bits) (HEAD_BYTES(bits) + (CODES(bits) == 4 ? QB / 2 * PW : QB * PW))
+#define CODE_HEAD(bits) HEAD_BYTES(bits)             /* the codes' start in a block */
+#define FACTOR_BYTES(bits, nb) (HEAD_OF(bits) == HEAD_K ? (int64_t)(nb) / KSUPER * HEAD_N(bits) * PW * 4 : 0)
+#define PANEL_BYTES(bits, nb) (FACTOR_BYTES(bits, nb) + (int64_t)(nb) * BLOCK_BYTES(bits))
+#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7)    /* a second scale for inputs 16-31 */
+#define MIN_AT(bits) (CODES(bits) == 7 ? 2 * PW : CODES(bits) == 5 || CODES(bits) == 4 ? PW : -1)   /* m's floats into the head, or none */
+
+/* Block blk of panel p */
+static inline const uint8_t *block_at(const uint8_t *packed, int bits, int nb, int p, int blk) {
+    return packed + (int64_t)p * PANEL_BYTES(bits, nb) + FACTOR_BYTES(bits, nb) + (int64_t)blk * BLOCK_BYTES(bits);
+}
+
+/* The block's head as fp32 arrays (HEAD_N of 16): the block's own bytes for an fp32 head, else
+   rebuilt into tmp[3 * PW]. fp16 -> fp32 and an fp16 factor times a small integer are exact. */
+static inline const float *block_head(const uint8_t *packed, int bits, int nb, int p, int blk, float *tmp) {
+    const uint8_t *bp = block_at(packed, bits, nb, p, blk);
+    const int n = HEAD_N(bits) * PW;
+    if (HEAD_OF(bits) == HEAD_F16) {
+        for (int i = 0; i < n; i++) {
+            _Float16 h;
+            __builtin_memcpy(&h, bp + 2 * i, 2);
+            tmp[i] = (float)h;
+        }
+        return tmp;
+    }
+    if (HEAD_OF(bits) == HEAD_K) {
+        const float *f = (const float *)(packed + (int64_t)p * PANEL_BYTES(bits, nb)) + (int64_t)(blk / KSUPER) * n;
+        for (int i = 0; i < n; i++) tmp[i] = f[i] * (float)(int8_t)bp[i];
+        return tmp;
+    }
+    return (const float *)bp;
+}
 
 /* The ISA's fp32 tiles over rows [0, M) x panels [p0, p0+np), pk pointing at panel p0
    (x86/packed_gemm.c, arm64/packed_gemm.c; internal to the library) */

@@ -130,9 +130,15 @@ int hexa_pack_quant(const float *w, uint8_t *packed, int N, int K, int bits, int
 }
 
 /* Bytes per panel and block of 32 inputs in the layout for ``bits`` (4: Q4_1, 8: Q8_0, 5 and 6:
-   8-bit codes with a minimum or a second scale, layout.h), so callers size the buffers from here. */
+   8-bit codes with a minimum or a second scale, | HEAD_F16 or HEAD_K: layout.h), without a
+   HEAD_K panel's factors */
 int hexa_quant_block_bytes(int bits) {
     return BLOCK_BYTES(bits);
+}
+
+/* Bytes of a weight [N, K] in the layout for ``bits``, so callers size the buffers from here */
+int64_t hexa_quant_bytes(int bits, int N, int K) {
+    return (int64_t)(N + PW - 1) / PW * PANEL_BYTES(bits, K / QB);
 }
 
 /* Rows ``rows[0..count)`` of w [N, K] as fp32 into out [count, K]: the embedding lookup and the
@@ -140,26 +146,28 @@ int hexa_quant_block_bytes(int bits) {
    kernels' rebuild, one weight at a time: d * q, then + m for Q4_1 and bits 5. */
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int N, int K, int bits,
                       float *out) {
-    const int nb = K / QB, bytes = BLOCK_BYTES(bits);
+    const int nb = K / QB, codes = CODES(bits);
     for (int r = 0; r < count; r++) {
         const int64_t n = rows[r];
         float *dst = out + (int64_t)r * K;
         if (n < 0 || n >= N) { memset(dst, 0, sizeof(float) * K); continue; }
         const int p = (int)(n / PW), c = (int)(n % PW);
         for (int blk = 0; blk < nb; blk++) {
-            const uint8_t *bp = packed + ((int64_t)p * nb + blk) * bytes;
-            const float d = ((const float *)bp)[c];
+            float tmp[3 * PW];
+            const float *hd = block_head(packed, bits, nb, p, blk, tmp);
+            const uint8_t *cp = block_at(packed, bits, nb, p, blk) + CODE_HEAD(bits);
+            const float d = hd[c];
             for (int i = 0; i < QB; i++) {
                 float w;
-                if (bits == 8) {
-                    w = d * (float)(int8_t)bp[Q8_HEAD + i * PW + c];
-                } else if (bits != 4) {   /* 5, 6, 7: d (of the input's half for 6, 7) * q (+ m for 5, 7) */
-                    const float dh = ((const float *)bp)[(SPLIT_SCALE(bits) && i >= QB / 2) * PW + c];
-                    w = dh * (float)(int8_t)bp[CODE_HEAD(bits) + i * PW + c];
-                    if (MIN_AT(bits) >= 0) w = w + ((const float *)bp)[MIN_AT(bits) + c];
+                if (codes == 8) {
+                    w = d * (float)(int8_t)cp[i * PW + c];
+                } else if (codes != 4) {   /* 5, 6, 7: d (of the input's half for 6, 7) * q (+ m for 5, 7) */
+                    const float dh = hd[(SPLIT_SCALE(bits) && i >= QB / 2) * PW + c];
+                    w = dh * (float)(int8_t)cp[i * PW + c];
+                    if (MIN_AT(bits) >= 0) w = w + hd[MIN_AT(bits) + c];
                 } else {
-                    const int q = (bp[Q4_HEAD + (i / 2) * PW + c] >> (4 * (i & 1))) & 15;
-                    w = d * (float)q + ((const float *)bp)[PW + c];
+                    const int q = (cp[(i / 2) * PW + c] >> (4 * (i & 1))) & 15;
+                    w = d * (float)q + hd[PW + c];
                 }
                 dst[blk * QB + i] = w;
             }

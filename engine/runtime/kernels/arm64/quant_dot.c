@@ -69,20 +69,18 @@ static inline int8x16_t dup_quad(const int8_t *c) {
 /* ---- every ARMv8-A CPU: pairs ----------------------------------------------------------------
    16 columns x inputs (2kk, 2kk+1), each column's two codes side by side: w[0] columns 0-7,
    w[1] columns 8-15 (the layout of x86's pairs_q8, as bytes) */
-static inline void pairs_Q4(const uint8_t *bp, int kk, int8x16_t *w) {
-    const uint8x16_t both = vld1q_u8(bp + Q4_HEAD + 16 * kk);
+static inline void pairs_Q4(const uint8_t *cp, int kk, int8x16_t *w) {
+    const uint8x16_t both = vld1q_u8(cp + 16 * kk);
     const uint8x16_t lo = vandq_u8(both, vdupq_n_u8(0x0f)), hi = vshrq_n_u8(both, 4);
     w[0] = vreinterpretq_s8_u8(vzip1q_u8(lo, hi));
     w[1] = vreinterpretq_s8_u8(vzip2q_u8(lo, hi));
 }
 
-static inline void pairs_head(const uint8_t *bp, int head, int kk, int8x16_t *w) {
-    const int8x16_t a = vld1q_s8((const int8_t *)bp + head + 32 * kk), b = vld1q_s8((const int8_t *)bp + head + 32 * kk + 16);
+static inline void pairs_Q8(const uint8_t *cp, int kk, int8x16_t *w) {
+    const int8x16_t a = vld1q_s8((const int8_t *)cp + 32 * kk), b = vld1q_s8((const int8_t *)cp + 32 * kk + 16);
     w[0] = vzip1q_s8(a, b);
     w[1] = vzip2q_s8(a, b);
 }
-static inline void pairs_Q8(const uint8_t *bp, int kk, int8x16_t *w) { pairs_head(bp, Q8_HEAD, kk, w); }
-static inline void pairs_QM(const uint8_t *bp, int kk, int8x16_t *w) { pairs_head(bp, QM_HEAD, kk, w); }
 
 /* Input pairs summed in int16 before SADALP widens them: a lane holds one product per pair, at
    most 15 * 127 for Q4_1 (16 pairs, a whole block: 30480 < 32767) and 128 * 127 for Q8_0 (2). */
@@ -92,8 +90,8 @@ static inline void pairs_QM(const uint8_t *bp, int kk, int8x16_t *w) { pairs_hea
 
 /* ---- dot product CPUs: quads -----------------------------------------------------------------
    16 columns x inputs 4g .. 4g+3, each 32-bit lane one column's 4 codes: w[c] columns 4c .. 4c+3 */
-static inline void quads_Q4(const uint8_t *bp, int g, int8x16_t *w) {
-    const uint8x16_t b0 = vld1q_u8(bp + Q4_HEAD + 32 * g), b1 = vld1q_u8(bp + Q4_HEAD + 32 * g + 16);
+static inline void quads_Q4(const uint8_t *cp, int g, int8x16_t *w) {
+    const uint8x16_t b0 = vld1q_u8(cp + 32 * g), b1 = vld1q_u8(cp + 32 * g + 16);
     const uint8x16_t z[2] = {vzip1q_u8(b0, b1), vzip2q_u8(b0, b1)};   /* per column: inputs (0|1, 2|3) */
     for (int h = 0; h < 2; h++) {
         const uint8x16_t lo = vandq_u8(z[h], vdupq_n_u8(0x0f)), hi = vshrq_n_u8(z[h], 4);
@@ -102,8 +100,8 @@ static inline void quads_Q4(const uint8_t *bp, int g, int8x16_t *w) {
     }
 }
 
-static inline void quads_head(const uint8_t *bp, int head, int g, int8x16_t *w) {
-    const int8_t *c = (const int8_t *)bp + head + 64 * g;
+static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
+    const int8_t *c = (const int8_t *)cp + 64 * g;
     const int8x16_t v0 = vld1q_s8(c), v1 = vld1q_s8(c + 16), v2 = vld1q_s8(c + 32), v3 = vld1q_s8(c + 48);
     const int16x8_t z01a = vreinterpretq_s16_s8(vzip1q_s8(v0, v1)), z01b = vreinterpretq_s16_s8(vzip2q_s8(v0, v1));
     const int16x8_t z23a = vreinterpretq_s16_s8(vzip1q_s8(v2, v3)), z23b = vreinterpretq_s16_s8(vzip2q_s8(v2, v3));
@@ -112,8 +110,6 @@ static inline void quads_head(const uint8_t *bp, int head, int g, int8x16_t *w) 
     w[2] = vreinterpretq_s8_s16(vzip1q_s16(z01b, z23b));
     w[3] = vreinterpretq_s8_s16(vzip2q_s16(z01b, z23b));
 }
-static inline void quads_Q8(const uint8_t *bp, int g, int8x16_t *w) { quads_head(bp, Q8_HEAD, g, w); }
-static inline void quads_QM(const uint8_t *bp, int g, int8x16_t *w) { quads_head(bp, QM_HEAD, g, w); }
 
 /* Blocks read ahead in software: x86's distance, measured there (a step's calls stream too little
    each for the hardware prefetchers to reach full speed); not yet tuned on ARM hardware. Past a
@@ -138,19 +134,21 @@ static inline void quads_QM(const uint8_t *bp, int g, int8x16_t *w) { quads_head
         if (HAS_MIN) {                                                                            \
             const float32x4_t sx = vdupq_n_f32(a->sx[at]);                                        \
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                                   \
-                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32((const float *)bp + MOFF_##FMT + 4 * c), sx); \
+                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32(hd + MOFF_##FMT + 4 * c), sx);         \
         }                                                                                         \
     }
 
 #define DOT_BEGIN(FMT, MR)                                                                        \
-    const int nb = a->K / QB;                                                                     \
+    const int nb = a->K / QB, bits = a->bits, bytes = BLOCK_BYTES(bits);                          \
     float32x4_t acc[MR][4];                                                                       \
     _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                          \
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) acc[i][c] = vdupq_n_f32(0.f);        \
     for (int blk = 0; blk < nb; blk++) {                                                          \
-        const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * FMT##_BYTES;                   \
-        for (int off = 0; off < FMT##_BYTES; off += 64)   /* PREFETCH blocks ahead */            \
-            __builtin_prefetch(bp + PREFETCH * FMT##_BYTES + off);                                \
+        const uint8_t *bp = block_at(a->packed, bits, nb, p, blk), *cp = bp + CODE_HEAD(bits);    \
+        for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */                   \
+            __builtin_prefetch(bp + PREFETCH * bytes + off);                                      \
+        float tmp[3 * PW];                                                                        \
+        const float *hd = block_head(a->packed, bits, nb, p, blk, tmp);                           \
         const int8_t *xq[MR];                                                                     \
         _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                      \
             xq[i] = a->codes + (int64_t)(m0 + i) * a->K + blk * QB;                               \
@@ -169,13 +167,13 @@ static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {         
     DOT_BEGIN(FMT, MR)                                                                            \
         for (int k0 = 0; k0 < QB / 2; k0 += RUN_##FMT) {                                          \
             if (SPLIT_##FMT && k0 == QB / 4)   /* Q6_K: inputs 0-15 carry a scale of their own */    \
-                DOT_FLOAT(FMT, MR, 0, (const float *)bp)                                          \
+                DOT_FLOAT(FMT, MR, 0, hd)                                                         \
             int16x8_t s16[MR][4];                                                                 \
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                  \
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) s16[i][c] = vdupq_n_s16(0);  \
             _Pragma("GCC unroll 2") for (int kk = k0; kk < k0 + RUN_##FMT; kk++) {               \
                 int8x16_t w[2];                                                                   \
-                pairs_##FMT(bp, kk, w);                                                           \
+                pairs_##FMT(cp, kk, w);                                                           \
                 _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                            \
                     const int8x16_t xv = dup_pair(xq[i] + 2 * kk);                                \
                     s16[i][0] = vmlal_s8(s16[i][0], vget_low_s8(w[0]), vget_low_s8(xv));          \
@@ -187,7 +185,7 @@ static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {         
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                  \
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vpadalq_s16(isum[i][c], s16[i][c]); \
         }                                                                                         \
-        DOT_FLOAT(FMT, MR, HAS_MIN, (const float *)bp + (SPLIT_##FMT ? PW : 0))                  \
+        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_##FMT ? PW : 0))                                 \
     DOT_END(MR)                                                                                   \
 }
 
@@ -197,15 +195,15 @@ static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) { 
     DOT_BEGIN(FMT, MR)                                                                            \
         _Pragma("GCC unroll 1") for (int g = 0; g < QB / 4; g++) {                                \
             if (SPLIT_##FMT && g == QB / 8)   /* Q6_K: inputs 0-15 carry a scale of their own */     \
-                DOT_FLOAT(FMT, MR, 0, (const float *)bp)                                          \
+                DOT_FLOAT(FMT, MR, 0, hd)                                                         \
             int8x16_t w[4];                                                                       \
-            quads_##FMT(bp, g, w);                                                                \
+            quads_##FMT(cp, g, w);                                                                \
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                                \
                 const int8x16_t xv = dup_quad(xq[i] + 4 * g);                                     \
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vdotq_s32(isum[i][c], w[c], xv); \
             }                                                                                     \
         }                                                                                         \
-        DOT_FLOAT(FMT, MR, HAS_MIN, (const float *)bp + (SPLIT_##FMT ? PW : 0))                  \
+        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_##FMT ? PW : 0))                                 \
     DOT_END(MR)                                                                                   \
 }
 
@@ -221,17 +219,15 @@ static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) { 
 #define MOFF_Q5 PW
 #define MOFF_Q6 0
 #define MOFF_Q7 (2 * PW)
-#define Q5_BYTES QM_BYTES
-#define Q6_BYTES QM_BYTES
 #define RUN_Q5 2
 #define RUN_Q6 2
 #define RUN_Q7 2
-#define pairs_Q5 pairs_QM
-#define pairs_Q6 pairs_QM
-#define quads_Q5 quads_QM
-#define quads_Q6 quads_QM
-static inline void pairs_Q7(const uint8_t *bp, int kk, int8x16_t *w) { pairs_head(bp, Q7_HEAD, kk, w); }
-static inline void quads_Q7(const uint8_t *bp, int g, int8x16_t *w) { quads_head(bp, Q7_HEAD, g, w); }
+#define pairs_Q5 pairs_Q8   /* the same code bytes after another head */
+#define pairs_Q6 pairs_Q8
+#define pairs_Q7 pairs_Q8
+#define quads_Q5 quads_Q8
+#define quads_Q6 quads_Q8
+#define quads_Q7 quads_Q8
 PAIR_TILE(Q4, 1, 1) PAIR_TILE(Q4, 2, 1) PAIR_TILE(Q4, 3, 1) PAIR_TILE(Q4, 4, 1)
 PAIR_TILE(Q5, 1, 1) PAIR_TILE(Q5, 2, 1) PAIR_TILE(Q5, 3, 1) PAIR_TILE(Q5, 4, 1)
 PAIR_TILE(Q6, 1, 0) PAIR_TILE(Q6, 2, 0) PAIR_TILE(Q6, 3, 0) PAIR_TILE(Q6, 4, 0)
@@ -270,7 +266,8 @@ __attribute__((constructor)) static void pick_path(void) {
    panel stay in cache across the row groups; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const dot_tile *tiles = TILES[dotprod][a->bits == 8 ? 1 : a->bits >= 5 && a->bits <= 7 ? a->bits - 3 : 0];
+    const int codes = CODES(a->bits);
+    const dot_tile *tiles = TILES[dotprod][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
         for (int m = 0; m < a->M; m += MR_MAX)

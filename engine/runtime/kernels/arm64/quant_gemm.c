@@ -35,19 +35,20 @@ static inline void dequant4(uint8x16_t codes, const float *d, const float *m, fl
         w[j] = vaddq_f32(vmulq_f32(vcvtq_f32_u32(q[j]), vld1q_f32(d + 4 * j)), vld1q_f32(m + 4 * j));
 }
 
-/* Inputs 2kk and 2kk+1 of a Q4_1 block: w[0..3] the even input (low nibbles), w[4..7] the odd. */
-static inline void pair_q4(const uint8_t *bp, int kk, float32x4_t *w) {
-    const float *d = (const float *)bp, *m = d + PW;
-    const uint8x16_t both = vld1q_u8(bp + Q4_HEAD + kk * PW);
+/* Inputs 2kk and 2kk+1 of a Q4_1 block (its head hd as fp32, layout.h's block_head, its codes at
+   cp): w[0..3] the even input (low nibbles), w[4..7] the odd. */
+static inline void pair_q4(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) {
+    const float *d = hd, *m = d + PW;
+    const uint8x16_t both = vld1q_u8(cp + kk * PW);
     dequant4(vandq_u8(both, vdupq_n_u8(0x0f)), d, m, w);
     dequant4(vshrq_n_u8(both, 4), d, m, w + 4);
 }
 
 /* The same for a Q8_0 block: signed codes, one byte each, and d * q (exact: no rounding at all). */
-static inline void pair_q8(const uint8_t *bp, int kk, float32x4_t *w) {
-    const float *d = (const float *)bp;
+static inline void pair_q8(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) {
+    const float *d = hd;
     for (int h = 0; h < 2; h++) {
-        const int8x16_t codes = vld1q_s8((const int8_t *)bp + Q8_HEAD + (2 * kk + h) * PW);
+        const int8x16_t codes = vld1q_s8((const int8_t *)cp + (2 * kk + h) * PW);
         const int16x8_t lo = vmovl_s8(vget_low_s8(codes)), hi = vmovl_high_s8(codes);
         const int32x4_t q[4] = {vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)),
                                 vmovl_high_s16(hi)};
@@ -57,11 +58,11 @@ static inline void pair_q8(const uint8_t *bp, int kk, float32x4_t *w) {
 
 /* 8-bit codes with a second array (layout.h): bits 5 (Q5_1, Q5_K) d * q + m, bits 6 (Q6_K) d * q with
    the d of the input's half of the block; x86's operations, one for one */
-static inline void pair_qm(const uint8_t *bp, int kk, float32x4_t *w, int bits) {
-    const float *d = (const float *)bp + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
-    const float *m = (const float *)bp + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
+static inline void pair_qm(const float *hd, const uint8_t *cp, int kk, float32x4_t *w, int bits) {
+    const float *d = hd + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
+    const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
     for (int h = 0; h < 2; h++) {
-        const int8x16_t codes = vld1q_s8((const int8_t *)bp + CODE_HEAD(bits) + (2 * kk + h) * PW);
+        const int8x16_t codes = vld1q_s8((const int8_t *)cp + (2 * kk + h) * PW);
         const int16x8_t lo = vmovl_s8(vget_low_s8(codes)), hi = vmovl_high_s8(codes);
         const int32x4_t q[4] = {vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)),
                                 vmovl_high_s16(hi)};
@@ -71,34 +72,34 @@ static inline void pair_qm(const uint8_t *bp, int kk, float32x4_t *w, int bits) 
         }
     }
 }
-static inline void pair_q5(const uint8_t *bp, int kk, float32x4_t *w) { pair_qm(bp, kk, w, 5); }
-static inline void pair_q6(const uint8_t *bp, int kk, float32x4_t *w) { pair_qm(bp, kk, w, 6); }
-static inline void pair_q7(const uint8_t *bp, int kk, float32x4_t *w) { pair_qm(bp, kk, w, 7); }
+static inline void pair_q5(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 5); }
+static inline void pair_q6(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 6); }
+static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 7); }
 
-/* Blocks [0, n) from bp (one panel's, consecutive) into the fp32 panel layout: out[k][0..16) */
+/* Blocks [blk0, blk0 + n) of panel p into the fp32 panel layout: out[k][0..16) */
 #define REBUILD(FMT)                                                                              \
-static void rebuild_##FMT(const uint8_t *bp, int n, float *out) {                                 \
-    for (int blk = 0; blk < n; blk++, bp += FMT##_BYTES)                                          \
+static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, int n, float *out) { \
+    for (int blk = 0; blk < n; blk++) {                                                           \
+        float tmp[3 * PW];                                                                        \
+        const float *hd = block_head(pk, bits, nb, p, blk0 + blk, tmp);                           \
+        const uint8_t *cp = block_at(pk, bits, nb, p, blk0 + blk) + CODE_HEAD(bits);              \
         for (int kk = 0; kk < QB / 2; kk++) {                                                     \
             float32x4_t w[8];                                                                     \
-            pair_##FMT(bp, kk, w);                                                                \
+            pair_##FMT(hd, cp, kk, w);                                                            \
             float *dst = out + (blk * QB + 2 * kk) * PW;                                          \
             for (int j = 0; j < 8; j++) vst1q_f32(dst + 4 * j, w[j]);                             \
         }                                                                                         \
+    }                                                                                             \
 }
-#define q4_BYTES Q4_BYTES
-#define q8_BYTES Q8_BYTES
-#define q5_BYTES QM_BYTES
-#define q6_BYTES QM_BYTES
-#define q7_BYTES Q7_BYTES
 REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7)
 
-static void rebuild(const uint8_t *bp, int bits, int n, float *out) {
-    if (bits == 8) rebuild_q8(bp, n, out);
-    else if (bits == 5) rebuild_q5(bp, n, out);
-    else if (bits == 6) rebuild_q6(bp, n, out);
-    else if (bits == 7) rebuild_q7(bp, n, out);
-    else rebuild_q4(bp, n, out);
+static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n, float *out) {
+    const int codes = CODES(bits);
+    if (codes == 8) rebuild_q8(pk, bits, nb, p, blk0, n, out);
+    else if (codes == 5) rebuild_q5(pk, bits, nb, p, blk0, n, out);
+    else if (codes == 6) rebuild_q6(pk, bits, nb, p, blk0, n, out);
+    else if (codes == 7) rebuild_q7(pk, bits, nb, p, blk0, n, out);
+    else rebuild_q4(pk, bits, nb, p, blk0, n, out);
 }
 
 /* y rows [m0, m0+MR) x panels [p0, p0+NPAN): the accumulators stay in registers over all of K
@@ -111,11 +112,11 @@ static void tile_##MR##_##NPAN(const float *x, const uint8_t *pk, const float *b
     _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)                                         \
         _Pragma("GCC unroll 32") for (int j = 0; j < 4 * NPAN; j++) acc[i][j] = vdupq_n_f32(0.f); \
     float wb[NPAN][CB * QB * PW];                                                                 \
-    const int nb = K / QB, bytes = BLOCK_BYTES(bits);                               \
+    const int nb = K / QB;                                                                        \
     for (int blk = 0; blk < nb; blk += CB) {                                                      \
         const int n = nb - blk < CB ? nb - blk : CB;                                              \
         for (int q = 0; q < NPAN; q++)                                                            \
-            rebuild(pk + ((int64_t)(p0 + q) * nb + blk) * bytes, bits, n, wb[q]);                 \
+            rebuild(pk, bits, nb, p0 + q, blk, n, wb[q]);                                         \
         steps_##MR##_##NPAN(acc, x + (int64_t)m0 * K + blk * QB, K, wb[0], CB * QB * PW, n * QB);  \
     }                                                                                             \
     _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)                                         \
@@ -159,11 +160,10 @@ static void run_tiles(void *ctx, int g) {
 static void run_rebuilt(void *ctx, int g) {
     const struct quant_job *a = ctx;
     const int p0 = g * GP, np = a->P - p0 < GP ? a->P - p0 : GP, nb = a->K / QB;
-    const int bytes = BLOCK_BYTES(a->bits);
     float *panels = hexa_panel_buffer((int64_t)np * a->K * PW);
     if (!panels) abort();        /* out of memory for ~600 KB: nothing sensible is left to do */
     for (int q = 0; q < np; q++)
-        rebuild(a->packed + (int64_t)(p0 + q) * nb * bytes, a->bits, nb, panels + (int64_t)q * a->K * PW);
+        rebuild(a->packed, a->bits, nb, p0 + q, 0, nb, panels + (int64_t)q * a->K * PW);
     hexa_f32_group(a->x, panels, a->b, a->res, a->y, a->M, p0, np, a->N, a->K);
 }
 

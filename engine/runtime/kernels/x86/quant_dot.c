@@ -78,7 +78,7 @@ static void quantize_row(const float *x, int K, int bits, void *codes, float *dx
             for (int i = 0; i < QB; i++) amax = fmaxf_call(fabsf(x[b * QB + i]), amax);
         }
         quantize_scaled(x + b * QB, amax, q, dx + b, sx + b);
-        if (bits == 4)
+        if (CODES(bits) == 4)
             memcpy((int8_t *)codes + b * QB, q, QB);
         else
             for (int i = 0; i < QB; i += 2)
@@ -94,12 +94,12 @@ static void quantize_row(const float *x, int K, int bits, void *codes, float *dx
    saturates and a whole block (8 groups: 30720 < 32767) adds up in int16; one _mm256_madd_epi16
    by 1 then adds each column's two lanes into its int32 sum, the same integer as before. */
 
-/* 16 columns x inputs 4g .. 4g+3, each 32-bit lane one column's 4 codes (arm64/quant_dot.c's
-   quads): w[0] columns 0-3 | 8-11, w[1] columns 4-7 | 12-15 */
-static inline void quads_q4(const uint8_t *bp, int g, __m256i *w) {
+/* 16 columns x inputs 4g .. 4g+3 of the block whose codes start at cp, each 32-bit lane one
+   column's 4 codes (arm64/quant_dot.c's quads): w[0] columns 0-3 | 8-11, w[1] columns 4-7 | 12-15 */
+static inline void quads_q4(const uint8_t *cp, int g, __m256i *w) {
     const __m256i zip = _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
                                          0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-    const __m256i v = _mm256_loadu_si256((const __m256i *)(bp + Q4_HEAD) + g);   /* pairs 2g | 2g+1 */
+    const __m256i v = _mm256_loadu_si256((const __m256i *)cp + g);   /* pairs 2g | 2g+1 */
     /* per column c, a 16-bit lane: its byte of pair 2g, its byte of pair 2g+1 (c 0-7 | 8-15) */
     const __m256i z = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(v, 0xd8), zip), low = _mm256_set1_epi8(0x0f);
     const __m256i lo = _mm256_and_si256(z, low), hi = _mm256_and_si256(_mm256_srli_epi16(z, 4), low);
@@ -151,15 +151,15 @@ typedef void (*dot_tile)(const struct dot_job *, int, int, const __m256i *);
    for all its row tiles), else decoded here */
 #define DOT_Q4(MR, PRE)                                                                           \
 static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
-    const int nb = a->K / QB;                                                                     \
+    const int nb = a->K / QB, bits = a->bits, bytes = BLOCK_BYTES(bits);                          \
     const int8_t *codes = (const int8_t *)a->codes + (int64_t)m0 * a->K;                          \
     __m256 acc[MR][2];                                                                            \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
     for (int blk = 0; blk < nb; blk++) {                                                          \
-        const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * Q4_BYTES;                       \
+        const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);                                \
         if (!PRE)                                                                                 \
-            for (int off = 0; off < Q4_BYTES; off += 64)   /* PREFETCH blocks ahead */            \
-                _mm_prefetch((const char *)bp + PREFETCH * Q4_BYTES + off, _MM_HINT_T0);          \
+            for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
+                _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
         __m256i s[MR][2], u[MR][2];   /* int16 pair sums, or with VNNI the int32 quad sums themselves */ \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i][0] = s[i][1] = u[i][0] = u[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 8") for (int g = 0; g < QB / 4; g++) {                                \
@@ -168,7 +168,7 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
                 w[0] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2);                           \
                 w[1] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2 + 1);                       \
             } else {                                                                              \
-                quads_q4(bp, g, w);                                                               \
+                quads_q4(bp + CODE_HEAD(bits), g, w);                                             \
             }                                                                                     \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 int32_t quad;                                                                     \
@@ -190,7 +190,8 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
                 s[i][0] = _mm256_add_epi32(s[i][0], u[i][0]);                                     \
                 s[i][1] = _mm256_add_epi32(s[i][1], u[i][1]);                                     \
             }                                                                                     \
-        const float *d = (const float *)bp;                                                       \
+        float tmp[3 * PW];                                                                        \
+        const float *d = block_head(a->packed, bits, nb, p, blk, tmp);                            \
         const __m256 d0 = quad_order(d, 0), d1 = quad_order(d, 1);                                \
         const __m256 mn0 = quad_order(d + PW, 0), mn1 = quad_order(d + PW, 1);                    \
         const __m256i ones = _mm256_set1_epi16(1);                                                \
@@ -239,11 +240,12 @@ static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
     __m256 acc[MR][2];                                                                            \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
     for (int blk = 0; blk < nb; blk++) {                                                          \
-        const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * bytes;                          \
+        const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);                                \
         if (!PRE)                                                                                 \
             for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
                 _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
-        const float *d = (const float *)bp;                                                       \
+        float tmp[3 * PW];                                                                        \
+        const float *hd = block_head(a->packed, bits, nb, p, blk, tmp), *d = hd;                  \
         __m256i isum[MR][2];                                                                      \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 16") for (int kk = 0; kk < QB / 2; kk++) {                            \
@@ -269,7 +271,7 @@ static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         if (MIN_AT(bits) >= 0)   /* + m * dx * sum(xq), as Q4_1 */                                \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 const __m256 sx = _mm256_set1_ps(a->sx[(int64_t)(m0 + i) * nb + blk]);            \
-                const float *mn = (const float *)bp + MIN_AT(bits);                               \
+                const float *mn = hd + MIN_AT(bits);                                              \
                 acc[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps(mn), sx, acc[i][0]);                  \
                 acc[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps(mn + 8), sx, acc[i][1]);              \
             }                                                                                     \
@@ -315,7 +317,7 @@ _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of
    across the row tiles; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const int q8 = a->bits != 4, nb = a->K / QB;   /* bits 5, 6, 8: 8-bit codes as int16 pairs */
+    const int q8 = CODES(a->bits) != 4, nb = a->K / QB;   /* bits 5-8: 8-bit codes as int16 pairs */
     const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
     const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : TILES_Q4;
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
@@ -326,12 +328,12 @@ static void dot_group(void *ctx, int g) {
     for (int p = g * GP; p < p_end; p++) {
         if (pre)
             for (int blk = 0; blk < nb; blk++) {
-                const uint8_t *bp = a->packed + ((int64_t)p * nb + blk) * bytes;
+                const uint8_t *bp = block_at(a->packed, a->bits, nb, p, blk);
                 for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */
                     _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);
                 for (int q = 0; q < per_blk / 2; q++) {
                     if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
-                    else quads_q4(bp, q, pre + (blk * per_blk / 2 + q) * 2);
+                    else quads_q4(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
                 }
             }
         for (int t = 0, m = 0; t < tiles; t++) {
@@ -346,7 +348,7 @@ static void dot_group(void *ctx, int g) {
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
     const int nb = K / QB;
-    const size_t row_bytes = bits != 4 ? sizeof(int32_t) * (K / 2) : (size_t)K;
+    const size_t row_bytes = CODES(bits) != 4 ? sizeof(int32_t) * (K / 2) : (size_t)K;
     uint8_t *codes = malloc(row_bytes * (size_t)M);
     float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
     if (!codes || !scales) abort();

@@ -28,8 +28,6 @@
 /* pack.c's per-thread buffer for rebuilt panels (internal) */
 __attribute__((visibility("hidden"))) float *hexa_panel_buffer(int64_t floats);
 
-#define BYTES_q4 Q4_BYTES
-#define BYTES_q8 Q8_BYTES
 
 /* Columns 0-7 and 8-15 of one input, from 16 unsigned codes (one byte per column): d * q + m. */
 static inline void dequant4(__m128i codes, const float *d, const float *m, __m256 *w) {
@@ -39,18 +37,19 @@ static inline void dequant4(__m128i codes, const float *d, const float *m, __m25
                                        _mm256_loadu_ps(d + 8)), _mm256_loadu_ps(m + 8));
 }
 
-/* Inputs 2kk and 2kk+1 of a Q4_1 block: w[0..1] for the even input, w[2..3] for the odd one. */
-static inline void pair_q4(const uint8_t *bp, int kk, __m256 *w) {
-    const float *d = (const float *)bp, *m = d + PW;
-    const __m128i both = _mm_loadu_si128((const __m128i *)(bp + Q4_HEAD) + kk), low = _mm_set1_epi8(0x0f);
+/* Inputs 2kk and 2kk+1 of a Q4_1 block (its head hd as fp32, layout.h's block_head, its codes at
+   cp): w[0..1] for the even input, w[2..3] for the odd one. */
+static inline void pair_q4(const float *hd, const uint8_t *cp, int kk, __m256 *w) {
+    const float *d = hd, *m = d + PW;
+    const __m128i both = _mm_loadu_si128((const __m128i *)cp + kk), low = _mm_set1_epi8(0x0f);
     dequant4(_mm_and_si128(both, low), d, m, w);
     dequant4(_mm_and_si128(_mm_srli_epi16(both, 4), low), d, m, w + 2);
 }
 
 /* The same for a Q8_0 block: signed codes, one byte each, and d * q (exact: no rounding at all). */
-static inline void pair_q8(const uint8_t *bp, int kk, __m256 *w) {
-    const float *d = (const float *)bp;
-    const __m128i *c = (const __m128i *)(bp + Q8_HEAD) + 2 * kk;
+static inline void pair_q8(const float *hd, const uint8_t *cp, int kk, __m256 *w) {
+    const float *d = hd;
+    const __m128i *c = (const __m128i *)cp + 2 * kk;
     for (int h = 0; h < 2; h++) {
         const __m128i codes = _mm_loadu_si128(c + h);
         w[2 * h] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), _mm256_loadu_ps(d));
@@ -61,10 +60,10 @@ static inline void pair_q8(const uint8_t *bp, int kk, __m256 *w) {
 
 /* 8-bit codes with a second array (layout.h): bits 5 (Q5_1, Q5_K) d * q + m, bits 6 (Q6_K) d * q
    with the d of the input's half of the block (a Q6_K scale covers 16 inputs) */
-static inline void pair_qm(const uint8_t *bp, int kk, __m256 *w, int bits) {
-    const float *d = (const float *)bp + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
-    const float *m = (const float *)bp + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
-    const __m128i *c = (const __m128i *)(bp + CODE_HEAD(bits)) + 2 * kk;
+static inline void pair_qm(const float *hd, const uint8_t *cp, int kk, __m256 *w, int bits) {
+    const float *d = hd + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
+    const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
+    const __m128i *c = (const __m128i *)cp + 2 * kk;
     for (int h = 0; h < 2; h++) {
         const __m128i codes = _mm_loadu_si128(c + h);
         w[2 * h] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), _mm256_loadu_ps(d));
@@ -76,27 +75,32 @@ static inline void pair_qm(const uint8_t *bp, int kk, __m256 *w, int bits) {
         }
     }
 }
-static inline void pair_q5(const uint8_t *bp, int kk, __m256 *w) { pair_qm(bp, kk, w, 5); }
-static inline void pair_q6(const uint8_t *bp, int kk, __m256 *w) { pair_qm(bp, kk, w, 6); }
-static inline void pair_q7(const uint8_t *bp, int kk, __m256 *w) { pair_qm(bp, kk, w, 7); }
-#define BYTES_q5 QM_BYTES
-#define BYTES_q6 QM_BYTES
-#define BYTES_q7 Q7_BYTES
+static inline void pair_q5(const float *hd, const uint8_t *cp, int kk, __m256 *w) { pair_qm(hd, cp, kk, w, 5); }
+static inline void pair_q6(const float *hd, const uint8_t *cp, int kk, __m256 *w) { pair_qm(hd, cp, kk, w, 6); }
+static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, __m256 *w) { pair_qm(hd, cp, kk, w, 7); }
 
 #define TILE(FMT, MR, NPAN)                                                                       \
 static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const float *b,          \
-                                       const float *res, float *y, int m0, int p0, int N, int K) { \
+                                       const float *res, float *y, int m0, int p0, int N, int K,  \
+                                       int bits) {                                                \
     __m256 acc[MR][2 * NPAN];                                                                     \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
         _Pragma("GCC unroll 16") for (int j = 0; j < 2 * NPAN; j++) acc[i][j] = _mm256_setzero_ps(); \
     const float *xr = x + (int64_t)m0 * K;                                                        \
     const int nb = K / QB;                                                                        \
     for (int blk = 0; blk < nb; blk++) {                                                          \
+        float tmp[NPAN][3 * PW];                                                                  \
+        const float *hd[NPAN];                                                                    \
+        const uint8_t *cp[NPAN];                                                                  \
+        for (int q = 0; q < NPAN; q++) {                                                          \
+            hd[q] = block_head(pk, bits, nb, p0 + q, blk, tmp[q]);                                \
+            cp[q] = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);                        \
+        }                                                                                         \
         for (int kk = 0; kk < QB / 2; kk++) {                                                     \
             const int k = blk * QB + 2 * kk;                                                      \
             _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++) {                             \
                 __m256 w[4];                                                                      \
-                pair_##FMT(pk + ((int64_t)(p0 + q) * nb + blk) * BYTES_##FMT, kk, w);              \
+                pair_##FMT(hd[q], cp[q], kk, w);                                                  \
                 _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                           \
                     const __m256 u0 = _mm256_broadcast_ss(xr + (int64_t)i * K + k);               \
                     const __m256 u1 = _mm256_broadcast_ss(xr + (int64_t)i * K + k + 1);           \
@@ -118,31 +122,31 @@ TILES(q4) TILES(q8) TILES(q5) TILES(q6) TILES(q7)
    leftover rows across several panels so the dequantized weights serve more accumulators. */
 #define GROUP(FMT)                                                                                \
 static void group_##FMT(const float *x, const uint8_t *pk, const float *b, const float *res,      \
-                        float *y, int M, int p0, int np, int N, int K) {                          \
+                        float *y, int M, int p0, int np, int N, int K, int bits) {                \
     const int full = M / 6 * 6, rest = M - full;                                                  \
     const int wide = rest > 0 && rest <= 3 && np == GP;                                           \
     for (int p = p0; p < p0 + np; p++) {                                                          \
-        for (int m = 0; m < full; m += 6) tile_##FMT##_6_1(x, pk, b, res, y, m, p, N, K);        \
+        for (int m = 0; m < full; m += 6) tile_##FMT##_6_1(x, pk, b, res, y, m, p, N, K, bits);        \
         if (wide) continue;                                                                       \
         switch (rest) {                                                                           \
-        case 5: tile_##FMT##_5_1(x, pk, b, res, y, full, p, N, K); break;                         \
-        case 4: tile_##FMT##_4_1(x, pk, b, res, y, full, p, N, K); break;                         \
-        case 3: tile_##FMT##_3_1(x, pk, b, res, y, full, p, N, K); break;                         \
-        case 2: tile_##FMT##_2_1(x, pk, b, res, y, full, p, N, K); break;                         \
-        case 1: tile_##FMT##_1_1(x, pk, b, res, y, full, p, N, K); break;                         \
+        case 5: tile_##FMT##_5_1(x, pk, b, res, y, full, p, N, K, bits); break;                         \
+        case 4: tile_##FMT##_4_1(x, pk, b, res, y, full, p, N, K, bits); break;                         \
+        case 3: tile_##FMT##_3_1(x, pk, b, res, y, full, p, N, K, bits); break;                         \
+        case 2: tile_##FMT##_2_1(x, pk, b, res, y, full, p, N, K, bits); break;                         \
+        case 1: tile_##FMT##_1_1(x, pk, b, res, y, full, p, N, K, bits); break;                         \
         }                                                                                         \
     }                                                                                             \
     if (!wide) return;                                                                            \
-    if (rest == 3) { for (int p = p0; p < p0 + GP; p += 2) tile_##FMT##_3_2(x, pk, b, res, y, full, p, N, K); return; } \
+    if (rest == 3) { for (int p = p0; p < p0 + GP; p += 2) tile_##FMT##_3_2(x, pk, b, res, y, full, p, N, K, bits); return; } \
     for (int p = p0; p < p0 + GP; p += 3) {                                                       \
-        if (rest == 1) tile_##FMT##_1_3(x, pk, b, res, y, full, p, N, K);                         \
-        else tile_##FMT##_2_3(x, pk, b, res, y, full, p, N, K);                                   \
+        if (rest == 1) tile_##FMT##_1_3(x, pk, b, res, y, full, p, N, K, bits);                         \
+        else tile_##FMT##_2_3(x, pk, b, res, y, full, p, N, K, bits);                                   \
     }                                                                                             \
 }                                                                                                 \
 static void run_##FMT(void *ctx, int g) {                                                         \
     const struct quant_job *a = ctx;                                                              \
     const int p0 = g * GP;                                                                        \
-    group_##FMT(a->x, a->packed, a->b, a->res, a->y, a->M, p0, a->P - p0 < GP ? a->P - p0 : GP, a->N, a->K); \
+    group_##FMT(a->x, a->packed, a->b, a->res, a->y, a->M, p0, a->P - p0 < GP ? a->P - p0 : GP, a->N, a->K, a->bits); \
 }
 
 struct quant_job { const float *x; const uint8_t *packed; const float *b, *res; float *y; int M, N, K, P, bits; };
@@ -154,19 +158,23 @@ GROUP(q4) GROUP(q8) GROUP(q5) GROUP(q6) GROUP(q7)
    multiply and add as above), so the result is again packed_gemm.c's, and the rebuild is paid
    once per chunk instead of once per 6 rows. */
 #define REBUILD(FMT)                                                                              \
-static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, float *out) {                 \
+static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, int bits, float *out) {       \
     const int nb = K / QB;                                                                        \
     for (int q = 0; q < np; q++)                                                                  \
-        for (int blk = 0; blk < nb; blk++)                                                        \
+        for (int blk = 0; blk < nb; blk++) {                                                      \
+            float tmp[3 * PW];                                                                    \
+            const float *hd = block_head(pk, bits, nb, p0 + q, blk, tmp);                         \
+            const uint8_t *cp = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);            \
             for (int kk = 0; kk < QB / 2; kk++) {                                                 \
                 __m256 w[4];                                                                      \
-                pair_##FMT(pk + ((int64_t)(p0 + q) * nb + blk) * BYTES_##FMT, kk, w);              \
+                pair_##FMT(hd, cp, kk, w);                                                        \
                 float *dst = out + ((int64_t)q * K + blk * QB + 2 * kk) * PW;                     \
                 _mm256_storeu_ps(dst, w[0]);                                                      \
                 _mm256_storeu_ps(dst + 8, w[1]);                                                  \
                 _mm256_storeu_ps(dst + PW, w[2]);                                                 \
                 _mm256_storeu_ps(dst + PW + 8, w[3]);                                             \
             }                                                                                     \
+        }                                                                                         \
 }
 REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7)
 
@@ -175,11 +183,12 @@ static void run_rebuilt(void *ctx, int g) {
     const int p0 = g * GP, np = a->P - p0 < GP ? a->P - p0 : GP;
     float *panels = hexa_panel_buffer((int64_t)np * a->K * PW);
     if (!panels) abort();        /* out of memory for ~600 KB: nothing sensible is left to do */
-    if (a->bits == 8) rebuild_q8(a->packed, p0, np, a->K, panels);
-    else if (a->bits == 5) rebuild_q5(a->packed, p0, np, a->K, panels);
-    else if (a->bits == 6) rebuild_q6(a->packed, p0, np, a->K, panels);
-    else if (a->bits == 7) rebuild_q7(a->packed, p0, np, a->K, panels);
-    else rebuild_q4(a->packed, p0, np, a->K, panels);
+    const int codes = CODES(a->bits);
+    if (codes == 8) rebuild_q8(a->packed, p0, np, a->K, a->bits, panels);
+    else if (codes == 5) rebuild_q5(a->packed, p0, np, a->K, a->bits, panels);
+    else if (codes == 6) rebuild_q6(a->packed, p0, np, a->K, a->bits, panels);
+    else if (codes == 7) rebuild_q7(a->packed, p0, np, a->K, a->bits, panels);
+    else rebuild_q4(a->packed, p0, np, a->K, a->bits, panels);
     hexa_f32_group(a->x, panels, a->b, a->res, a->y, a->M, p0, np, a->N, a->K);
 }
 
@@ -189,7 +198,8 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
                        int M, int N, int K, int bits, int threads) {
     const int P = (N + PW - 1) / PW;
     struct quant_job a = {x, packed, b, res, y, M, N, K, P, bits};
-    hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : bits == 8 ? run_q8 : bits == 5 ? run_q5
-                     : bits == 6 ? run_q6 : bits == 7 ? run_q7 : run_q4;
+    const int codes = CODES(bits);
+    hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : codes == 8 ? run_q8 : codes == 5 ? run_q5
+                     : codes == 6 ? run_q6 : codes == 7 ? run_q7 : run_q4;
     hexa_run(task, &a, (P + GP - 1) / GP, threads);
 }
