@@ -5,6 +5,11 @@
 #define HEXA_LAYOUT_H
 
 #include <stdint.h>
+#if defined(__AVX2__) || defined(__F16C__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include "hexa.h"
 
@@ -56,22 +61,53 @@ static inline const uint8_t *block_at(const uint8_t *packed, int bits, int nb, i
     return packed + (int64_t)p * PANEL_BYTES(bits, nb) + FACTOR_BYTES(bits, nb) + (int64_t)blk * BLOCK_BYTES(bits);
 }
 
+/* out[0..n) = the fp16 values at h / factor f times the int8 values at k (n a multiple of 16),
+   8 or 4 at a time where the ISA converts them in one instruction (a scalar _Float16 conversion
+   is a libgcc call on x86: a 1-row Q4_1 product took 1.5x as long); the same values either way */
+static inline void widen_f16(const uint8_t *h, float *out, int n) {
+    for (int i = 0; i < n; i += 8) {
+#if defined(__F16C__)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 2 * i))));
+#elif defined(__aarch64__)
+        vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(h + 2 * i))));
+        vst1q_f32(out + i + 4, vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(h + 2 * i + 8))));
+#else
+        for (int j = i; j < i + 8; j++) {
+            _Float16 v;
+            __builtin_memcpy(&v, h + 2 * j, 2);
+            out[j] = (float)v;
+        }
+#endif
+    }
+}
+
+static inline void scale_i8(const float *f, const int8_t *k, float *out, int n) {
+    for (int i = 0; i < n; i += 8) {
+#if defined(__AVX2__)
+        const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(k + i))));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(f + i), v));
+#elif defined(__aarch64__)
+        const int16x8_t w = vmovl_s8(vld1_s8(k + i));
+        vst1q_f32(out + i, vmulq_f32(vld1q_f32(f + i), vcvtq_f32_s32(vmovl_s16(vget_low_s16(w)))));
+        vst1q_f32(out + i + 4, vmulq_f32(vld1q_f32(f + i + 4), vcvtq_f32_s32(vmovl_high_s16(w))));
+#else
+        for (int j = i; j < i + 8; j++) out[j] = f[j] * (float)k[j];
+#endif
+    }
+}
+
 /* The block's head as fp32 arrays (HEAD_N of 16): the block's own bytes for an fp32 head, else
    rebuilt into tmp[3 * PW]. fp16 -> fp32 and an fp16 factor times a small integer are exact. */
 static inline const float *block_head(const uint8_t *packed, int bits, int nb, int p, int blk, float *tmp) {
     const uint8_t *bp = block_at(packed, bits, nb, p, blk);
     const int n = HEAD_N(bits) * PW;
     if (HEAD_OF(bits) == HEAD_F16) {
-        for (int i = 0; i < n; i++) {
-            _Float16 h;
-            __builtin_memcpy(&h, bp + 2 * i, 2);
-            tmp[i] = (float)h;
-        }
+        widen_f16(bp, tmp, n);
         return tmp;
     }
     if (HEAD_OF(bits) == HEAD_K) {
         const float *f = (const float *)(packed + (int64_t)p * PANEL_BYTES(bits, nb)) + (int64_t)(blk / KSUPER) * n;
-        for (int i = 0; i < n; i++) tmp[i] = f[i] * (float)(int8_t)bp[i];
+        scale_i8(f, (const int8_t *)bp, tmp, n);
         return tmp;
     }
     return (const float *)bp;
