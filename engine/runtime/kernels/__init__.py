@@ -58,9 +58,11 @@ class PackedWeight:
     """A weight [N, K] in the kernel's layout; ``w[ids]`` gives original rows back (the embedding
     lookup and the calibration head read rows of the tied output projection).
 
-    ``quant``/``bits``: the weight as 4- or 8-bit codes (``quant_gemm.c``) when it is exactly
-    Q4_1 or Q8_0; the codes are then its only copy (``data`` is None: the kernels rebuild the
-    fp32 weights from them bit for bit). Otherwise ``data`` holds the fp32 panels, bits is 0."""
+    ``quant``/``bits``: the weight as codes in one of ``layout.h``'s layouts (bits 4-8, with
+    HEXA_HEAD_F16 / HEXA_HEAD_K for compact heads) when it is exactly representable (a GGUF's
+    quantized tensor, or fp32 weights that are exactly Q4_1 or Q8_0); the codes are then its only
+    copy (``data`` is None: the kernels rebuild the fp32 weights from them bit for bit).
+    Otherwise ``data`` holds the fp32 panels, bits is 0."""
     __slots__ = ("data", "shape", "quant", "bits", "kernel")
 
     def __init__(self, data: torch.Tensor | None, shape: tuple[int, int],
