@@ -28,7 +28,7 @@ async def test_send_streams_text_and_updates_panels(real_engine, tmp_path):
         assert [m.role for m in stored] == ["user", "assistant"] and stored[1].token_ids
         app._probe()   # the Device panel shows the engine's own memory: the weights as codes
         weights = app.device.engine_mb["weights"]
-        assert 100 < weights < 130, weights
+        assert 85 < weights < 110, weights   # ~97 MB: the GGUF's Q4_1/Q8_0 bytes (fp16 heads)
         screen.show_panels()
         await pilot.pause()
         from app.tui.widgets.panels import DevicePanel
