@@ -174,7 +174,7 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.n
 
     arrays = [d] + ([m] if bits != 8 else []) + ([m2] if bits == 7 else [])   # layout.h's HEAD_N
     arrays = [a.astype(np.float32) for a in arrays]
-    kind = compact_head(arrays, k if K % (QB * KSUPER) == 0 else None) if compact else 0
+    kind = compact_head(arrays, k) if compact else 0
     if kind == HEAD_K:
         arrays = list(k[1])
     dtype = {0: np.float32, HEAD_F16: np.float16, HEAD_K: np.int8}[kind]

@@ -401,7 +401,7 @@ static void check_linear_dot(const struct qweight *q) {
 
 /* bits 5 (Q5_1, Q5_K: d, m, codes 0..31), 6 (Q6_K: a d per 16 inputs, codes -32..31) and 7 (both:
    a d per 16 inputs and m, codes -127..127), written
-   straight into their layout (layout.h: QM_HEAD, then a byte per input and column), as
+   straight into their layout (layout.h: the fp32 head, then a byte per input and column), as
    engine/model/gguf_codes.py packs them from a GGUF's blocks */
 static struct qweight make_quant_m(int bits, int N, int K, int e) {
     const int nb = K / HEXA_QUANT_BLOCK, P = (N + HEXA_PANEL - 1) / HEXA_PANEL, PWc = HEXA_PANEL;

@@ -16,23 +16,19 @@
 #define PW HEXA_PANEL   /* panel width: output columns per packed panel */
 #define GP 6    /* panels per work item */
 
-/* Per panel and block of 32 inputs: Q4_1 d[16] and m[16] as fp32, then 16 bytes per input pair;
-   Q8_0 d[16], then 16 bytes per input. */
 #define QB HEXA_QUANT_BLOCK               /* inputs per quantization block */
-#define Q4_HEAD (2 * PW * 4)              /* d[16], m[16] */
-#define Q4_BYTES (Q4_HEAD + QB / 2 * PW)  /* + 16 bytes per input pair */
-#define Q8_HEAD (PW * 4)                  /* d[16] */
-#define Q8_BYTES (Q8_HEAD + QB * PW)      /* + 16 bytes per input */
-/* 8-bit codes with a second fp32 array, Q8_0's code bytes after Q4_1's head: bits 5 (Q5_1, Q5_K:
-   d[16], m[16], codes 0..31: w = d*q + m) and bits 6 (Q6_K: d[16] of inputs 0-15, d[16] of inputs
-   16-31, codes -32..31: w = d*q; a Q6_K scale covers 16 inputs) */
-#define QM_HEAD Q4_HEAD
-#define QM_BYTES (QM_HEAD + QB * PW)
-/* bits 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit codes:
-   w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q and k
-   with a Q6_K v) is kept in it, exactly. */
-#define Q7_HEAD (3 * PW * 4)
-#define Q7_BYTES (Q7_HEAD + QB * PW)
+
+/* Per panel and block of 32 inputs, a head of fp32 arrays of 16 (one value per column) then the
+   codes (HEAD_BYTES, BLOCK_BYTES below):
+   - bits 4 (Q4_1): d[16], m[16], then 16 bytes per input pair (the even input's code in the low
+     nibble): w = d*q + m;
+   - bits 8 (Q8_0): d[16], then 16 bytes per input: w = d*q;
+   - 8-bit codes with a second array: bits 5 (Q5_1, Q5_K: d[16], m[16], codes 0..31: w = d*q + m)
+     and bits 6 (Q6_K: d[16] of inputs 0-15, d[16] of inputs 16-31, codes -32..31: w = d*q; a
+     Q6_K scale covers 16 inputs);
+   - bits 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit
+     codes: w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q
+     and k with a Q6_K v) is kept in it, exactly. */
 /* Compact heads: the same codes and the same fp32 head values, in fewer bytes, so a decoding step
    streams less (it is bound by memory: layout 4 held 0.75 bytes a weight where a Q4_K GGUF holds
    0.56). ``bits`` = the codes' layout above | HEAD_F16 or HEAD_K:

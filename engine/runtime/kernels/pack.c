@@ -96,8 +96,7 @@ static int fit_block(const float *w, int bits, float *d_out, float *m_out, int *
 
 static void pack_quant_panel(void *ctx, int p) {
     struct quant_pack_job *a = ctx;
-    const int nb = a->K / QB, head = a->bits == 4 ? Q4_HEAD : Q8_HEAD;
-    const int bytes = a->bits == 4 ? Q4_BYTES : Q8_BYTES;
+    const int nb = a->K / QB, head = CODE_HEAD(a->bits), bytes = BLOCK_BYTES(a->bits);
     int q[QB];
     for (int blk = 0; blk < nb && !a->failed; blk++) {
         uint8_t *out = a->packed + ((int64_t)p * nb + blk) * bytes;
@@ -120,7 +119,7 @@ static void pack_quant_panel(void *ctx, int p) {
     }
 }
 
-/* Fill ``packed`` (P * K/32 blocks of Q4_BYTES / Q8_BYTES) from w[N, K]; 1 if every block of w
+/* Fill ``packed`` (P * K/32 blocks of BLOCK_BYTES(bits)) from w[N, K]; 1 if every block of w
    is exactly Q4_1 (bits 4) / Q8_0 (bits 8), else 0 (packed is then garbage). */
 int hexa_pack_quant(const float *w, uint8_t *packed, int N, int K, int bits, int threads) {
     if (K % QB || (bits != 4 && bits != 8)) return 0;

@@ -130,9 +130,8 @@ typedef void (*dot_tile)(const struct dot_job *, int, int, const __m256i *);
 
 /* Block blk's head in pre: after the panel's decoded codes (per_blk ymm a block), dot_group
    rebuilds a compact head once per panel for all its row tiles, as it decodes the codes once */
-static inline const float *pre_head(const __m256i *pre, int nb, int per_blk, int bits, int blk) {
-    (void)bits;
-    return (const float *)(pre + (int64_t)nb * per_blk) + blk * 3 * PW;
+static inline float *pre_head(const __m256i *pre, int nb, int per_blk, int blk) {
+    return (float *)(pre + (int64_t)nb * per_blk) + blk * 3 * PW;
 }
 
 /* The integer sums, with or without VNNI (the build for CPUs with AVX-VNNI defines HEXA_VNNI).
@@ -198,7 +197,7 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
                 s[i][1] = _mm256_add_epi32(s[i][1], u[i][1]);                                     \
             }                                                                                     \
         float tmp[3 * PW];                                                                        \
-        const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, bits, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
+        const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
         const __m256 d0 = quad_order(d, 0), d1 = quad_order(d, 1);                                \
         const __m256 mn0 = quad_order(d + PW, 0), mn1 = quad_order(d + PW, 1);                    \
         const __m256i ones = _mm256_set1_epi16(1);                                                \
@@ -252,7 +251,7 @@ static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
             for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
                 _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
         float tmp[3 * PW];                                                                        \
-        const float *hd = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB, bits, blk) : block_head(a->packed, bits, nb, p, blk, tmp), *d = hd; \
+        const float *hd = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB, blk) : block_head(a->packed, bits, nb, p, blk, tmp), *d = hd; \
         __m256i isum[MR][2];                                                                      \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 16") for (int kk = 0; kk < QB / 2; kk++) {                            \
@@ -343,11 +342,8 @@ static void dot_group(void *ctx, int g) {
                     if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
                     else quads_q4(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
                 }
-                if (heads) {
-                    float *at = (float *)(pre + (int64_t)nb * per_blk) + blk * 3 * PW;
-                    const float *hd = block_head(a->packed, a->bits, nb, p, blk, at);
-                    (void)hd;   /* a compact head is always rebuilt into at */
-                }
+                if (heads)   /* a compact head: always rebuilt into its place */
+                    block_head(a->packed, a->bits, nb, p, blk, pre_head(pre, nb, per_blk, blk));
             }
         for (int t = 0, m = 0; t < tiles; t++) {
             const int rows = (a->M - m) / (tiles - t) + ((a->M - m) % (tiles - t) != 0);
