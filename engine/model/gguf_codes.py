@@ -1,8 +1,10 @@
 """GGUF quantized tensors to the native kernels' code layouts, block for block, with no fp32 copy.
 
-The kernels read two layouts (``kernels/layout.h``), per panel of 16 output rows and block of 32
+The kernels read these layouts (``kernels/layout.h``), per panel of 16 output rows and block of 32
 inputs: *bits 4* holds fp32 d[16], m[16] and 4-bit codes q (w = d*q + m), *bits 8* holds fp32
-d[16] and int8 codes (w = d*q). Every GGUF type below maps into one of them exactly: the weight
+d[16] and int8 codes (w = d*q), *bits 5, 6, 9* hold 5- and 6-bit codes as planes (the low nibbles
+as bits 4's, then the high bits; each code stored as q + an offset >= 0). Every GGUF type below
+maps into one of them exactly: the weight
 the kernels rebuild (d*q, + m) is the weight ggml's dequantization gives, bit for bit but for the
 sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no product changes)
 (``tests/engine/test_gguf_codes.py`` compares them with the ``gguf`` package's dequantize):
@@ -12,13 +14,14 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | Q4_0   | d * (q - 8)                     | 4      | d, -8d (both exact)                         |
 | Q4_1   | d * q + m                       | 4      | d, m                                        |
 | Q4_K   | (d*sc) * q - (dmin*mn), per 32  | 4      | d*sc, -(dmin*mn) (exact: 11 x 6 bits)       |
-| Q5_0   | d * (q - 16)                    | 8      | d, codes q - 16 in [-16, 15]                |
+| Q5_0   | d * (q - 16)                    | 9      | d, codes q - 16 in [-16, 15]                |
 | Q8_0   | d * q                           | 8      | d, q                                        |
 | Q5_1   | d * q + m                       | 5      | d, m; codes 0..31                           |
 | Q5_K   | (d*sc) * q - (dmin*mn), per 32  | 5      | d*sc, -(dmin*mn); codes 0..31               |
 | Q6_K   | (d*sc) * (q - 32), per 16       | 6      | d*sc of inputs 0-15, of 16-31; codes q - 32 |
 
-(Layouts 5 and 6 hold 8-bit codes after two fp32 arrays: ``layout.h``.) F16/BF16/F32 tensors are
+(A projection fused of parts of layouts 8 and 9 is packed in 8, of other mixes in 7: bytes after
+three fp32 arrays, ``layout.h``.) F16/BF16/F32 tensors are
 dequantized one tensor at a time into fp32 panels (4 bytes a weight): hexa's small ones (norms,
 biases) and any type not in this table.
 
@@ -37,7 +40,9 @@ from ..runtime.kernels import HEADER, PANEL, QUANT_BLOCK
 QB = QUANT_BLOCK
 HEAD_F16, HEAD_K = HEADER.constants["HEXA_HEAD_F16"], HEADER.constants["HEXA_HEAD_K"]
 KSUPER = HEADER.constants["HEXA_KSUPER"]        # blocks per HEAD_K factor
-NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 8, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6}   # -> layout
+NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6}   # -> layout
+PLANES = {5: 1, 9: 1, 6: 2}            # layout.h's PLANES: high bits per code beyond the nibble
+OFFSET = {5: 0, 9: 16, 6: 32}          # ... and CODE_OFFSET: a plane code holds q + this
 
 
 def _half(raw: np.ndarray) -> np.ndarray:
@@ -172,16 +177,19 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.n
             a = np.concatenate([a, np.zeros((pad,) + a.shape[1:], a.dtype)])
         return a.reshape(P, PANEL, *a.shape[1:])
 
-    arrays = [d] + ([m] if bits != 8 else []) + ([m2] if bits == 7 else [])   # layout.h's HEAD_N
+    arrays = [d] + ([m] if bits not in (8, 9) else []) + ([m2] if bits == 7 else [])   # layout.h's HEAD_N
     arrays = [a.astype(np.float32) for a in arrays]
     kind = compact_head(arrays, k) if compact else 0
     if kind == HEAD_K:
         arrays = list(k[1])
     dtype = {0: np.float32, HEAD_F16: np.float16, HEAD_K: np.int8}[kind]
     head = [panels(a.astype(dtype)).transpose(0, 2, 1) for a in arrays]    # [P, nb, 16] each
-    if bits == 4:
-        c = panels(q.astype(np.uint8).reshape(N, nb, QB))             # [P, 16, nb, 32]
-        codes = (c[..., 0::2] | (c[..., 1::2] << 4)).transpose(0, 2, 3, 1)   # [P, nb, 16 pairs, 16]
+    if bits in (4, 5, 6, 9):
+        u = panels((q.astype(np.int16) + OFFSET.get(bits, 0)).astype(np.uint8).reshape(N, nb, QB))   # [P, 16, nb, 32]
+        c = u & 15
+        codes = (c[..., 0::2] | (c[..., 1::2] << 4)).transpose(0, 2, 3, 1).reshape(P, nb, -1)   # [P, nb, 16 pairs x 16]
+        if bits in PLANES:
+            codes = np.concatenate([codes, _planes(u >> 4, PLANES[bits])], axis=-1)
     else:
         codes = panels(q.astype(np.int8).reshape(N, nb, QB)).transpose(0, 2, 3, 1).view(np.uint8)
     parts = [np.ascontiguousarray(h).view(np.uint8) for h in head] + [codes.reshape(P, nb, -1)]
@@ -193,8 +201,21 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.n
     return np.ascontiguousarray(blocks).reshape(-1), bits | kind
 
 
+def _planes(high: np.ndarray, planes: int) -> np.ndarray:
+    """The codes' high bits [P, 16 columns, nb, 32 inputs] -> the plane bytes [P, nb, planes * 64]
+    (``layout.h``'s plane_byte and plane_shift): 8 / planes groups of 4 inputs share 64 bytes, in
+    the dot kernels' quad order (columns 0-3, 8-11, 4-7, 12-15, each its 4 inputs), group g at bit
+    g % (8 / planes) * planes."""
+    P, _, nb, _ = high.shape
+    per = 8 // planes
+    h = high.reshape(P, 2, 2, 4, nb, planes, per, 4).astype(np.uint8)    # c = 8 half + 4 quad + cc; g = s per + j
+    shifts = (np.arange(per, dtype=np.uint8) * planes)[:, None]
+    packed = np.bitwise_or.reduce(h << shifts, axis=6)                    # [P, half, quad, cc, nb, s, i]
+    return np.ascontiguousarray(packed.transpose(0, 4, 5, 2, 1, 3, 6)).reshape(P, nb, planes * 64)   # [s][quad][half][cc][i]
+
+
 def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
-    """The weights the kernels rebuild from (d, m, q): d*q, then + m (fp32, in that order); bits 6:
+    """The weights the kernels rebuild from (d, m, q): d*q, then + m for 4, 5, 7 (fp32, in that order); bits 6:
     each half block's own d times q."""
     N, K = q.shape
     if bits in (6, 7):

@@ -36,7 +36,7 @@ def test_rebuilt_weights_are_ggmls_dequantized_weights(kind):
     # equal values; bits too, but for the sign of a zero (ggml's Q4_0 (q - 8) * d is -0 for d < 0)
     assert np.array_equal(mine, ref)
     assert ((mine.view(np.uint32) == ref.view(np.uint32)) | (ref == 0)).all()
-    lo, hi = {4: (0, 15), 5: (0, 31), 6: (-32, 31), 8: (-128, 127)}[NATIVE[kind]]
+    lo, hi = {4: (0, 15), 5: (0, 31), 6: (-32, 31), 8: (-128, 127), 9: (-16, 15)}[NATIVE[kind]]
     assert int(q.min()) >= lo and int(q.max()) <= hi
 
 
@@ -116,11 +116,14 @@ def test_compact_bytes_per_weight():
     sizes within a few percent."""
     rows, K = 16, 4096
     sizes = {}
-    for kind in ("Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q6_K", "Q8_0"):
+    for kind in ("Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0"):
         data = blocks(kind, rows, K)
         d, m, q = decode(kind, data, rows, K)
         sizes[kind] = pack(NATIVE[kind], d, m, q, k=k_factors(kind, data, rows, K))[0].nbytes / (rows * K)
     assert sizes["Q4_1"] == sizes["Q4_0"] == 0.625            # GGUF: 0.5625 / 0.625
     assert sizes["Q4_K"] == pytest.approx(0.5938, abs=1e-4)    # GGUF: 0.5625
-    assert sizes["Q6_K"] == pytest.approx(1.0938, abs=1e-4)    # GGUF: 0.8203 (8-bit codes here)
-    assert sizes["Q8_0"] == sizes["Q5_0"] == 1.0625           # GGUF: 1.0625 / 0.6875
+    assert sizes["Q6_K"] == pytest.approx(0.8438, abs=1e-4)    # GGUF: 0.8203 (planes: 1.0938 as bytes)
+    assert sizes["Q5_K"] == pytest.approx(0.7188, abs=1e-4)    # GGUF: 0.6875
+    assert sizes["Q5_0"] == 0.6875                            # GGUF: 0.6875 (1.0625 as bytes)
+    assert sizes["Q5_1"] == 0.75                              # GGUF: 0.75
+    assert sizes["Q8_0"] == 1.0625                            # GGUF: 1.0625

@@ -399,33 +399,34 @@ static void check_linear_dot(const struct qweight *q) {
     keep("y", alone, sizeof(float) * ROWS * N);
 }
 
-/* bits 5 (Q5_1, Q5_K: d, m, codes 0..31), 6 (Q6_K: a d per 16 inputs, codes -32..31) and 7 (both:
-   a d per 16 inputs and m, codes -127..127), written
-   straight into their layout (layout.h: the fp32 head, then a byte per input and column), as
-   engine/model/gguf_codes.py packs them from a GGUF's blocks */
+/* bits 5 (Q5_1, Q5_K: d, m, codes 0..31), 9 (Q5_0: d, codes -16..15), 6 (Q6_K: a d per 16
+   inputs, codes -32..31) and 7 (a d per 16 inputs and m, codes -127..127), written straight into
+   their layout (layout.h: the fp32 head, then the codes by put_code: planes for 5, 6, 9, bytes for
+   7), as engine/model/gguf_codes.py packs them from a GGUF's blocks */
 static struct qweight make_quant_m(int bits, int N, int K, int e) {
-    const int nb = K / HEXA_QUANT_BLOCK, P = (N + HEXA_PANEL - 1) / HEXA_PANEL, PWc = HEXA_PANEL;
-    const int block = hexa_quant_block_bytes(bits), head = (bits == 7 ? 3 : 2) * PWc * 4;
+    const int nb = K / QB;
+    const int lo = bits == 5 ? 0 : bits == 9 ? -16 : bits == 6 ? -32 : -127, hi = bits == 5 ? 31 : bits == 9 ? 15 : bits == 6 ? 31 : 127;
     struct qweight q = {N, K, bits, floats((int64_t)N * K), floats((int64_t)N * nb), grab(code_bytes(bits, N, K))};
     memset(q.codes, 0, (size_t)code_bytes(bits, N, K));
     for (int n = 0; n < N; n++)
         for (int blk = 0; blk < nb; blk++) {
-            uint8_t *bp = q.codes + ((int64_t)(n / PWc) * nb + blk) * block;
+            uint8_t *bp = (uint8_t *)block_at(q.codes, bits, nb, n / PW, blk);
             float *dd = (float *)bp, d[2] = {half_value(e), half_value(e - 1)};
-            const float m = bits != 6 ? -half_value(e - 3) : 0.f;
-            if (bits == 5) d[1] = d[0];
-            dd[n % PWc] = d[0];
-            dd[PWc + n % PWc] = bits == 5 ? m : d[1];
-            if (bits == 7) dd[2 * PWc + n % PWc] = m;
+            const float m = MIN_AT(bits) >= 0 ? -half_value(e - 3) : 0.f;
+            if (!SPLIT_SCALE(bits)) d[1] = d[0];
+            dd[n % PW] = d[0];
+            if (SPLIT_SCALE(bits)) dd[PW + n % PW] = d[1];
+            if (MIN_AT(bits) >= 0) dd[MIN_AT(bits) + n % PW] = m;
+            const int at_lo = below(32), at_hi = (at_lo + 1 + below(31)) % 32;   /* the extreme codes occur */
             for (int i = 0; i < 32; i++) {
-                const int c = bits == 5 ? below(32) : bits == 6 ? below(64) - 32 : below(255) - 127;
-                bp[head + i * PWc + n % PWc] = (uint8_t)(int8_t)c;
+                const int c = i == at_lo ? lo : i == at_hi ? hi : lo + below(hi - lo + 1);
+                put_code(bp + CODE_HEAD(bits), bits, n % PW, i, c);
+                if (code_at(bp + CODE_HEAD(bits), bits, n % PW, i) != c) fail(n, "code %d read back as another", c);
                 const float dq = d[i >= 16] * (float)c;
-                q.w[(int64_t)n * K + blk * 32 + i] = bits == 6 ? dq : dq + m;
+                q.w[(int64_t)n * K + blk * 32 + i] = MIN_AT(bits) >= 0 ? dq + m : dq;
             }
             q.m[(int64_t)n * nb + blk] = m;
         }
-    (void)P;
     return q;
 }
 
@@ -498,8 +499,10 @@ static void check_compact(struct qweight *q, int head) {
 
 static void check_codes(void) {
     static const int shapes[][2] = {{37, 96}, {197, 64}, {53, 512}};   /* N tails; 13 panels (two full groups); K-quant supers */
-    for (int bits = 5; bits <= 7; bits++)
+    static const int planes_and_bytes[] = {5, 6, 7, 9};
+    for (unsigned f = 0; f < sizeof planes_and_bytes / sizeof *planes_and_bytes; f++)
         for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            const int bits = planes_and_bytes[f];
             seed(bits * 10 + s);
             struct qweight q = make_quant_m(bits, shapes[s][0], shapes[s][1], 4);
             check_unpack_rows(&q);

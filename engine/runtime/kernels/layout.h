@@ -19,16 +19,55 @@
 #define QB HEXA_QUANT_BLOCK               /* inputs per quantization block */
 
 /* Per panel and block of 32 inputs, a head of fp32 arrays of 16 (one value per column) then the
-   codes (HEAD_BYTES, BLOCK_BYTES below):
-   - bits 4 (Q4_1): d[16], m[16], then 16 bytes per input pair (the even input's code in the low
-     nibble): w = d*q + m;
-   - bits 8 (Q8_0): d[16], then 16 bytes per input: w = d*q;
-   - 8-bit codes with a second array: bits 5 (Q5_1, Q5_K: d[16], m[16], codes 0..31: w = d*q + m)
-     and bits 6 (Q6_K: d[16] of inputs 0-15, d[16] of inputs 16-31, codes -32..31: w = d*q; a
-     Q6_K scale covers 16 inputs);
-   - bits 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit
-     codes: w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q
-     and k with a Q6_K v) is kept in it, exactly. */
+   codes (HEAD_BYTES, CODE_BYTES below). CODES(bits) says which:
+   - 4 (Q4_1, Q4_0, Q4_K): d[16], m[16], then 16 bytes per input pair (the even input's code in the
+     low nibble): w = d*q + m;
+   - 8 (Q8_0): d[16], then 16 bytes per input: w = d*q;
+   - 5-bit and 6-bit codes as *planes*: the nibbles as layout 4's, then the codes' high bits
+     (PLANES below), each code stored as u = q + CODE_OFFSET >= 0: 5 (Q5_1, Q5_K: d[16], m[16], q
+     0..31: w = d*q + m), 9 (Q5_0: d[16], q -16..15: w = d*q) and 6 (Q6_K: d[16] of inputs 0-15,
+     d[16] of inputs 16-31, q -32..31: w = d*q; a Q6_K scale covers 16 inputs). Bytes per code
+     took a decoding step 1.33 bytes a Q6_K weight where the GGUF has 0.82; planes take 0.82;
+   - 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit codes:
+     w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q and k
+     with a Q6_K v) is kept in it, exactly. */
+#define CODES(bits) ((bits) & 15)                    /* 4, 5, 6, 7, 8 or 9 */
+#define PLANES(bits) (CODES(bits) == 6 ? 2 : CODES(bits) == 5 || CODES(bits) == 9 ? 1 : 0)
+#define CODE_OFFSET(bits) (CODES(bits) == 6 ? 32 : CODES(bits) == 9 ? 16 : 0)
+#define CODE_BYTES(bits) (CODES(bits) == 7 || CODES(bits) == 8 ? QB * PW : QB / 2 * PW + PLANES(bits) * QB * PW / 8)
+#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7)    /* a second scale for inputs 16-31 */
+#define MIN_AT(bits) (CODES(bits) == 7 ? 2 * PW : CODES(bits) == 5 || CODES(bits) == 4 ? PW : -1)   /* m's floats into the head, or none */
+
+/* The planes, after the nibbles: the high bits of the 8 groups of 4 inputs, in the order the dot
+   kernels use the nibbles (x86/quant_dot.c's quads: each 32-bit lane one column's 4 inputs,
+   columns 0-3 | 8-11 in the first 32 bytes, 4-7 | 12-15 in the next). 8 / PLANES groups share
+   such 64 bytes, group g's bits at g % (8 / PLANES) * PLANES of each byte, so one shift and one
+   mask give a group's high bits in place (a code's high bits shifted into bit 4 are the code's). */
+static inline int plane_byte(int c, int k, int planes) {   /* column c, input k: the byte after the nibbles */
+    const int per = 8 / planes;
+    return k / 4 / per * 64 + (c / 4 & 1) * 32 + c / 8 * 16 + c % 4 * 4 + k % 4;
+}
+static inline int plane_shift(int k, int planes) { return k / 4 % (8 / planes) * planes; }
+
+/* Code q of column c, input k of a block whose codes start at cp (the scalar reader: row lookups,
+   the test driver; the kernels decode whole groups) */
+static inline int code_at(const uint8_t *cp, int bits, int c, int k) {
+    if (CODES(bits) == 7 || CODES(bits) == 8) return (int8_t)cp[k * PW + c];
+    int u = cp[k / 2 * PW + c] >> (4 * (k & 1)) & 15;
+    if (PLANES(bits))
+        u |= (cp[QB / 2 * PW + plane_byte(c, k, PLANES(bits))] >> plane_shift(k, PLANES(bits)) & ((1 << PLANES(bits)) - 1)) << 4;
+    return u - CODE_OFFSET(bits);
+}
+
+/* ... and the writer (cp's bytes zeroed first), for packers and the test driver */
+static inline void put_code(uint8_t *cp, int bits, int c, int k, int q) {
+    if (CODES(bits) == 7 || CODES(bits) == 8) { cp[k * PW + c] = (uint8_t)(int8_t)q; return; }
+    const int u = q + CODE_OFFSET(bits);
+    cp[k / 2 * PW + c] |= (uint8_t)((u & 15) << (4 * (k & 1)));
+    if (PLANES(bits))
+        cp[QB / 2 * PW + plane_byte(c, k, PLANES(bits))] |= (uint8_t)((u >> 4) << plane_shift(k, PLANES(bits)));
+}
+
 /* Compact heads: the same codes and the same fp32 head values, in fewer bytes, so a decoding step
    streams less (it is bound by memory: layout 4 held 0.75 bytes a weight where a Q4_K GGUF holds
    0.56). ``bits`` = the codes' layout above | HEAD_F16 or HEAD_K:
@@ -41,16 +80,13 @@
 #define HEAD_F16 HEXA_HEAD_F16
 #define HEAD_K HEXA_HEAD_K
 #define KSUPER HEXA_KSUPER                           /* blocks per HEAD_K factor (256 inputs) */
-#define CODES(bits) ((bits) & 15)                    /* 4, 5, 6, 7 or 8 */
 #define HEAD_OF(bits) ((bits) & (HEAD_F16 | HEAD_K))
-#define HEAD_N(bits) (CODES(bits) == 8 ? 1 : CODES(bits) == 7 ? 3 : 2)   /* fp32 arrays of 16 */
+#define HEAD_N(bits) (CODES(bits) == 8 || CODES(bits) == 9 ? 1 : CODES(bits) == 7 ? 3 : 2)   /* fp32 arrays of 16 */
 #define HEAD_BYTES(bits) (HEAD_N(bits) * PW * (HEAD_OF(bits) == HEAD_K ? 1 : HEAD_OF(bits) == HEAD_F16 ? 2 : 4))
-#define BLOCK_BYTES(bits) (HEAD_BYTES(bits) + (CODES(bits) == 4 ? QB / 2 * PW : QB * PW))
+#define BLOCK_BYTES(bits) (HEAD_BYTES(bits) + CODE_BYTES(bits))
 #define CODE_HEAD(bits) HEAD_BYTES(bits)             /* the codes' start in a block */
 #define FACTOR_BYTES(bits, nb) (HEAD_OF(bits) == HEAD_K ? (int64_t)(nb) / KSUPER * HEAD_N(bits) * PW * 4 : 0)
 #define PANEL_BYTES(bits, nb) (FACTOR_BYTES(bits, nb) + (int64_t)(nb) * BLOCK_BYTES(bits))
-#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7)    /* a second scale for inputs 16-31 */
-#define MIN_AT(bits) (CODES(bits) == 7 ? 2 * PW : CODES(bits) == 5 || CODES(bits) == 4 ? PW : -1)   /* m's floats into the head, or none */
 
 /* Block blk of panel p */
 static inline const uint8_t *block_at(const uint8_t *packed, int bits, int nb, int p, int blk) {

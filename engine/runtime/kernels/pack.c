@@ -108,13 +108,8 @@ static void pack_quant_panel(void *ctx, int p) {
             float dc, mc;
             if (!fit_block(a->w + (int64_t)n * a->K + blk * QB, a->bits, &dc, &mc, q)) { a->failed = 1; return; }
             d[c] = dc;
-            if (a->bits == 4) {
-                m[c] = mc;
-                for (int i = 0; i < QB; i++)
-                    out[head + (i / 2) * PW + c] |= (uint8_t)(q[i] << (4 * (i & 1)));
-            } else {
-                for (int i = 0; i < QB; i++) out[head + i * PW + c] = (uint8_t)(int8_t)q[i];
-            }
+            if (a->bits == 4) m[c] = mc;
+            for (int i = 0; i < QB; i++) put_code(out + head, a->bits, c, i, q[i]);
         }
     }
 }
@@ -128,8 +123,8 @@ int hexa_pack_quant(const float *w, uint8_t *packed, int N, int K, int bits, int
     return !a.failed;
 }
 
-/* Bytes per panel and block of 32 inputs in the layout for ``bits`` (4: Q4_1, 8: Q8_0, 5 and 6:
-   8-bit codes with a minimum or a second scale, | HEAD_F16 or HEAD_K: layout.h), without a
+/* Bytes per panel and block of 32 inputs in the layout for ``bits`` (4: Q4_1, 8: Q8_0, 5, 6 and 9:
+   planes, 7: bytes, | HEAD_F16 or HEAD_K: layout.h), without a
    HEAD_K panel's factors */
 int hexa_quant_block_bytes(int bits) {
     return BLOCK_BYTES(bits);
@@ -145,7 +140,7 @@ int64_t hexa_quant_bytes(int bits, int N, int K) {
    kernels' rebuild, one weight at a time: d * q, then + m for Q4_1 and bits 5. */
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int N, int K, int bits,
                       float *out) {
-    const int nb = K / QB, codes = CODES(bits);
+    const int nb = K / QB;
     for (int r = 0; r < count; r++) {
         const int64_t n = rows[r];
         float *dst = out + (int64_t)r * K;
@@ -155,19 +150,9 @@ void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int
             float tmp[3 * PW];
             const float *hd = block_head(packed, bits, nb, p, blk, tmp);
             const uint8_t *cp = block_at(packed, bits, nb, p, blk) + CODE_HEAD(bits);
-            const float d = hd[c];
-            for (int i = 0; i < QB; i++) {
-                float w;
-                if (codes == 8) {
-                    w = d * (float)(int8_t)cp[i * PW + c];
-                } else if (codes != 4) {   /* 5, 6, 7: d (of the input's half for 6, 7) * q (+ m for 5, 7) */
-                    const float dh = hd[(SPLIT_SCALE(bits) && i >= QB / 2) * PW + c];
-                    w = dh * (float)(int8_t)cp[i * PW + c];
-                    if (MIN_AT(bits) >= 0) w = w + hd[MIN_AT(bits) + c];
-                } else {
-                    const int q = (cp[(i / 2) * PW + c] >> (4 * (i & 1))) & 15;
-                    w = d * (float)q + hd[PW + c];
-                }
+            for (int i = 0; i < QB; i++) {   /* d (of the input's half for 6, 7) * q, + m for 4, 5, 7 */
+                float w = hd[(SPLIT_SCALE(bits) && i >= QB / 2) * PW + c] * (float)code_at(cp, bits, c, i);
+                if (MIN_AT(bits) >= 0) w = w + hd[MIN_AT(bits) + c];
                 dst[blk * QB + i] = w;
             }
         }

@@ -1,5 +1,5 @@
-/* Decoding steps and draft trees on integer dot products: Q4_1 / Q8_0 codes times 8-bit
- * activations (NEON), the ARM64 twin of x86/quant_dot.c.
+/* Decoding steps and draft trees on integer dot products: Q4_1 / Q8_0 codes (and layout.h's
+ * others) times 8-bit activations (NEON), the ARM64 twin of x86/quant_dot.c.
  *
  * Each row of x is quantized per block of 32 inputs exactly as on x86 (quantize.h: dx = max|x| /
  * 127, xq = round(x / dx)); per block and column the kernel forms the exact integer sum(q * xq),
@@ -12,7 +12,9 @@
  *  - CPUs with the dot product extension (ARMv8.2+, nearly every Snapdragon since the 845):
  *    SDOT, 4 inputs x 16 columns per instruction, on codes transposed in registers so that each
  *    32-bit lane holds one column's 4 inputs.
- * The codes are read in quant_gemm.c's layout (layout.h): nothing else is stored. Every row is
+ * The codes are read in quant_gemm.c's layout (layout.h): nothing else is stored. The planes
+ * (layouts 5, 6, 9) hold u = q + CODE_OFFSET >= 0; sum(u * xq) - CODE_OFFSET * sum(xq) is the
+ * integer sum(q * xq) exactly, so the float steps after it stay x86's. Every row is
  * quantized alone and accumulated in one fixed order whatever the tile or the batch, so a tree
  * row still equals a plain step bit for bit.
  */
@@ -27,6 +29,7 @@
 #include "hexa.h"
 #include "pool.h"
 #include "quantize.h"
+#include "codes.h"
 #include "tile.h"
 
 #ifndef HWCAP_ASIMDDP   /* <asm/hwcap.h>'s value, for libcs whose headers predate it */
@@ -50,6 +53,7 @@ struct dot_job {
     float *y;
     const int8_t *codes;    /* [M][K]: the rows' 8-bit codes */
     const float *dx, *sx;   /* [M][K/32]: block scale, and scale * sum of the block's codes */
+    const int32_t *qs;      /* [M][K/16]: the sum of each 16 codes (the planes' CODE_OFFSET times it) */
     int M, N, K, P, bits;
 };
 
@@ -67,38 +71,49 @@ static inline int8x16_t dup_quad(const int8_t *c) {
 }
 
 /* ---- every ARMv8-A CPU: pairs ----------------------------------------------------------------
-   16 columns x inputs (2kk, 2kk+1), each column's two codes side by side: w[0] columns 0-7,
-   w[1] columns 8-15 (the layout of x86's pairs_q8, as bytes) */
-static inline void pairs_Q4(const uint8_t *cp, int kk, int8x16_t *w) {
-    const uint8x16_t both = vld1q_u8(cp + 16 * kk);
-    const uint8x16_t lo = vandq_u8(both, vdupq_n_u8(0x0f)), hi = vshrq_n_u8(both, 4);
-    w[0] = vreinterpretq_s8_u8(vzip1q_u8(lo, hi));
-    w[1] = vreinterpretq_s8_u8(vzip2q_u8(lo, hi));
-}
-
-static inline void pairs_Q8(const uint8_t *cp, int kk, int8x16_t *w) {
-    const int8x16_t a = vld1q_s8((const int8_t *)cp + 32 * kk), b = vld1q_s8((const int8_t *)cp + 32 * kk + 16);
-    w[0] = vzip1q_s8(a, b);
-    w[1] = vzip2q_s8(a, b);
-}
-
-/* Input pairs summed in int16 before SADALP widens them: a lane holds one product per pair, at
-   most 15 * 127 for Q4_1 (16 pairs, a whole block: 30480 < 32767) and 128 * 127 for Q8_0 (2). */
-#define RUN_Q4 16
-#define RUN_Q8 2
-#define RUN_QM 2
-
-/* ---- dot product CPUs: quads -----------------------------------------------------------------
-   16 columns x inputs 4g .. 4g+3, each 32-bit lane one column's 4 codes: w[c] columns 4c .. 4c+3 */
-static inline void quads_Q4(const uint8_t *cp, int g, int8x16_t *w) {
-    const uint8x16_t b0 = vld1q_u8(cp + 32 * g), b1 = vld1q_u8(cp + 32 * g + 16);
-    const uint8x16_t z[2] = {vzip1q_u8(b0, b1), vzip2q_u8(b0, b1)};   /* per column: inputs (0|1, 2|3) */
+   16 columns x inputs (4g, 4g+1) then (4g+2, 4g+3), each column's two codes side by side: w[0]
+   columns 0-7, w[1] columns 8-15 of the first pair, w[2], w[3] of the second (the layout of x86's
+   pairs_q8, as bytes) */
+static inline void pairs_Q4(const uint8_t *cp, int g, int8x16_t *w) {
     for (int h = 0; h < 2; h++) {
-        const uint8x16_t lo = vandq_u8(z[h], vdupq_n_u8(0x0f)), hi = vshrq_n_u8(z[h], 4);
+        const uint8x16_t both = vld1q_u8(cp + 16 * (2 * g + h));
+        const uint8x16_t lo = vandq_u8(both, vdupq_n_u8(0x0f)), hi = vshrq_n_u8(both, 4);
         w[2 * h] = vreinterpretq_s8_u8(vzip1q_u8(lo, hi));
         w[2 * h + 1] = vreinterpretq_s8_u8(vzip2q_u8(lo, hi));
     }
 }
+
+static inline void pairs_Q8(const uint8_t *cp, int g, int8x16_t *w) {
+    for (int h = 0; h < 2; h++) {
+        const int8_t *c = (const int8_t *)cp + 32 * (2 * g + h);
+        const int8x16_t a = vld1q_s8(c), b = vld1q_s8(c + 16);
+        w[2 * h] = vzip1q_s8(a, b);
+        w[2 * h + 1] = vzip2q_s8(a, b);
+    }
+}
+
+/* The planes: the group's quads (codes.h), whose 16-bit lanes are a column's inputs (0|1) and
+   (2|3); the even lanes of two quads are the first pair of their 8 columns, the odd the second */
+static inline void pairs_planes(const uint8_t *cp, int planes, int g, int8x16_t *w) {
+    int8x16_t q[4];
+    quads_codes(cp, planes, g, q);
+    for (int h = 0; h < 2; h++) {
+        const int16x8_t a = vreinterpretq_s16_s8(q[2 * h]), b = vreinterpretq_s16_s8(q[2 * h + 1]);
+        w[h] = vreinterpretq_s8_s16(vuzp1q_s16(a, b));
+        w[2 + h] = vreinterpretq_s8_s16(vuzp2q_s16(a, b));
+    }
+}
+
+/* Input pairs summed in int16 before SADALP widens them (RUN_, in pairs, even: a group of 4
+   inputs at a time): a lane holds one product per pair, at most 15 * 128 for Q4_1 (16 pairs, a
+   whole block: 30720 < 32767), 128 * 127 for 8-bit codes (2), 31 * 128 for 5-bit planes (8 pairs:
+   31744) and 63 * 128 for 6-bit planes (4 pairs: 32256). */
+#define RUN_Q4 16
+#define RUN_Q8 2
+
+/* ---- dot product CPUs: quads -----------------------------------------------------------------
+   16 columns x inputs 4g .. 4g+3, each 32-bit lane one column's 4 codes: w[c] columns 4c .. 4c+3
+   (codes.h's quads_codes for the nibbles and planes) */
 
 static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
     const int8_t *c = (const int8_t *)cp + 64 * g;
@@ -121,14 +136,18 @@ static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
 #define MR_MAX 4   /* rows per tile: 16 int32 sums + the codes stay in registers (the fp32 sums,
                       touched once per block, may not) */
 
-/* the sums isum so far (16 columns per row) times d * dx -> the fp32 accumulators, then (HAS_MIN)
-   + m * sx, x86's operations; isum starts again (Q6_K's two halves) */
-#define DOT_FLOAT(FMT, MR, HAS_MIN, d)                                                            \
+/* the sums isum so far (16 columns per row), less OFF * sum(xq) for the planes (of the half
+   block for a split scale), times d * dx -> the fp32 accumulators, then (HAS_MIN) + m * sx,
+   x86's operations; isum starts again (Q6_K's two halves) */
+#define DOT_FLOAT(FMT, MR, HAS_MIN, d, half)                                                      \
     _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                                       \
         const int64_t at = (int64_t)(m0 + i) * nb + blk;                                          \
         const float32x4_t dx = vdupq_n_f32(a->dx[at]);                                            \
+        const int32_t *qs = a->qs + 2 * at;                                                       \
+        const int32x4_t o = vdupq_n_s32(OFF_##FMT * (SPLIT_##FMT ? qs[half] : qs[0] + qs[1]));   \
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                     \
-            acc[i][c] = vfmaq_f32(acc[i][c], vcvtq_f32_s32(isum[i][c]), vmulq_f32(vld1q_f32((d) + 4 * c), dx)); \
+            const int32x4_t t = OFF_##FMT ? vsubq_s32(isum[i][c], o) : isum[i][c];                \
+            acc[i][c] = vfmaq_f32(acc[i][c], vcvtq_f32_s32(t), vmulq_f32(vld1q_f32((d) + 4 * c), dx)); \
             isum[i][c] = vdupq_n_s32(0);                                                          \
         }                                                                                         \
         if (HAS_MIN) {                                                                            \
@@ -167,25 +186,26 @@ static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {         
     DOT_BEGIN(FMT, MR)                                                                            \
         for (int k0 = 0; k0 < QB / 2; k0 += RUN_##FMT) {                                          \
             if (SPLIT_##FMT && k0 == QB / 4)   /* Q6_K: inputs 0-15 carry a scale of their own */    \
-                DOT_FLOAT(FMT, MR, 0, hd)                                                         \
+                DOT_FLOAT(FMT, MR, 0, hd, 0)                                                      \
             int16x8_t s16[MR][4];                                                                 \
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                  \
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) s16[i][c] = vdupq_n_s16(0);  \
-            _Pragma("GCC unroll 2") for (int kk = k0; kk < k0 + RUN_##FMT; kk++) {               \
-                int8x16_t w[2];                                                                   \
-                pairs_##FMT(cp, kk, w);                                                           \
-                _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                            \
-                    const int8x16_t xv = dup_pair(xq[i] + 2 * kk);                                \
-                    s16[i][0] = vmlal_s8(s16[i][0], vget_low_s8(w[0]), vget_low_s8(xv));          \
-                    s16[i][1] = vmlal_high_s8(s16[i][1], w[0], xv);                               \
-                    s16[i][2] = vmlal_s8(s16[i][2], vget_low_s8(w[1]), vget_low_s8(xv));          \
-                    s16[i][3] = vmlal_high_s8(s16[i][3], w[1], xv);                               \
-                }                                                                                 \
+            _Pragma("GCC unroll 2") for (int g = k0 / 2; g < (k0 + RUN_##FMT) / 2; g++) {        \
+                int8x16_t w[4];                                                                   \
+                pairs_##FMT(cp, g, w);                                                            \
+                _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)                               \
+                    _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                        \
+                        const int8x16_t xv = dup_pair(xq[i] + 4 * g + 2 * h);                     \
+                        s16[i][0] = vmlal_s8(s16[i][0], vget_low_s8(w[2 * h]), vget_low_s8(xv));  \
+                        s16[i][1] = vmlal_high_s8(s16[i][1], w[2 * h], xv);                       \
+                        s16[i][2] = vmlal_s8(s16[i][2], vget_low_s8(w[2 * h + 1]), vget_low_s8(xv)); \
+                        s16[i][3] = vmlal_high_s8(s16[i][3], w[2 * h + 1], xv);                   \
+                    }                                                                             \
             }                                                                                     \
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                  \
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vpadalq_s16(isum[i][c], s16[i][c]); \
         }                                                                                         \
-        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_##FMT ? PW : 0))                                 \
+        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_##FMT ? PW : 0), 1)                              \
     DOT_END(MR)                                                                                   \
 }
 
@@ -195,7 +215,7 @@ static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) { 
     DOT_BEGIN(FMT, MR)                                                                            \
         _Pragma("GCC unroll 1") for (int g = 0; g < QB / 4; g++) {                                \
             if (SPLIT_##FMT && g == QB / 8)   /* Q6_K: inputs 0-15 carry a scale of their own */     \
-                DOT_FLOAT(FMT, MR, 0, hd)                                                         \
+                DOT_FLOAT(FMT, MR, 0, hd, 0)                                                      \
             int8x16_t w[4];                                                                       \
             quads_##FMT(cp, g, w);                                                                \
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                                \
@@ -203,50 +223,65 @@ static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) { 
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vdotq_s32(isum[i][c], w[c], xv); \
             }                                                                                     \
         }                                                                                         \
-        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_##FMT ? PW : 0))                                 \
+        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_##FMT ? PW : 0), 1)                              \
     DOT_END(MR)                                                                                   \
 }
 
-/* bits 5 and 6 (layout.h): Q8_0's tiles over their code bytes; bits 5 adds m * sx as Q4_1 does,
-   bits 6 moves a half block's sums into fp32 with the first scale (SPLIT) */
+/* The formats besides Q4_1 / Q8_0 (layout.h): the planes 5 (Q5_1, Q5_K: + m * sx as Q4_1), 9
+   (Q5_0) and 6 (Q6_K: a half block's sums into fp32 with the first scale, SPLIT), codes u with
+   their offset OFF; layout 7, Q8_0's tiles on its 8-bit codes with a split scale and an m */
 #define SPLIT_Q4 0
 #define SPLIT_Q8 0
 #define SPLIT_Q5 0
 #define SPLIT_Q6 1
 #define SPLIT_Q7 1
+#define SPLIT_Q9 0
+#define OFF_Q4 0
+#define OFF_Q8 0
+#define OFF_Q5 0
+#define OFF_Q6 32
+#define OFF_Q7 0
+#define OFF_Q9 16
 #define MOFF_Q4 PW      /* where m starts in the head */
 #define MOFF_Q8 0
 #define MOFF_Q5 PW
 #define MOFF_Q6 0
 #define MOFF_Q7 (2 * PW)
-#define RUN_Q5 2
-#define RUN_Q6 2
+#define MOFF_Q9 0
+#define RUN_Q5 8
+#define RUN_Q6 4
 #define RUN_Q7 2
-#define pairs_Q5 pairs_Q8   /* the same code bytes after another head */
-#define pairs_Q6 pairs_Q8
-#define pairs_Q7 pairs_Q8
-#define quads_Q5 quads_Q8
-#define quads_Q6 quads_Q8
+#define RUN_Q9 8
+static inline void pairs_Q5(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, 1, g, w); }
+static inline void pairs_Q6(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, 2, g, w); }
+static inline void pairs_Q9(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, 1, g, w); }
+#define pairs_Q7 pairs_Q8   /* the same code bytes after another head */
+static inline void quads_Q4(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, 0, g, w); }
+static inline void quads_Q5(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, 1, g, w); }
+static inline void quads_Q6(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, 2, g, w); }
+static inline void quads_Q9(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, 1, g, w); }
 #define quads_Q7 quads_Q8
 PAIR_TILE(Q4, 1, 1) PAIR_TILE(Q4, 2, 1) PAIR_TILE(Q4, 3, 1) PAIR_TILE(Q4, 4, 1)
 PAIR_TILE(Q5, 1, 1) PAIR_TILE(Q5, 2, 1) PAIR_TILE(Q5, 3, 1) PAIR_TILE(Q5, 4, 1)
 PAIR_TILE(Q6, 1, 0) PAIR_TILE(Q6, 2, 0) PAIR_TILE(Q6, 3, 0) PAIR_TILE(Q6, 4, 0)
 PAIR_TILE(Q7, 1, 1) PAIR_TILE(Q7, 2, 1) PAIR_TILE(Q7, 3, 1) PAIR_TILE(Q7, 4, 1)
-QUAD_TILE(Q7, 1, 1) QUAD_TILE(Q7, 2, 1) QUAD_TILE(Q7, 3, 1) QUAD_TILE(Q7, 4, 1)
-QUAD_TILE(Q5, 1, 1) QUAD_TILE(Q5, 2, 1) QUAD_TILE(Q5, 3, 1) QUAD_TILE(Q5, 4, 1)
-QUAD_TILE(Q6, 1, 0) QUAD_TILE(Q6, 2, 0) QUAD_TILE(Q6, 3, 0) QUAD_TILE(Q6, 4, 0)
+PAIR_TILE(Q9, 1, 0) PAIR_TILE(Q9, 2, 0) PAIR_TILE(Q9, 3, 0) PAIR_TILE(Q9, 4, 0)
 PAIR_TILE(Q8, 1, 0) PAIR_TILE(Q8, 2, 0) PAIR_TILE(Q8, 3, 0) PAIR_TILE(Q8, 4, 0)
 QUAD_TILE(Q4, 1, 1) QUAD_TILE(Q4, 2, 1) QUAD_TILE(Q4, 3, 1) QUAD_TILE(Q4, 4, 1)
+QUAD_TILE(Q5, 1, 1) QUAD_TILE(Q5, 2, 1) QUAD_TILE(Q5, 3, 1) QUAD_TILE(Q5, 4, 1)
+QUAD_TILE(Q6, 1, 0) QUAD_TILE(Q6, 2, 0) QUAD_TILE(Q6, 3, 0) QUAD_TILE(Q6, 4, 0)
+QUAD_TILE(Q7, 1, 1) QUAD_TILE(Q7, 2, 1) QUAD_TILE(Q7, 3, 1) QUAD_TILE(Q7, 4, 1)
+QUAD_TILE(Q9, 1, 0) QUAD_TILE(Q9, 2, 0) QUAD_TILE(Q9, 3, 0) QUAD_TILE(Q9, 4, 0)
 QUAD_TILE(Q8, 1, 0) QUAD_TILE(Q8, 2, 0) QUAD_TILE(Q8, 3, 0) QUAD_TILE(Q8, 4, 0)
 
 typedef void (*dot_tile)(const struct dot_job *, int, int);
-static const dot_tile TILES[2][5][MR_MAX + 1] = {   /* [dot product][Q4, Q8, bits 5, 6, 7] */
+static const dot_tile TILES[2][6][MR_MAX + 1] = {   /* [dot product][Q4, Q8, bits 5, 6, 7, 9] */
     {{0, pair_Q4_1, pair_Q4_2, pair_Q4_3, pair_Q4_4}, {0, pair_Q8_1, pair_Q8_2, pair_Q8_3, pair_Q8_4},
      {0, pair_Q5_1, pair_Q5_2, pair_Q5_3, pair_Q5_4}, {0, pair_Q6_1, pair_Q6_2, pair_Q6_3, pair_Q6_4},
-     {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}},
+     {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}, {0, pair_Q9_1, pair_Q9_2, pair_Q9_3, pair_Q9_4}},
     {{0, quad_Q4_1, quad_Q4_2, quad_Q4_3, quad_Q4_4}, {0, quad_Q8_1, quad_Q8_2, quad_Q8_3, quad_Q8_4},
      {0, quad_Q5_1, quad_Q5_2, quad_Q5_3, quad_Q5_4}, {0, quad_Q6_1, quad_Q6_2, quad_Q6_3, quad_Q6_4},
-     {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}},
+     {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}, {0, quad_Q9_1, quad_Q9_2, quad_Q9_3, quad_Q9_4}},
 };
 
 /* 1 when the CPU has SDOT (HWCAP_ASIMDDP on Linux and Android); set once, when the library loads */
@@ -267,7 +302,7 @@ __attribute__((constructor)) static void pick_path(void) {
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int codes = CODES(a->bits);
-    const dot_tile *tiles = TILES[dotprod][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : 0];
+    const dot_tile *tiles = TILES[dotprod][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : codes == 9 ? 5 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
         for (int m = 0; m < a->M; m += MR_MAX)
@@ -279,16 +314,24 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     const int nb = K / QB;
     int8_t *codes = malloc((size_t)M * K);
     float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
-    if (!codes || !scales) abort();
+    int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
+    if (!codes || !scales || !qs) abort();
     float *dx = scales, *sx = scales + (int64_t)M * nb;
     for (int m = 0; m < M; m++)
         for (int blk = 0; blk < nb; blk++) {
             const int64_t at = (int64_t)m * nb + blk;
-            quantize_block(x + (int64_t)m * K + blk * QB, codes + (int64_t)m * K + blk * QB, dx + at, sx + at);
+            int8_t *q = codes + (int64_t)m * K + blk * QB;
+            quantize_block(x + (int64_t)m * K + blk * QB, q, dx + at, sx + at);
+            for (int h = 0; h < 2; h++) {   /* the planes' offsets take these; the rest ignore them */
+                int32_t sum = 0;
+                for (int i = 0; i < QB / 2; i++) sum += q[h * QB / 2 + i];
+                qs[2 * at + h] = sum;
+            }
         }
     const int P = (N + PW - 1) / PW;
-    struct dot_job a = {packed, b, res, y, codes, dx, sx, M, N, K, P, bits};
+    struct dot_job a = {packed, b, res, y, codes, dx, sx, qs, M, N, K, P, bits};
     hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
     free(codes);
     free(scales);
+    free(qs);
 }

@@ -1,4 +1,4 @@
-/* hexa's linear on Q4_1 and Q8_0 codes (NEON): the ARM64 twin of x86/quant_gemm.c, giving its
+/* hexa's linear on Q4_1 and Q8_0 codes and layout.h's others (NEON): the ARM64 twin of x86/quant_gemm.c, giving its
  * bits (and so packed_gemm.c's) exactly.
  *
  * The codes (hexa_pack_quant, ../pack.c; layout in layout.h) are rebuilt into the fp32 weights
@@ -19,6 +19,7 @@
 
 #include "hexa.h"
 #include "pool.h"
+#include "codes.h"
 #include "tile.h"
 
 /* pack.c's per-thread buffer for rebuilt panels (internal) */
@@ -56,14 +57,23 @@ static inline void pair_q8(const float *hd, const uint8_t *cp, int kk, float32x4
     }
 }
 
-/* 8-bit codes with a second array (layout.h): bits 5 (Q5_1, Q5_K) d * q + m, bits 6 (Q6_K) d * q with
-   the d of the input's half of the block; x86's operations, one for one */
+/* Layout 7's 8-bit codes and the planes decoded into bytes u = q + OFF (layout.h: 5 Q5_1/Q5_K
+   d * q + m, 9 Q5_0 d * q, 6 Q6_K d * q with the d of the input's half of the block, 7 both):
+   q = u - OFF in integers, then x86's operations, one for one */
 static inline void pair_qm(const float *hd, const uint8_t *cp, int kk, float32x4_t *w, int bits) {
     const float *d = hd + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
     const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
     for (int h = 0; h < 2; h++) {
-        const int8x16_t codes = vld1q_s8((const int8_t *)cp + (2 * kk + h) * PW);
-        const int16x8_t lo = vmovl_s8(vget_low_s8(codes)), hi = vmovl_high_s8(codes);
+        int16x8_t lo, hi;
+        if (PLANES(bits)) {   /* unsigned u */
+            const uint8x16_t codes = vld1q_u8(cp + (2 * kk + h) * PW);
+            lo = vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(codes))), vdupq_n_s16(CODE_OFFSET(bits)));
+            hi = vsubq_s16(vreinterpretq_s16_u16(vmovl_high_u8(codes)), vdupq_n_s16(CODE_OFFSET(bits)));
+        } else {
+            const int8x16_t codes = vld1q_s8((const int8_t *)cp + (2 * kk + h) * PW);
+            lo = vmovl_s8(vget_low_s8(codes));
+            hi = vmovl_high_s8(codes);
+        }
         const int32x4_t q[4] = {vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)),
                                 vmovl_high_s16(hi)};
         for (int j = 0; j < 4; j++) {
@@ -72,9 +82,16 @@ static inline void pair_qm(const float *hd, const uint8_t *cp, int kk, float32x4
         }
     }
 }
-static inline void pair_q5(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 5); }
-static inline void pair_q6(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 6); }
+static inline void pair_q5(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 5); }
+static inline void pair_q6(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 6); }
+static inline void pair_q9(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 9); }
 static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 7); }
+#define PLANES_q4 0   /* the formats whose codes block_codes decodes first */
+#define PLANES_q8 0
+#define PLANES_q7 0
+#define PLANES_q5 1
+#define PLANES_q6 2
+#define PLANES_q9 1
 
 /* Blocks [blk0, blk0 + n) of panel p into the fp32 panel layout: out[k][0..16) */
 #define REBUILD(FMT)                                                                              \
@@ -83,6 +100,11 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
         float tmp[3 * PW];                                                                        \
         const float *hd = block_head(pk, bits, nb, p, blk0 + blk, tmp);                           \
         const uint8_t *cp = block_at(pk, bits, nb, p, blk0 + blk) + CODE_HEAD(bits);              \
+        uint8_t u[PLANES_##FMT ? QB * PW : 1];                                                    \
+        if (PLANES_##FMT) {                                                                       \
+            block_codes(cp, PLANES_##FMT, u);                                                     \
+            cp = u;                                                                               \
+        }                                                                                         \
         for (int kk = 0; kk < QB / 2; kk++) {                                                     \
             float32x4_t w[8];                                                                     \
             pair_##FMT(hd, cp, kk, w);                                                            \
@@ -91,7 +113,7 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
         }                                                                                         \
     }                                                                                             \
 }
-REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7)
+REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9)
 
 static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n, float *out) {
     const int codes = CODES(bits);
@@ -99,6 +121,7 @@ static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n,
     else if (codes == 5) rebuild_q5(pk, bits, nb, p, blk0, n, out);
     else if (codes == 6) rebuild_q6(pk, bits, nb, p, blk0, n, out);
     else if (codes == 7) rebuild_q7(pk, bits, nb, p, blk0, n, out);
+    else if (codes == 9) rebuild_q9(pk, bits, nb, p, blk0, n, out);
     else rebuild_q4(pk, bits, nb, p, blk0, n, out);
 }
 

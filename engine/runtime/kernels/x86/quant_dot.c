@@ -32,14 +32,16 @@
 #include "hexa.h"
 #include "pool.h"
 #include "quantize.h"
+#include "codes.h"
 #include "tile.h"
 
 struct dot_job {
     const uint8_t *packed;
     const float *b, *res;
     float *y;
-    const void *codes;      /* Q4_1: [M][K] the rows' 8-bit codes; Q8_0: [M][K/2] inputs 2j, 2j+1 as two int16 */
+    const void *codes;      /* nibbles, planes: [M][K] the rows' 8-bit codes; 8-bit codes: [M][K/2] inputs 2j, 2j+1 as two int16 */
     const float *dx, *sx;   /* [M][K/32]: block scale, and scale * sum of the block's codes */
+    const int32_t *qs;      /* [M][K/16]: the sum of each 16 codes (the planes' CODE_OFFSET times it) */
     int M, N, K, P, bits;
 };
 
@@ -67,9 +69,13 @@ static inline int block_amax(const float *xb, float *amax) {
    block_amax called fmaxf(|x|, amax). Through a pointer, that order stays. */
 static float (*volatile fmaxf_call)(float, float) = fmaxf;
 
-/* x row [K] -> its block scales and codes (quantize.h): the int8 codes as they are for Q4_1, as
-   pairs of int16 (sign-extended: the same values) in int32 for Q8_0 */
-static void quantize_row(const float *x, int K, int bits, void *codes, float *dx, float *sx) {
+/* 8-bit codes (layouts 7 and 8) are summed as int16 pairs, the nibbles and planes as bytes */
+#define BYTE_CODES(bits) (CODES(bits) == 7 || CODES(bits) == 8)
+
+/* x row [K] -> its block scales and codes (quantize.h): the int8 codes as they are for the
+   nibbles and planes, with the sum of each 16 (qs), as pairs of int16 (sign-extended: the same
+   values) in int32 for 8-bit codes */
+static void quantize_row(const float *x, int K, int bits, void *codes, float *dx, float *sx, int32_t *qs) {
     for (int b = 0; b < K / QB; b++) {
         int8_t q[QB];
         float amax;
@@ -78,34 +84,29 @@ static void quantize_row(const float *x, int K, int bits, void *codes, float *dx
             for (int i = 0; i < QB; i++) amax = fmaxf_call(fabsf(x[b * QB + i]), amax);
         }
         quantize_scaled(x + b * QB, amax, q, dx + b, sx + b);
-        if (CODES(bits) == 4)
+        if (!BYTE_CODES(bits)) {
             memcpy((int8_t *)codes + b * QB, q, QB);
-        else
+            for (int h = 0; h < 2; h++) {
+                int32_t sum = 0;
+                for (int i = 0; i < QB / 2; i++) sum += q[h * QB / 2 + i];
+                qs[2 * b + h] = sum;
+            }
+        } else
             for (int i = 0; i < QB; i += 2)
                 ((int32_t *)codes)[(b * QB + i) / 2] = (int32_t)((uint32_t)(uint16_t)q[i] | (uint32_t)(uint16_t)q[i + 1] << 16);
     }
 }
 
-/* ---- Q4_1: bytes times bytes ------------------------------------------------------------------
+/* ---- Q4_1 and the planes (Q5, Q6_K): bytes times bytes ---------------------------------------
    _mm256_maddubs_epi16 multiplies unsigned bytes (the codes, 0..15) by signed bytes (the row's
    int8 codes, the very values the int16 pairs held) and adds each two products into int16:
    16 columns x 4 inputs in two instructions, where int16 pairs took four. A 16-bit lane takes one
    column's 2 inputs per group of 4, |sum| <= 2 * 15 * 128 = 3840 for any int8, so it never
    saturates and a whole block (8 groups: 30720 < 32767) adds up in int16; one _mm256_madd_epi16
-   by 1 then adds each column's two lanes into its int32 sum, the same integer as before. */
-
-/* 16 columns x inputs 4g .. 4g+3 of the block whose codes start at cp, each 32-bit lane one
-   column's 4 codes (arm64/quant_dot.c's quads): w[0] columns 0-3 | 8-11, w[1] columns 4-7 | 12-15 */
-static inline void quads_q4(const uint8_t *cp, int g, __m256i *w) {
-    const __m256i zip = _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
-                                         0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-    const __m256i v = _mm256_loadu_si256((const __m256i *)cp + g);   /* pairs 2g | 2g+1 */
-    /* per column c, a 16-bit lane: its byte of pair 2g, its byte of pair 2g+1 (c 0-7 | 8-15) */
-    const __m256i z = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(v, 0xd8), zip), low = _mm256_set1_epi8(0x0f);
-    const __m256i lo = _mm256_and_si256(z, low), hi = _mm256_and_si256(_mm256_srli_epi16(z, 4), low);
-    w[0] = _mm256_unpacklo_epi8(lo, hi);
-    w[1] = _mm256_unpackhi_epi8(lo, hi);
-}
+   by 1 then adds each column's two lanes into its int32 sum, the same integer as before. The
+   planes' codes u = q + OFF (0..31, 0..63) take the same instructions, in shorter int16 runs (RUN_
+   below), and give the bytes' integer sum(q * xq) once OFF * sum(xq) is subtracted: 5- and 6-bit
+   codes streamed as planes take 0.62 / 0.75 bytes a weight instead of 1. */
 
 /* d[16] (or m[16]) in the quads' column order: columns 0-3 | 8-11, 4-7 | 12-15 */
 static inline __m256 quad_order(const float *d, int h) {
@@ -153,10 +154,54 @@ static inline float *pre_head(const __m256i *pre, int nb, int per_blk, int blk) 
 #define PAIR_ADD(s, w, x) _mm256_add_epi32(s, _mm256_madd_epi16(w, x))
 #endif
 
-/* rows [m0, m0+MR) x panel p; PRE: the codes come quads_q4'd from pre (the panel's, decoded once
-   for all its row tiles), else decoded here */
-#define DOT_Q4(MR, PRE)                                                                           \
-static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
+/* The nibble formats (layout.h), as compile-time constants per tile: PL_ planes, OFF_ the codes'
+   offset, RUN_ groups of 4 inputs whose maddubs pair sums add up in int16 (|u * xq| pairs: 2 * 15
+   * 128 = 3840 for nibbles, the whole block; 2 * 31 * 128 = 7936 for 5 bits, 4 groups; 2 * 63 *
+   128 = 16128 for 6 bits, 2 groups), SPL_ a scale per 16 inputs, MIN_ an m per column. */
+#define PL_Q4 0
+#define PL_P5 1
+#define PL_P6 2
+#define PL_P9 1
+#define OFF_Q4 0
+#define OFF_P5 0
+#define OFF_P6 32
+#define OFF_P9 16
+#define RUN_Q4 8
+#define RUN_P5 4
+#define RUN_P6 2
+#define RUN_P9 4
+#define SPL_Q4 0
+#define SPL_P5 0
+#define SPL_P6 1
+#define SPL_P9 0
+#define MIN_Q4 1
+#define MIN_P5 1
+#define MIN_P6 0
+#define MIN_P9 0
+
+/* The integer sums so far times d * dx into the fp32 sums (quad column order). Planes hold
+   u = q + OFF: sum(u * xq) - OFF * sum(xq) is sum(q * xq), the very integer the bytes gave. */
+#define NIB_FLOAT(FMT, MR, d, half) {                                                             \
+    const __m256 d0 = quad_order(d, 0), d1 = quad_order(d, 1);                                    \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                        \
+        const int64_t at = (int64_t)(m0 + i) * nb + blk;                                          \
+        const __m256 dx = _mm256_set1_ps(a->dx[at]);                                              \
+        __m256i t0 = isum[i][0], t1 = isum[i][1];                                                 \
+        if (OFF_##FMT) {                                                                          \
+            const int32_t *qs = a->qs + 2 * at;                                                   \
+            const __m256i o = _mm256_set1_epi32(OFF_##FMT * (SPL_##FMT ? qs[half] : qs[0] + qs[1])); \
+            t0 = _mm256_sub_epi32(t0, o);                                                         \
+            t1 = _mm256_sub_epi32(t1, o);                                                         \
+        }                                                                                         \
+        acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t0), _mm256_mul_ps(d0, dx), acc[i][0]);     \
+        acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t1), _mm256_mul_ps(d1, dx), acc[i][1]);     \
+        isum[i][0] = isum[i][1] = _mm256_setzero_si256();                                         \
+    } }
+
+/* rows [m0, m0+MR) x panel p; PRE: the codes come quads_codes'd from pre (the panel's, decoded
+   once for all its row tiles), else decoded here */
+#define DOT_NIB(FMT, MR, PRE)                                                                     \
+static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) { \
     const int nb = a->K / QB, bits = a->bits, bytes = BLOCK_BYTES(bits);                          \
     const int8_t *codes = (const int8_t *)a->codes + (int64_t)m0 * a->K;                          \
     __m256 acc[MR][2];                                                                            \
@@ -166,15 +211,23 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         if (!PRE)                                                                                 \
             for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
                 _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
-        __m256i s[MR][2], u[MR][2];   /* int16 pair sums, or with VNNI the int32 quad sums themselves */ \
-        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i][0] = s[i][1] = u[i][0] = u[i][1] = _mm256_setzero_si256(); \
+        float tmp[3 * PW];                                                                        \
+        const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
+        const float *hd = d;                                                                      \
+        __m256i s[MR][2], u[MR][2], isum[MR][2];   /* int16 pair sums (with VNNI the int32 quad sums), int32 sums */ \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                      \
+            s[i][0] = s[i][1] = u[i][0] = u[i][1] = isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 8") for (int g = 0; g < QB / 4; g++) {                                \
+            if (SPL_##FMT && g == QB / 8) {   /* inputs 0-15 carry a scale of their own */        \
+                NIB_FLOAT(FMT, MR, d, 0)                                                          \
+                d += PW;                                                                          \
+            }                                                                                     \
             __m256i w[2];                                                                         \
             if (PRE) {                                                                            \
                 w[0] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2);                           \
                 w[1] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2 + 1);                       \
             } else {                                                                              \
-                quads_q4(bp + CODE_HEAD(bits), g, w);                                             \
+                quads_codes(bp + CODE_HEAD(bits), PL_##FMT, g, w);                                \
             }                                                                                     \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 int32_t quad;                                                                     \
@@ -184,42 +237,52 @@ static void dot_q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
                     u[i][0] = QUAD_ADD(u[i][0], w[0], xv);                                        \
                     u[i][1] = QUAD_ADD(u[i][1], w[1], xv);                                        \
                     IN_ORDER(u[i][0], u[i][1]);                                                   \
-                    continue;                                                                     \
+                } else {                                                                          \
+                    s[i][0] = QUAD_ADD(s[i][0], w[0], xv);                                        \
+                    s[i][1] = QUAD_ADD(s[i][1], w[1], xv);                                        \
+                    IN_ORDER(s[i][0], s[i][1]);                                                   \
                 }                                                                                 \
-                s[i][0] = QUAD_ADD(s[i][0], w[0], xv);                                            \
-                s[i][1] = QUAD_ADD(s[i][1], w[1], xv);                                            \
-                IN_ORDER(s[i][0], s[i][1]);                                                       \
+            }                                                                                     \
+            if ((g + 1) % RUN_##FMT == 0) {   /* the int16 run ends: into the int32 sums */       \
+                const __m256i ones = _mm256_set1_epi16(1);                                        \
+                _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                            \
+                    isum[i][0] = _mm256_add_epi32(isum[i][0], QUAD_SUM(s[i][0], ones));           \
+                    isum[i][1] = _mm256_add_epi32(isum[i][1], QUAD_SUM(s[i][1], ones));           \
+                    if (SPLIT(MR)) {                                                              \
+                        isum[i][0] = _mm256_add_epi32(isum[i][0], u[i][0]);                       \
+                        isum[i][1] = _mm256_add_epi32(isum[i][1], u[i][1]);                       \
+                        u[i][0] = u[i][1] = _mm256_setzero_si256();                               \
+                    }                                                                             \
+                    s[i][0] = s[i][1] = _mm256_setzero_si256();                                   \
+                }                                                                                 \
             }                                                                                     \
         }                                                                                         \
-        if (SPLIT(MR))                                                                            \
+        NIB_FLOAT(FMT, MR, d, 1)                                                                  \
+        if (MIN_##FMT) {   /* + m * dx * sum(xq) */                                               \
+            const __m256 mn0 = quad_order(hd + PW, 0), mn1 = quad_order(hd + PW, 1);              \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
-                s[i][0] = _mm256_add_epi32(s[i][0], u[i][0]);                                     \
-                s[i][1] = _mm256_add_epi32(s[i][1], u[i][1]);                                     \
+                const __m256 sx = _mm256_set1_ps(a->sx[(int64_t)(m0 + i) * nb + blk]);            \
+                acc[i][0] = _mm256_fmadd_ps(mn0, sx, acc[i][0]);                                  \
+                acc[i][1] = _mm256_fmadd_ps(mn1, sx, acc[i][1]);                                  \
             }                                                                                     \
-        float tmp[3 * PW];                                                                        \
-        const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
-        const __m256 d0 = quad_order(d, 0), d1 = quad_order(d, 1);                                \
-        const __m256 mn0 = quad_order(d + PW, 0), mn1 = quad_order(d + PW, 1);                    \
-        const __m256i ones = _mm256_set1_epi16(1);                                                \
-        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                    \
-            const int64_t at = (int64_t)(m0 + i) * nb + blk;                                      \
-            const __m256 dx = _mm256_set1_ps(a->dx[at]), sx = _mm256_set1_ps(a->sx[at]);          \
-            acc[i][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(QUAD_SUM(s[i][0], ones)), _mm256_mul_ps(d0, dx), acc[i][0]); \
-            acc[i][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(QUAD_SUM(s[i][1], ones)), _mm256_mul_ps(d1, dx), acc[i][1]); \
-            acc[i][0] = _mm256_fmadd_ps(mn0, sx, acc[i][0]);                                      \
-            acc[i][1] = _mm256_fmadd_ps(mn1, sx, acc[i][1]);                                      \
         }                                                                                         \
     }                                                                                             \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
         store_panel(_mm256_permute2f128_ps(acc[i][0], acc[i][1], 0x20), _mm256_permute2f128_ps(acc[i][0], acc[i][1], 0x31), \
                     a->b, a->res, a->y, m0 + i, p * PW, a->N);                                    \
 }
-DOT_Q4(1, 0) DOT_Q4(2, 0) DOT_Q4(3, 0) DOT_Q4(4, 0) DOT_Q4(5, 0) DOT_Q4(6, 0) DOT_Q4(7, 0) DOT_Q4(8, 0)
-DOT_Q4(1, 1) DOT_Q4(2, 1) DOT_Q4(3, 1) DOT_Q4(4, 1) DOT_Q4(5, 1) DOT_Q4(6, 1) DOT_Q4(7, 1) DOT_Q4(8, 1)
+#define DOT_NIBS(FMT) \
+    DOT_NIB(FMT, 1, 0) DOT_NIB(FMT, 2, 0) DOT_NIB(FMT, 3, 0) DOT_NIB(FMT, 4, 0) DOT_NIB(FMT, 5, 0) DOT_NIB(FMT, 6, 0) \
+    DOT_NIB(FMT, 7, 0) DOT_NIB(FMT, 8, 0) DOT_NIB(FMT, 1, 1) DOT_NIB(FMT, 2, 1) DOT_NIB(FMT, 3, 1) DOT_NIB(FMT, 4, 1) \
+    DOT_NIB(FMT, 5, 1) DOT_NIB(FMT, 6, 1) DOT_NIB(FMT, 7, 1) DOT_NIB(FMT, 8, 1)
+DOT_NIBS(Q4) DOT_NIBS(P5) DOT_NIBS(P6) DOT_NIBS(P9)
 
-static const dot_tile TILES_Q4[2][9] = {
-    {0, dot_q4_1_0, dot_q4_2_0, dot_q4_3_0, dot_q4_4_0, dot_q4_5_0, dot_q4_6_0, dot_q4_7_0, dot_q4_8_0},
-    {0, dot_q4_1_1, dot_q4_2_1, dot_q4_3_1, dot_q4_4_1, dot_q4_5_1, dot_q4_6_1, dot_q4_7_1, dot_q4_8_1}};
+#define NIB_TILES(FMT)                                                                            \
+    {{0, dot_##FMT##_1_0, dot_##FMT##_2_0, dot_##FMT##_3_0, dot_##FMT##_4_0, dot_##FMT##_5_0, dot_##FMT##_6_0, \
+      dot_##FMT##_7_0, dot_##FMT##_8_0},                                                          \
+     {0, dot_##FMT##_1_1, dot_##FMT##_2_1, dot_##FMT##_3_1, dot_##FMT##_4_1, dot_##FMT##_5_1, dot_##FMT##_6_1, \
+      dot_##FMT##_7_1, dot_##FMT##_8_1}}
+static const dot_tile TILES_NIB[4][2][9] = {NIB_TILES(Q4), NIB_TILES(P5), NIB_TILES(P6), NIB_TILES(P9)};
 
 /* ---- Q8_0: int16 pairs ------------------------------------------------------------------------
    Signed codes times signed codes. _mm256_maddubs_epi16 needs one side unsigned: |q|, with q's
@@ -229,7 +292,7 @@ static const dot_tile TILES_Q4[2][9] = {
    maddubs instead. So these stay int16 pairs; rows gain from IN_ORDER and the decoding shared. */
 
 /* 16 columns x inputs (2kk, 2kk+1) as int16 pairs: w[0] columns 0-7, w[1] columns 8-15; the codes
-   start at head (CODE_HEAD: Q8_0's, or bits 5 and 6's after their two fp32 arrays) */
+   start at head (CODE_HEAD: Q8_0's, or layout 7's after its three fp32 arrays) */
 static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
     const __m128i *c = (const __m128i *)(bp + head) + 2 * kk;
     const __m128i a = _mm_loadu_si128(c), b = _mm_loadu_si128(c + 1);
@@ -323,9 +386,9 @@ _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of
    across the row tiles; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const int q8 = CODES(a->bits) != 4, nb = a->K / QB;   /* bits 5-8: 8-bit codes as int16 pairs */
+    const int q8 = BYTE_CODES(a->bits), nb = a->K / QB, codes = CODES(a->bits);
     const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
-    const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : TILES_Q4;
+    const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     const int one = a->M <= (q8 ? ONE_Q8 : ONE_Q4), mr = q8 ? MR_Q8 : MR_Q4;
     const int tiles = one ? 1 : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
@@ -340,7 +403,7 @@ static void dot_group(void *ctx, int g) {
                     _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);
                 for (int q = 0; q < per_blk / 2; q++) {
                     if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
-                    else quads_q4(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
+                    else quads_codes(bp + CODE_HEAD(a->bits), PLANES(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
                 }
                 if (heads)   /* a compact head: always rebuilt into its place */
                     block_head(a->packed, a->bits, nb, p, blk, pre_head(pre, nb, per_blk, blk));
@@ -357,16 +420,18 @@ static void dot_group(void *ctx, int g) {
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
     const int nb = K / QB;
-    const size_t row_bytes = CODES(bits) != 4 ? sizeof(int32_t) * (K / 2) : (size_t)K;
+    const size_t row_bytes = BYTE_CODES(bits) ? sizeof(int32_t) * (K / 2) : (size_t)K;
     uint8_t *codes = malloc(row_bytes * (size_t)M);
     float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
-    if (!codes || !scales) abort();
+    int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
+    if (!codes || !scales || !qs) abort();
     for (int m = 0; m < M; m++)
         quantize_row(x + (int64_t)m * K, K, bits, codes + row_bytes * m, scales + (int64_t)m * nb,
-                     scales + (int64_t)M * nb + (int64_t)m * nb);
+                     scales + (int64_t)M * nb + (int64_t)m * nb, qs + (int64_t)m * nb * 2);
     const int P = (N + PW - 1) / PW;
-    struct dot_job a = {packed, b, res, y, codes, scales, scales + (int64_t)M * nb, M, N, K, P, bits};
+    struct dot_job a = {packed, b, res, y, codes, scales, scales + (int64_t)M * nb, qs, M, N, K, P, bits};
     hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
     free(codes);
     free(scales);
+    free(qs);
 }

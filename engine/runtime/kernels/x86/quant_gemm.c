@@ -23,6 +23,7 @@
 
 #include "hexa.h"
 #include "pool.h"
+#include "codes.h"
 #include "tile.h"
 
 /* pack.c's per-thread buffer for rebuilt panels (internal) */
@@ -58,26 +59,48 @@ static inline void pair_q8(const float *hd, const uint8_t *cp, int kk, __m256 *w
     }
 }
 
-/* 8-bit codes with a second array (layout.h): bits 5 (Q5_1, Q5_K) d * q + m, bits 6 (Q6_K) d * q
-   with the d of the input's half of the block (a Q6_K scale covers 16 inputs) */
-static inline void pair_qm(const float *hd, const uint8_t *cp, int kk, __m256 *w, int bits) {
-    const float *d = hd + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
-    const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
+/* Layout 7's 8-bit codes (layout.h): d * q + m, with the d of the input's half of the block */
+static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, __m256 *w) {
+    const float *d = hd + (2 * kk >= QB / 2 ? PW : 0), *m = hd + MIN_AT(7);
     const __m128i *c = (const __m128i *)cp + 2 * kk;
     for (int h = 0; h < 2; h++) {
         const __m128i codes = _mm_loadu_si128(c + h);
-        w[2 * h] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), _mm256_loadu_ps(d));
-        w[2 * h + 1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(codes, 8))),
-                                     _mm256_loadu_ps(d + 8));
+        w[2 * h] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), _mm256_loadu_ps(d)),
+                                 _mm256_loadu_ps(m));
+        w[2 * h + 1] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(codes, 8))),
+                                                   _mm256_loadu_ps(d + 8)), _mm256_loadu_ps(m + 8));
+    }
+}
+
+/* The planes (layout.h: 5 Q5_1/Q5_K d * q + m, 9 Q5_0 d * q, 6 Q6_K d * q with the d of the
+   input's half), from the block's codes u decoded into [input][column] bytes (codes.h's
+   block_codes): q = u - CODE_OFFSET in integers, then the same fp32 operations as the bytes took */
+static inline void pair_pl(const float *hd, const uint8_t *u, int kk, __m256 *w, int bits) {
+    const float *d = hd + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
+    const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
+    const __m256i off = _mm256_set1_epi32(CODE_OFFSET(bits));
+    const __m128i *c = (const __m128i *)u + 2 * kk;
+    for (int h = 0; h < 2; h++) {
+        const __m128i codes = _mm_loadu_si128(c + h);
+        const __m256i q0 = _mm256_sub_epi32(_mm256_cvtepu8_epi32(codes), off);
+        const __m256i q1 = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8)), off);
+        w[2 * h] = _mm256_mul_ps(_mm256_cvtepi32_ps(q0), _mm256_loadu_ps(d));
+        w[2 * h + 1] = _mm256_mul_ps(_mm256_cvtepi32_ps(q1), _mm256_loadu_ps(d + 8));
         if (MIN_AT(bits) >= 0) {
             w[2 * h] = _mm256_add_ps(w[2 * h], _mm256_loadu_ps(m));
             w[2 * h + 1] = _mm256_add_ps(w[2 * h + 1], _mm256_loadu_ps(m + 8));
         }
     }
 }
-static inline void pair_q5(const float *hd, const uint8_t *cp, int kk, __m256 *w) { pair_qm(hd, cp, kk, w, 5); }
-static inline void pair_q6(const float *hd, const uint8_t *cp, int kk, __m256 *w) { pair_qm(hd, cp, kk, w, 6); }
-static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, __m256 *w) { pair_qm(hd, cp, kk, w, 7); }
+static inline void pair_q5(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 5); }
+static inline void pair_q6(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 6); }
+static inline void pair_q9(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 9); }
+#define PLANES_q4 0   /* the formats whose codes block_codes decodes first */
+#define PLANES_q8 0
+#define PLANES_q7 0
+#define PLANES_q5 1
+#define PLANES_q6 2
+#define PLANES_q9 1
 
 #define TILE(FMT, MR, NPAN)                                                                       \
 static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const float *b,          \
@@ -92,9 +115,14 @@ static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const 
         float tmp[NPAN][3 * PW];                                                                  \
         const float *hd[NPAN];                                                                    \
         const uint8_t *cp[NPAN];                                                                  \
+        _Alignas(32) uint8_t u[NPAN][PLANES_##FMT ? QB * PW : 1];                                  \
         for (int q = 0; q < NPAN; q++) {                                                          \
             hd[q] = block_head(pk, bits, nb, p0 + q, blk, tmp[q]);                                \
             cp[q] = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);                        \
+            if (PLANES_##FMT) {                                                                   \
+                block_codes(cp[q], PLANES_##FMT, u[q]);                                           \
+                cp[q] = u[q];                                                                     \
+            }                                                                                     \
         }                                                                                         \
         for (int kk = 0; kk < QB / 2; kk++) {                                                     \
             const int k = blk * QB + 2 * kk;                                                      \
@@ -116,7 +144,7 @@ static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const 
 }
 #define TILES(FMT) TILE(FMT, 1, 1) TILE(FMT, 1, 3) TILE(FMT, 2, 1) TILE(FMT, 2, 3) TILE(FMT, 3, 1) \
                    TILE(FMT, 3, 2) TILE(FMT, 4, 1) TILE(FMT, 5, 1) TILE(FMT, 6, 1)
-TILES(q4) TILES(q8) TILES(q5) TILES(q6) TILES(q7)
+TILES(q4) TILES(q8) TILES(q5) TILES(q6) TILES(q7) TILES(q9)
 
 /* Rows [0, M) x panels [p0, p0+np), tiled as in packed_gemm.c: 6-row tiles panel by panel, 1-3
    leftover rows across several panels so the dequantized weights serve more accumulators. */
@@ -150,7 +178,7 @@ static void run_##FMT(void *ctx, int g) {                                       
 }
 
 struct quant_job { const float *x; const uint8_t *packed; const float *b, *res; float *y; int M, N, K, P, bits; };
-GROUP(q4) GROUP(q8) GROUP(q5) GROUP(q6) GROUP(q7)
+GROUP(q4) GROUP(q8) GROUP(q5) GROUP(q6) GROUP(q7) GROUP(q9)
 
 /* More rows than HEXA_QUANT_ROWS (prefill chunks, where the codes are the only copy of a weight):
    rebuild a work item's panels into the fp32 panel layout once, in a per-thread buffer, and run
@@ -165,6 +193,11 @@ static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, int bits, fl
             float tmp[3 * PW];                                                                    \
             const float *hd = block_head(pk, bits, nb, p0 + q, blk, tmp);                         \
             const uint8_t *cp = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);            \
+            _Alignas(32) uint8_t u[PLANES_##FMT ? QB * PW : 1];                                    \
+            if (PLANES_##FMT) {                                                                   \
+                block_codes(cp, PLANES_##FMT, u);                                                 \
+                cp = u;                                                                           \
+            }                                                                                     \
             for (int kk = 0; kk < QB / 2; kk++) {                                                 \
                 __m256 w[4];                                                                      \
                 pair_##FMT(hd, cp, kk, w);                                                        \
@@ -176,7 +209,7 @@ static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, int bits, fl
             }                                                                                     \
         }                                                                                         \
 }
-REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7)
+REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9)
 
 static void run_rebuilt(void *ctx, int g) {
     const struct quant_job *a = ctx;
@@ -188,6 +221,7 @@ static void run_rebuilt(void *ctx, int g) {
     else if (codes == 5) rebuild_q5(a->packed, p0, np, a->K, a->bits, panels);
     else if (codes == 6) rebuild_q6(a->packed, p0, np, a->K, a->bits, panels);
     else if (codes == 7) rebuild_q7(a->packed, p0, np, a->K, a->bits, panels);
+    else if (codes == 9) rebuild_q9(a->packed, p0, np, a->K, a->bits, panels);
     else rebuild_q4(a->packed, p0, np, a->K, a->bits, panels);
     hexa_f32_group(a->x, panels, a->b, a->res, a->y, a->M, p0, np, a->N, a->K);
 }
@@ -200,6 +234,6 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
     struct quant_job a = {x, packed, b, res, y, M, N, K, P, bits};
     const int codes = CODES(bits);
     hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : codes == 8 ? run_q8 : codes == 5 ? run_q5
-                     : codes == 6 ? run_q6 : codes == 7 ? run_q7 : run_q4;
+                     : codes == 6 ? run_q6 : codes == 7 ? run_q7 : codes == 9 ? run_q9 : run_q4;
     hexa_run(task, &a, (P + GP - 1) / GP, threads);
 }

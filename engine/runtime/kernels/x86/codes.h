@@ -1,0 +1,53 @@
+/* The codes of a block as the x86 kernels take them in (quant_dot.c's integer sums, quant_gemm.c's
+   rebuilt weights): layout.h's nibbles and planes decoded into unsigned bytes u = q + CODE_OFFSET. */
+#ifndef HEXA_X86_CODES_H
+#define HEXA_X86_CODES_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+/* 16 columns x inputs 4g .. 4g+3 of the block whose codes start at cp, each 32-bit lane one
+   column's 4 codes (arm64/quant_dot.c's quads): w[0] columns 0-3 | 8-11, w[1] columns 4-7 | 12-15.
+   The nibbles, then (planes > 0) the group's high bits: one shift brings them to bit 4 of their
+   byte (a 16-bit shift by at most 4 moves no plane bit into the other byte's place), one mask. */
+static inline void quads_codes(const uint8_t *cp, int planes, int g, __m256i *w) {
+    const __m256i zip = _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
+                                         0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const __m256i v = _mm256_loadu_si256((const __m256i *)cp + g);   /* pairs 2g | 2g+1 */
+    /* per column c, a 16-bit lane: its byte of pair 2g, its byte of pair 2g+1 (c 0-7 | 8-15) */
+    const __m256i z = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(v, 0xd8), zip), low = _mm256_set1_epi8(0x0f);
+    const __m256i lo = _mm256_and_si256(z, low), hi = _mm256_and_si256(_mm256_srli_epi16(z, 4), low);
+    w[0] = _mm256_unpacklo_epi8(lo, hi);
+    w[1] = _mm256_unpackhi_epi8(lo, hi);
+    if (!planes) return;
+    const int per = 8 / planes, sh = g % per * planes;
+    const __m256i *pl = (const __m256i *)(cp + QB / 2 * PW) + g / per * 2;
+    const __m256i mask = _mm256_set1_epi8((char)(((1 << planes) - 1) << 4));
+    for (int h = 0; h < 2; h++) {
+        const __m256i p = _mm256_loadu_si256(pl + h);
+        const __m256i at4 = sh <= 4 ? _mm256_sll_epi16(p, _mm_cvtsi32_si128(4 - sh)) : _mm256_srl_epi16(p, _mm_cvtsi32_si128(sh - 4));
+        w[h] = _mm256_or_si256(w[h], _mm256_and_si256(at4, mask));
+    }
+}
+
+/* A whole block's codes u as [32 inputs][16 columns] bytes (the exact kernels' order): the quads
+   of each group, each 128-bit lane's 4 x 4 bytes transposed, then the two halves' columns joined */
+static inline void block_codes(const uint8_t *cp, int planes, uint8_t *u) {
+    const __m256i t = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                       0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int g = 0; g < QB / 4; g++) {
+        __m256i w[2];
+        quads_codes(cp, planes, g, w);
+        /* a: 32-bit lane i = input i, columns 0-3 (low half) | 8-11; b: columns 4-7 | 12-15 */
+        const __m256i a = _mm256_shuffle_epi8(w[0], t), b = _mm256_shuffle_epi8(w[1], t);
+        const __m256i x = _mm256_unpacklo_epi32(a, b), y = _mm256_unpackhi_epi32(a, b);
+        /* x: 64-bit lanes input 0 cols 0-7, input 1 cols 0-7 | input 0 cols 8-15, input 1 cols 8-15 */
+        const __m256i i01 = _mm256_permute4x64_epi64(x, 0xd8), i23 = _mm256_permute4x64_epi64(y, 0xd8);
+        _mm256_storeu_si256((__m256i *)(u + 4 * g * PW), i01);
+        _mm256_storeu_si256((__m256i *)(u + (4 * g + 2) * PW), i23);
+    }
+}
+
+#endif
