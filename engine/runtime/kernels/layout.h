@@ -26,8 +26,9 @@
    - 5-bit and 6-bit codes as *planes*: the nibbles as layout 4's, then the codes' high bits
      (PLANES below), each code stored as u = q + CODE_OFFSET >= 0: 5 (Q5_1, Q5_K: d[16], m[16], q
      0..31: w = d*q + m), 9 (Q5_0: d[16], q -16..15: w = d*q) and 6 (Q6_K: d[16] of inputs 0-15,
-     d[16] of inputs 16-31, q -32..31: w = d*q; a Q6_K scale covers 16 inputs). Bytes per code
-     took a decoding step 1.33 bytes a Q6_K weight where the GGUF has 0.82; planes take 0.82;
+     d[16] of inputs 16-31, q -32..31: w = d*q; a Q6_K scale covers 16 inputs). A byte per code
+     took a decoding step 1.09 bytes a Q6_K weight (compact head) where the GGUF has 0.82;
+     planes take 0.84;
    - 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit codes:
      w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q and k
      with a Q6_K v) is kept in it, exactly. */

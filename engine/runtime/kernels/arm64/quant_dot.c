@@ -144,16 +144,16 @@ static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
         const int64_t at = (int64_t)(m0 + i) * nb + blk;                                          \
         const float32x4_t dx = vdupq_n_f32(a->dx[at]);                                            \
         const int32_t *qs = a->qs + 2 * at;                                                       \
-        const int32x4_t o = vdupq_n_s32(OFF_##FMT * (SPLIT_##FMT ? qs[half] : qs[0] + qs[1]));   \
+        const int32x4_t o = vdupq_n_s32(OFF_(FMT) * (SPLIT_(FMT) ? qs[half] : qs[0] + qs[1]));   \
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                     \
-            const int32x4_t t = OFF_##FMT ? vsubq_s32(isum[i][c], o) : isum[i][c];                \
+            const int32x4_t t = OFF_(FMT) ? vsubq_s32(isum[i][c], o) : isum[i][c];                \
             acc[i][c] = vfmaq_f32(acc[i][c], vcvtq_f32_s32(t), vmulq_f32(vld1q_f32((d) + 4 * c), dx)); \
             isum[i][c] = vdupq_n_s32(0);                                                          \
         }                                                                                         \
         if (HAS_MIN) {                                                                            \
             const float32x4_t sx = vdupq_n_f32(a->sx[at]);                                        \
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                                   \
-                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32(hd + MOFF_##FMT + 4 * c), sx);         \
+                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32(hd + MOFF_(FMT) + 4 * c), sx);         \
         }                                                                                         \
     }
 
@@ -185,7 +185,7 @@ static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
 static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {                          \
     DOT_BEGIN(FMT, MR)                                                                            \
         for (int k0 = 0; k0 < QB / 2; k0 += RUN_##FMT) {                                          \
-            if (SPLIT_##FMT && k0 == QB / 4)   /* Q6_K: inputs 0-15 carry a scale of their own */    \
+            if (SPLIT_(FMT) && k0 == QB / 4)   /* Q6_K: inputs 0-15 carry a scale of their own */    \
                 DOT_FLOAT(FMT, MR, 0, hd, 0)                                                      \
             int16x8_t s16[MR][4];                                                                 \
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                  \
@@ -205,7 +205,7 @@ static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {         
             _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                  \
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vpadalq_s16(isum[i][c], s16[i][c]); \
         }                                                                                         \
-        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_##FMT ? PW : 0), 1)                              \
+        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_(FMT) ? PW : 0), 1)                              \
     DOT_END(MR)                                                                                   \
 }
 
@@ -214,7 +214,7 @@ static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {         
 static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) {                  \
     DOT_BEGIN(FMT, MR)                                                                            \
         _Pragma("GCC unroll 1") for (int g = 0; g < QB / 4; g++) {                                \
-            if (SPLIT_##FMT && g == QB / 8)   /* Q6_K: inputs 0-15 carry a scale of their own */     \
+            if (SPLIT_(FMT) && g == QB / 8)   /* Q6_K: inputs 0-15 carry a scale of their own */     \
                 DOT_FLOAT(FMT, MR, 0, hd, 0)                                                      \
             int8x16_t w[4];                                                                       \
             quads_##FMT(cp, g, w);                                                                \
@@ -223,43 +223,34 @@ static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) { 
                 _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vdotq_s32(isum[i][c], w[c], xv); \
             }                                                                                     \
         }                                                                                         \
-        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_##FMT ? PW : 0), 1)                              \
+        DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_(FMT) ? PW : 0), 1)                              \
     DOT_END(MR)                                                                                   \
 }
 
 /* The formats besides Q4_1 / Q8_0 (layout.h): the planes 5 (Q5_1, Q5_K: + m * sx as Q4_1), 9
    (Q5_0) and 6 (Q6_K: a half block's sums into fp32 with the first scale, SPLIT), codes u with
    their offset OFF; layout 7, Q8_0's tiles on its 8-bit codes with a split scale and an m */
-#define SPLIT_Q4 0
-#define SPLIT_Q8 0
-#define SPLIT_Q5 0
-#define SPLIT_Q6 1
-#define SPLIT_Q7 1
-#define SPLIT_Q9 0
-#define OFF_Q4 0
-#define OFF_Q8 0
-#define OFF_Q5 0
-#define OFF_Q6 32
-#define OFF_Q7 0
-#define OFF_Q9 16
-#define MOFF_Q4 PW      /* where m starts in the head */
-#define MOFF_Q8 0
-#define MOFF_Q5 PW
-#define MOFF_Q6 0
-#define MOFF_Q7 (2 * PW)
-#define MOFF_Q9 0
+#define LAYOUT_Q4 4   /* each format's layout; what it holds follows from layout.h */
+#define LAYOUT_Q5 5
+#define LAYOUT_Q6 6
+#define LAYOUT_Q7 7
+#define LAYOUT_Q8 8
+#define LAYOUT_Q9 9
+#define SPLIT_(FMT) SPLIT_SCALE(LAYOUT_##FMT)
+#define OFF_(FMT) CODE_OFFSET(LAYOUT_##FMT)
+#define MOFF_(FMT) MIN_AT(LAYOUT_##FMT)   /* where m starts in the head (read only with HAS_MIN) */
 #define RUN_Q5 8
 #define RUN_Q6 4
 #define RUN_Q7 2
 #define RUN_Q9 8
-static inline void pairs_Q5(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, 1, g, w); }
-static inline void pairs_Q6(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, 2, g, w); }
-static inline void pairs_Q9(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, 1, g, w); }
+static inline void pairs_Q5(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(5), g, w); }
+static inline void pairs_Q6(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(6), g, w); }
+static inline void pairs_Q9(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(9), g, w); }
 #define pairs_Q7 pairs_Q8   /* the same code bytes after another head */
-static inline void quads_Q4(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, 0, g, w); }
-static inline void quads_Q5(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, 1, g, w); }
-static inline void quads_Q6(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, 2, g, w); }
-static inline void quads_Q9(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, 1, g, w); }
+static inline void quads_Q4(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(4), g, w); }
+static inline void quads_Q5(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(5), g, w); }
+static inline void quads_Q6(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(6), g, w); }
+static inline void quads_Q9(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(9), g, w); }
 #define quads_Q7 quads_Q8
 PAIR_TILE(Q4, 1, 1) PAIR_TILE(Q4, 2, 1) PAIR_TILE(Q4, 3, 1) PAIR_TILE(Q4, 4, 1)
 PAIR_TILE(Q5, 1, 1) PAIR_TILE(Q5, 2, 1) PAIR_TILE(Q5, 3, 1) PAIR_TILE(Q5, 4, 1)

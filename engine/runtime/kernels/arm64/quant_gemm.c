@@ -86,12 +86,6 @@ static inline void pair_q5(const float *hd, const uint8_t *u, int kk, float32x4_
 static inline void pair_q6(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 6); }
 static inline void pair_q9(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 9); }
 static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 7); }
-#define PLANES_q4 0   /* the formats whose codes block_codes decodes first */
-#define PLANES_q8 0
-#define PLANES_q7 0
-#define PLANES_q5 1
-#define PLANES_q6 2
-#define PLANES_q9 1
 
 /* Blocks [blk0, blk0 + n) of panel p into the fp32 panel layout: out[k][0..16) */
 #define REBUILD(FMT)                                                                              \
@@ -100,9 +94,9 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
         float tmp[3 * PW];                                                                        \
         const float *hd = block_head(pk, bits, nb, p, blk0 + blk, tmp);                           \
         const uint8_t *cp = block_at(pk, bits, nb, p, blk0 + blk) + CODE_HEAD(bits);              \
-        uint8_t u[PLANES_##FMT ? QB * PW : 1];                                                    \
-        if (PLANES_##FMT) {                                                                       \
-            block_codes(cp, PLANES_##FMT, u);                                                     \
+        uint8_t u[QB * PW];                                                                       \
+        if (PLANES(bits)) {                                                                       \
+            block_codes(cp, PLANES(bits), u);                                                     \
             cp = u;                                                                               \
         }                                                                                         \
         for (int kk = 0; kk < QB / 2; kk++) {                                                     \

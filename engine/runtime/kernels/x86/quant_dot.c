@@ -220,25 +220,18 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 }
 
 
-/* The planes (layout.h), as compile-time constants per tile: PL_ planes, OFF_ the codes' offset,
-   RUN_ groups of 4 inputs whose maddubs pair sums add up in int16 (|u * xq| pairs: 2 * 31 * 128 =
-   7936 for 5 bits, 4 groups; 2 * 63 * 128 = 16128 for 6 bits, 2 groups), SPL_ a scale per 16
-   inputs, MIN_ an m per column. */
-#define PL_P5 1
-#define PL_P6 2
-#define PL_P9 1
-#define OFF_P5 0
-#define OFF_P6 32
-#define OFF_P9 16
-#define RUN_P5 4
-#define RUN_P6 2
-#define RUN_P9 4
-#define SPL_P5 0
-#define SPL_P6 1
-#define SPL_P9 0
-#define MIN_P5 1
-#define MIN_P6 0
-#define MIN_P9 0
+/* The planes' tiles, one per layout (layout.h: 5, 6, 9); what each is follows from its number at
+   compile time: PL_ planes, OFF_ the codes' offset, SPL_ a scale per 16 inputs, MIN_ an m per
+   column. RUN_: groups of 4 inputs whose maddubs pair sums add up in int16 (|u * xq| pairs: 2 * 31
+   * 128 = 7936 for 5 bits, 4 groups; 2 * 63 * 128 = 16128 for 6 bits, 2 groups). */
+#define BITS_P5 5
+#define BITS_P6 6
+#define BITS_P9 9
+#define PL_(FMT) PLANES(BITS_##FMT)
+#define OFF_(FMT) CODE_OFFSET(BITS_##FMT)
+#define SPL_(FMT) SPLIT_SCALE(BITS_##FMT)
+#define MIN_(FMT) (MIN_AT(BITS_##FMT) >= 0)
+#define RUN_(FMT) (8 >> PL_(FMT))
 
 /* The integer sums so far times d * dx into the fp32 sums (quad column order). Planes hold
    u = q + OFF: sum(u * xq) - OFF * sum(xq) is sum(q * xq), the very integer the bytes gave. */
@@ -248,9 +241,9 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         const int64_t at = (int64_t)(m0 + i) * nb + blk;                                          \
         const __m256 dx = _mm256_set1_ps(a->dx[at]);                                              \
         __m256i t0 = isum[i][0], t1 = isum[i][1];                                                 \
-        if (OFF_##FMT) {                                                                          \
+        if (OFF_(FMT)) {                                                                          \
             const int32_t *qs = a->qs + 2 * at;                                                   \
-            const __m256i o = _mm256_set1_epi32(OFF_##FMT * (SPL_##FMT ? qs[half] : qs[0] + qs[1])); \
+            const __m256i o = _mm256_set1_epi32(OFF_(FMT) * (SPL_(FMT) ? qs[half] : qs[0] + qs[1])); \
             t0 = _mm256_sub_epi32(t0, o);                                                         \
             t1 = _mm256_sub_epi32(t1, o);                                                         \
         }                                                                                         \
@@ -279,7 +272,7 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                      \
             s[i][0] = s[i][1] = u[i][0] = u[i][1] = isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 8") for (int g = 0; g < QB / 4; g++) {                                \
-            if (SPL_##FMT && g == QB / 8) {   /* inputs 0-15 carry a scale of their own */        \
+            if (SPL_(FMT) && g == QB / 8) {   /* inputs 0-15 carry a scale of their own */        \
                 NIB_FLOAT(FMT, MR, d, 0)                                                          \
                 d += PW;                                                                          \
             }                                                                                     \
@@ -288,7 +281,7 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
                 w[0] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2);                           \
                 w[1] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2 + 1);                       \
             } else {                                                                              \
-                quads_codes(bp + CODE_HEAD(bits), PL_##FMT, g, w);                                \
+                quads_codes(bp + CODE_HEAD(bits), PL_(FMT), g, w);                                \
             }                                                                                     \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 int32_t quad;                                                                     \
@@ -304,7 +297,7 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
                     IN_ORDER(s[i][0], s[i][1]);                                                   \
                 }                                                                                 \
             }                                                                                     \
-            if ((g + 1) % RUN_##FMT == 0) {   /* the int16 run ends: into the int32 sums */       \
+            if ((g + 1) % RUN_(FMT) == 0) {   /* the int16 run ends: into the int32 sums */       \
                 const __m256i ones = _mm256_set1_epi16(1);                                        \
                 _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                            \
                     isum[i][0] = _mm256_add_epi32(isum[i][0], QUAD_SUM(s[i][0], ones));           \
@@ -319,7 +312,7 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
             }                                                                                     \
         }                                                                                         \
         NIB_FLOAT(FMT, MR, d, 1)                                                                  \
-        if (MIN_##FMT) {   /* + m * dx * sum(xq) */                                               \
+        if (MIN_(FMT)) {   /* + m * dx * sum(xq) */                                               \
             const __m256 mn0 = quad_order(hd + PW, 0), mn1 = quad_order(hd + PW, 1);              \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 const __m256 sx = _mm256_set1_ps(a->sx[(int64_t)(m0 + i) * nb + blk]);            \

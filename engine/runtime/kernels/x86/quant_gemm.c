@@ -95,12 +95,6 @@ static inline void pair_pl(const float *hd, const uint8_t *u, int kk, __m256 *w,
 static inline void pair_q5(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 5); }
 static inline void pair_q6(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 6); }
 static inline void pair_q9(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 9); }
-#define PLANES_q4 0   /* the formats whose codes block_codes decodes first */
-#define PLANES_q8 0
-#define PLANES_q7 0
-#define PLANES_q5 1
-#define PLANES_q6 2
-#define PLANES_q9 1
 
 #define TILE(FMT, MR, NPAN)                                                                       \
 static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const float *b,          \
@@ -115,12 +109,12 @@ static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const 
         float tmp[NPAN][3 * PW];                                                                  \
         const float *hd[NPAN];                                                                    \
         const uint8_t *cp[NPAN];                                                                  \
-        _Alignas(32) uint8_t u[NPAN][PLANES_##FMT ? QB * PW : 1];                                  \
+        _Alignas(32) uint8_t u[NPAN][QB * PW];                                                    \
         for (int q = 0; q < NPAN; q++) {                                                          \
             hd[q] = block_head(pk, bits, nb, p0 + q, blk, tmp[q]);                                \
             cp[q] = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);                        \
-            if (PLANES_##FMT) {                                                                   \
-                block_codes(cp[q], PLANES_##FMT, u[q]);                                           \
+            if (PLANES(bits)) {                                                                   \
+                block_codes(cp[q], PLANES(bits), u[q]);                                           \
                 cp[q] = u[q];                                                                     \
             }                                                                                     \
         }                                                                                         \
@@ -193,9 +187,9 @@ static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, int bits, fl
             float tmp[3 * PW];                                                                    \
             const float *hd = block_head(pk, bits, nb, p0 + q, blk, tmp);                         \
             const uint8_t *cp = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);            \
-            _Alignas(32) uint8_t u[PLANES_##FMT ? QB * PW : 1];                                    \
-            if (PLANES_##FMT) {                                                                   \
-                block_codes(cp, PLANES_##FMT, u);                                                 \
+            _Alignas(32) uint8_t u[QB * PW];                                                      \
+            if (PLANES(bits)) {                                                                   \
+                block_codes(cp, PLANES(bits), u);                                                 \
                 cp = u;                                                                           \
             }                                                                                     \
             for (int kk = 0; kk < QB / 2; kk++) {                                                 \
