@@ -79,7 +79,7 @@ def test_a_step_streams_about_the_gguf_bytes(loaded):
     """Every projection and the head are held as their codes alone, and the bytes a decoding step
     streams are within 8% of the GGUF's own: Q5_0 and Q6_K as planes (layout.h; as 8-bit codes
     they took 1.06 and 1.09 bytes a weight against the GGUF's 0.69 and 0.82), a q/k/v fused of
-    Q5_0 and Q8_0 parts in 8-bit codes (measured 2026-11-25: 1.02x Gemma's, 1.05x SmolLM2 Q4_K_M's)."""
+    Q5_0 and Q8_0 parts in 8-bit codes (measured 2026-11-25: 1.015x Gemma's, 1.03x SmolLM2 Q4_K_M's)."""
     from gguf import GGUFReader
 
     from engine.runtime.kernels import PackedWeight
