@@ -145,8 +145,9 @@ class Settings:
     engine_decode: str = option("int8", "the arithmetic on quantized weights, prefill and decoding: int8 "
                                 "(integer dot products, as llama.cpp) or exact (fp32); lossless either way",
                                 choices=DECODE_CHOICES, section="engine", env="HEXA_DECODE")
-    engine_isa: str = option("auto", "native kernels' instruction set: auto, or avx2 to keep the AVX2 "
-                             "kernels on a CPU with AVX-VNNI", choices=ISA_CHOICES, section="engine",
+    engine_isa: str = option("auto", "native kernels' instruction set: auto (the best this CPU runs), or "
+                             "one by name (avx2 keeps the AVX2 kernels on a CPU with VNNI)",
+                             choices=ISA_CHOICES, section="engine",
                              env="HEXA_ISA")
     engine_spin_us: int = option(DEFAULT_SPIN_US, "microseconds the kernels' pool workers spin after a "
                                  "job before sleeping", low=0, high=SPIN_US_MAX, section="engine",

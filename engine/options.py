@@ -13,7 +13,7 @@ from .errors import EngineError
 
 LINEAR_CHOICES = ("native", "onednn", "mkl")
 DECODE_CHOICES = ("int8", "exact")
-ISA_CHOICES = ("auto", "avx2")
+ISA_CHOICES = ("auto", "avx2", "avx-vnni", "avx512-vnni", "neon")   # kernels/__init__.py: ISA_FLAGS
 SPIN_US_MAX = 1_000_000          # pool.c's bound: a second of spinning is never what is meant
 DEFAULT_SPIN_US = 200            # pool.c explains the number
 
@@ -24,7 +24,8 @@ class EngineOptions:
     kernels when they build and pass their self-check, else oneDNN; ``onednn``; ``mkl``: F.linear).
     ``decode``: the arithmetic of every pass (prefill chunks, steps, trees) on weights held as
     codes (``int8``: integer dot products on 8-bit activations, as llama.cpp; ``exact``: fp32).
-    ``isa``: ``avx2`` keeps the AVX2 kernels on a CPU with AVX-VNNI. ``spin_us``: how long the
+    ``isa``: ``auto`` (the best build for the CPU) or one build by name (``avx2`` keeps the AVX2
+    kernels on a CPU with VNNI; a build the CPU cannot run is refused at load). ``spin_us``: how long the
     kernels' pool workers spin after a job before sleeping. qnn: ``qnn_switch`` progressive graph
     switching (None: on unless the layout shares weights), ``qnn_early_switch`` (see
     qnn/blocks.py), ``qnn_shared`` weight-shared context binaries (None: on a Snapdragon only)."""

@@ -46,7 +46,7 @@ def qemu(cpu: str) -> list[str]:
 @pytest.fixture(scope="module")
 def x86_driver(tmp_path_factory) -> Path:
     isa, why = host_isa()
-    if isa not in ("avx2", "avx-vnni"):
+    if isa not in ("avx2", "avx-vnni", "avx512-vnni"):
         pytest.skip(f"the x86 driver needs an x86 CPU with AVX2/FMA/F16C: {why or f'this is {platform.machine()}'}")
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
@@ -54,11 +54,12 @@ def x86_driver(tmp_path_factory) -> Path:
     return build(cc, "avx2", tmp_path_factory.mktemp("x86") / "driver")
 
 
-@pytest.fixture(scope="module")
-def vnni_driver(x86_driver, tmp_path_factory) -> Path:
-    if "avx_vnni" not in cpu_features():
-        pytest.skip("this CPU has no AVX-VNNI: the avx-vnni kernels cannot run here")
-    return build(shutil.which("cc") or shutil.which("gcc"), "avx-vnni", tmp_path_factory.mktemp("vnni") / "driver")
+@pytest.fixture(scope="module", params=["avx-vnni", "avx512-vnni"])
+def vnni_driver(x86_driver, tmp_path_factory, request) -> Path:
+    isa = request.param
+    if host_isa(isa)[0] != isa:
+        pytest.skip(f"this CPU cannot run the {isa} kernels: {host_isa(isa)[1]}")
+    return build(shutil.which("cc") or shutil.which("gcc"), isa, tmp_path_factory.mktemp(isa) / "driver")
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +182,18 @@ def test_x86_with_avx_vnni_gets_the_vnni_kernels_unless_told_not_to(machine, mon
     monkeypatch.setenv("HEXA_ISA", "avx2")       # the settings' variable: the engine never reads it
     assert host_isa() == host_isa("auto") == ("avx-vnni", None)
     assert host_isa("avx2") == ("avx2", None)    # the engine option isa = "avx2"
+
+
+def test_x86_with_avx512_vnni_gets_its_build_and_a_named_build_it_lacks_is_refused(machine):
+    machine("x86_64", cpuinfo=X86_CPUINFO.format(extra="fma f16c avx2 avx512f avx512bw avx512vl avx512_vnni"))
+    assert host_isa() == ("avx512-vnni", None)
+    assert host_isa("avx2") == ("avx2", None)
+    isa, why = host_isa("avx-vnni")
+    assert isa is None and "AVX VNNI" in why
+    isa, why = host_isa("neon")
+    assert isa is None and "x86-64" in why
+    machine("x86_64", cpuinfo=X86_CPUINFO.format(extra="fma f16c avx2 avx512f avx512_vnni"))   # no VL: no EVEX ymm
+    assert host_isa() == ("avx2", None)
 
 
 def test_x86_without_avx2_says_what_it_lacks(machine):

@@ -37,11 +37,16 @@ FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fuse
 # Each instruction set has its own folder of kernels (the same functions, declared once in
 # hexa.h, giving the same bits: tests/native/driver.c compares them under qemu); the plain C
 # files beside them (the forward pass, the pool, packing, RoPE) are shared by all.
-ISA_FOLDER = {"avx2": "x86", "avx-vnni": "x86", "neon": "arm64"}
+ISA_FOLDER = {"avx2": "x86", "avx-vnni": "x86", "avx512-vnni": "x86", "neon": "arm64"}
 # avx-vnni: the x86 kernels with the decoding dot products on vpdpbusd/vpdpwssd (the same integer
-# sums, so the same bits as avx2; x86/quant_dot.c), for CPUs with AVX-VNNI
+# sums, so the same bits as avx2; x86/quant_dot.c), for CPUs with AVX-VNNI; avx512-vnni: the same
+# instructions EVEX-encoded, for CPUs with AVX-512 VNNI but no AVX-VNNI (AMD Zen 4), where the
+# compiler also gets AVX-512's 32 vector registers
 ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "avx-vnni": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni", "-DHEXA_VNNI"],
+             "avx512-vnni": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512vnni",
+                             "-DHEXA_VNNI"],
              "neon": ["-march=armv8-a"]}
+AVX512_VNNI = ("avx512f", "avx512vl", "avx512bw", "avx512_vnni")   # /proc/cpuinfo's names
 FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
@@ -112,6 +117,15 @@ class NativeKernel:
             data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
             self.fn["hexa_pack"](w.data_ptr(), data.data_ptr(), N, K, self.threads)
         return PackedWeight(data, (N, K), quant, self)
+
+    def first_rows(self, w: PackedWeight, n: int) -> PackedWeight:
+        """The first ``n`` rows of ``w`` (rounded up to whole panels) as a weight of their own,
+        sharing ``w``'s memory: a panel's columns are contiguous, codes and fp32 alike."""
+        N, K = w.shape
+        n = min(N, -(-n // PANEL) * PANEL)
+        data = None if w.data is None else w.data[:n * K]
+        quant = None if w.quant is None else (w.quant[:self.fn["hexa_quant_bytes"](w.bits, n, K)], w.bits)
+        return PackedWeight(data, (n, K), quant, self)
 
     def pack_quantized(self, w: torch.Tensor) -> tuple[torch.Tensor, int] | None:
         """(codes, bits) of a weight [N, K] that is exactly Q4_1 or Q8_0 (every block checked
@@ -234,7 +248,8 @@ def cpu_features() -> set[str]:
 
 def host_isa(prefer: str = "auto") -> tuple[str | None, str | None]:
     """(the kernels' instruction set for this CPU, None) or (None, why there is none). ``prefer``:
-    the engine option ``isa`` ("avx2" keeps the AVX2 kernels on a CPU with AVX-VNNI)."""
+    the engine option ``isa``: "auto" takes the best the CPU has, a name takes that build ("avx2"
+    keeps the AVX2 kernels on a CPU with VNNI; benchmarks compare the builds on one CPU)."""
     machine = platform.machine().lower()
     if machine in ("x86_64", "amd64"):
         flags = cpu_features()
@@ -243,14 +258,20 @@ def host_isa(prefer: str = "auto") -> tuple[str | None, str | None]:
         missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
         if missing:
             return None, f"CPU lacks {', '.join(missing)}"
-        vnni = "avx_vnni" in flags and prefer != "avx2"
-        return ("avx-vnni" if vnni else "avx2"), None
+        has = {"avx2": True, "avx-vnni": "avx_vnni" in flags, "avx512-vnni": all(f in flags for f in AVX512_VNNI)}
+        if prefer == "auto":
+            return next(isa for isa in ("avx-vnni", "avx512-vnni", "avx2") if has[isa]), None
+        if prefer not in has:
+            return None, f"isa {prefer} is not for an x86-64 CPU"
+        return (prefer, None) if has[prefer] else (None, f"this CPU has no {prefer.upper().replace('-', ' ')}")
     if machine in ("aarch64", "arm64", "armv8l"):
         if platform.system() == "Windows":
             # pool.c's workers sleep on Linux futexes; a Windows pool is not written yet
             return None, "no native kernels for Windows on ARM yet (torch's kernels are used)"
         if machine == "armv8l":
             return None, "a 32-bit ARM Python on a 64-bit CPU: the NEON kernels need a 64-bit (aarch64) Python"
+        if prefer not in ("auto", "neon"):
+            return None, f"isa {prefer} is not for an ARM64 CPU"
         return "neon", None   # Advanced SIMD is part of every ARMv8-A (AArch64) CPU
     return None, f"no native kernels for {platform.machine()}"
 
