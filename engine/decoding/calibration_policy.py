@@ -43,9 +43,11 @@ def calibration_for(spec: MethodSpec | None) -> CalibrationPolicy | None:
 
 
 def calibration_head(model: Backend, ids: Sequence[int], first_ids: int
-                     ) -> tuple[torch.Tensor | None, torch.Tensor]:
-    """The output-projection rows calibration ranks: the prompt's own tokens + the ``first_ids``
-    lowest ids (BPE merge order: the frequent words and punctuation), or all rows if 0.
+                     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The output-projection rows calibration ranks besides the ``first_ids`` lowest ids (BPE
+    merge order: the frequent words and punctuation, ranked by ``model.head_logits``): the
+    prompt's own tokens past them, as (their ids, their rows), or (None, None) if there are none.
+    ``first_ids`` 0 ranks every id with the model's own head.
 
     Calibration needs the model's top next tokens at *every* prompt position; the full
     vocabulary (49k rows for SmolLM2) made that ~2 ms and ~60 MFLOP per prompt token, more than
@@ -54,12 +56,14 @@ def calibration_head(model: Backend, ids: Sequence[int], first_ids: int
     (the drafter rescales each source by its observed acceptance). Lossless either way: drafts
     only steer what is verified.
     """
-    head = model.lm_head
-    V = head.shape[0]
+    V = model.lm_head.shape[0]
     if first_ids <= 0 or first_ids >= V:
-        return None, head
-    vocab = torch.tensor(sorted(set(range(first_ids)) | {t for t in ids if 0 <= t < V}), dtype=torch.long)
-    return vocab, head[vocab]
+        return None, None
+    extra = sorted({t for t in ids if first_ids <= t < V})
+    if not extra:
+        return None, None
+    extra_ids = torch.tensor(extra, dtype=torch.long)
+    return extra_ids, model.lm_head[extra_ids]
 
 
 class TopKView:
@@ -67,13 +71,23 @@ class TopKView:
 
     def __init__(self, model: Backend, prompt_ids: Sequence[int], policy: CalibrationPolicy):
         self.model, self.k = model, policy.topk
-        self.vocab, self.head = calibration_head(model, prompt_ids, policy.vocab)
+        V = model.lm_head.shape[0]
+        self.first = policy.vocab if 0 < policy.vocab < V else 0   # 0: every id, the model's own head
+        extra_ids, self.extra = calibration_head(model, prompt_ids, self.first)
+        self.vocab = None if not self.first else \
+            torch.arange(self.first) if extra_ids is None else torch.cat([torch.arange(self.first), extra_ids])
         self._ids: list[torch.Tensor] = []
         self._probs: list[torch.Tensor] = []
 
     def add(self, hidden: torch.Tensor) -> None:
         """The final hidden states of one prefill chunk."""
-        probs = torch.softmax(self.model.linear(hidden, self.head), dim=-1)
+        if not self.first:
+            logits = self.model.logits(hidden)
+        else:
+            logits = self.model.head_logits(hidden, self.first)
+            if self.extra is not None:
+                logits = torch.cat([logits, self.model.linear(hidden, self.extra)], dim=-1)
+        probs = torch.softmax(logits, dim=-1)
         p, i = probs.topk(min(self.k, probs.shape[-1]), dim=-1)
         self._ids.append(i if self.vocab is None else self.vocab[i])
         self._probs.append(p)

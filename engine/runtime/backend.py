@@ -43,6 +43,9 @@ class Backend(Protocol):
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Next-token logits [S, vocab]."""
 
+    def head_logits(self, hidden: torch.Tensor, rows: int) -> torch.Tensor:
+        """Approximate logits [S, rows] over the first ``rows`` ids, for calibration's ranking."""
+
     def begin_prefill(self, total_tokens: int) -> None:
         """A prefill of ``total_tokens`` starts (a static backend plans its graph switches)."""
 

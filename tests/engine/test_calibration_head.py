@@ -2,7 +2,9 @@
 ranks (its top tokens must map back to real ids)."""
 import torch
 
-from engine.decoding.calibration_policy import DEFAULT, WIDE, calibration_for, calibration_head
+from engine.decoding.calibration_policy import (DEFAULT, WIDE, CalibrationPolicy, TopKView, calibration_for,
+                                               calibration_head)
+from engine.decoding.drafting.calibration import CalibrationConfig
 from engine.methods import METHOD_SPECS
 
 
@@ -10,14 +12,37 @@ class FakeModel:
     def __init__(self, V=50, H=4):
         self.lm_head = torch.randn(V, H)
 
+    def head_logits(self, hidden, rows):
+        return hidden @ self.lm_head[:rows].T
+
+    def linear(self, x, w):
+        return x @ w.T
+
 
 def test_calibration_head_subset_holds_prompt_and_frequent_ids():
     m = FakeModel()
-    vocab, head = calibration_head(m, [40, 7, 40, 45], 5)
-    assert vocab.tolist() == [0, 1, 2, 3, 4, 7, 40, 45]
-    assert torch.equal(head, m.lm_head[vocab])
-    full_vocab, full = calibration_head(m, [1, 2], 0)
-    assert full_vocab is None and full is m.lm_head
+    extra_ids, extra = calibration_head(m, [40, 7, 40, 45], 5)
+    assert extra_ids.tolist() == [7, 40, 45]          # the prompt's ids past the first 5
+    assert torch.equal(extra, m.lm_head[extra_ids])
+    assert calibration_head(m, [1, 2], 5) == (None, None)   # all among the first ids
+    assert calibration_head(m, [1, 2], 0) == (None, None)   # every id: the model's own head
+
+
+def test_topk_view_maps_the_subset_back_to_vocabulary_ids():
+    """The view ranks the first ids and the prompt's own; its top ids are real vocabulary ids,
+    and the best one is the best of that subset under the full head."""
+    m = FakeModel(V=60, H=8)
+    prompt = [3, 41, 57, 41]
+    view = TopKView(m, prompt, CalibrationPolicy(CalibrationConfig(k=3), vocab=10))
+    hidden = torch.randn(5, 8)
+    view.add(hidden[:2])
+    view.add(hidden[2:])
+    ids, probs = view.result()
+    subset = list(range(10)) + [41, 57]
+    full = hidden @ m.lm_head.T
+    best = torch.tensor(subset)[full[:, subset].argmax(-1)]
+    assert torch.equal(ids[:, 0], best) and ids.shape == probs.shape == (5, 3)
+    assert torch.allclose(probs[:, 0], torch.softmax(full[:, subset], -1).max(-1).values)
 
 
 def test_each_method_gets_its_calibration_from_one_policy():
@@ -59,3 +84,13 @@ def test_calibration_topk_ids_are_real_token_ids(engine):
     assert int(top_ids.max()) < engine.model.lm_head.shape[0]
     assert captured["first"] in set(ids)                # " mat": copied from the prompt
     assert int(top_ids[-1, 0]) == captured["first"]
+
+
+def test_head_logits_are_the_models_own_first_logits(engine):
+    """The first ids' logits calibration ranks read the head's own rows in place, with decoding's
+    arithmetic: the very numbers of the model's logits for those ids."""
+    m = engine.model
+    ids = engine.encode("The committee met on Tuesday to discuss the budget. The budget was approved after a long debate.")
+    hidden = m.forward(torch.tensor(ids), torch.arange(len(ids)), m.new_cache(len(ids) + 1))
+    for rows in (4096, 1000):                      # whole panels of 16 rows, and not
+        assert torch.equal(m.head_logits(hidden, rows), m.logits(hidden)[:, :rows])

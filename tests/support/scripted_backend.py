@@ -74,6 +74,9 @@ class BigramBackend:
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.linear(hidden, self.lm_head)
 
+    def head_logits(self, hidden: torch.Tensor, rows: int) -> torch.Tensor:
+        return self.linear(hidden, self.lm_head[:rows])
+
     def begin_prefill(self, total_tokens: int) -> None:
         self.prefills += 1
 

@@ -47,8 +47,8 @@ def test_threshold_depth_and_node_caps():
     shallow = CalibratedTree.build(PROMPT, ids, probs, CalibrationConfig(k=2, order=1, max_depth=2))
     assert max(len(t) for t, _ in shallow.lookup([10])) <= 2
     capped = CalibratedTree.build(PROMPT, ids, probs, CalibrationConfig(k=2, order=1, max_nodes=3))
-    for key, (s, e) in capped.roots.items():
-        assert e - s <= 3
+    ranges = [capped.tree(key) for key in capped.keys()]
+    assert ranges and all(e - s <= 3 for s, e in ranges)
 
 
 def test_order2_keys_and_backoff():
@@ -85,3 +85,18 @@ def test_path_probabilities_are_products_and_sorted():
 def test_shape_mismatch_is_rejected():
     with pytest.raises(ValueError):
         CalibratedTree.build([1, 2, 3], torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 4))
+
+
+def test_trees_are_searched_on_first_use_and_do_not_depend_on_the_order():
+    """A key's tree is searched when it is first looked up (a prompt has ~2 keys a token, a draft
+    reads one or two); the paths are the same whichever keys were searched before."""
+    ids, probs = view(ROWS)
+    cfg = CalibrationConfig(k=2, order=2, p_threshold=0.1, min_cum=0.01)
+    a, b = CalibratedTree.build(PROMPT, ids, probs, cfg), CalibratedTree.build(PROMPT, ids, probs, cfg)
+    assert a.stats.nodes == 0 and a.stats.keys == len(a.keys()) > 0    # nothing searched yet
+    contexts = [[k] for k in (10, 11, 12, 13)] + [[10, 11], [12, 10], [11, 12]]
+    first = [a.lookup(c) for c in contexts]
+    for key in reversed(b.keys()):
+        b.tree(key)
+    assert [b.lookup(c) for c in contexts] == first
+    assert a.lookup([99]) == [] and a.tree((99,)) is None
