@@ -118,3 +118,50 @@ def write(path: Path, s: Shape, kind: str = "Q8_0", layers: int | None = None, s
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+LLAMA_FTYPES = {"Q4_K_M": 15, "Q8_0": 7, "Q4_0": 2, "Q5_K_M": 17, "Q6_K": 18}   # llama_ftype's values
+
+
+def quantize_with_llamacpp(src: Path, out: Path, kind: str = "Q4_K_M") -> Path:
+    """``src`` requantized by llama.cpp's own quantizer (llama-cpp-python's C API, in a subprocess:
+    it prints to the process's stdout), written to ``out`` whole or not at all."""
+    import subprocess
+    import sys
+
+    code = ("import ctypes, sys, llama_cpp\n"
+            "p = llama_cpp.llama_model_quantize_default_params()\n"
+            f"p.ftype = {LLAMA_FTYPES[kind]}; p.allow_requantize = True; p.nthread = 2\n"
+            "sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(p)))\n")
+    tmp = out.with_suffix(".tmp")
+    subprocess.run([sys.executable, "-c", code, str(src), str(tmp)], check=True, capture_output=True, timeout=900)
+    tmp.rename(out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m engine.bench.random_gguf SHAPE|smollm2 --out FILE [--layers N] [--kind Q4_K_M]``:
+    the benchmark's model files (a shape's random weights, or the embedded SmolLM2, requantized by
+    llama.cpp's quantizer)."""
+    import argparse
+    import tempfile
+
+    p = argparse.ArgumentParser(prog="python -m engine.bench.random_gguf", description=main.__doc__.split(":")[0])
+    p.add_argument("shape", choices=sorted(SHAPES) + ["smollm2"])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--layers", type=int, default=4, help="layers of the shape (default 4)")
+    p.add_argument("--kind", default="Q4_K_M", choices=sorted(LLAMA_FTYPES))
+    a = p.parse_args(argv)
+    if a.shape == "smollm2":
+        from ..model.source import embedded_gguf
+        quantize_with_llamacpp(Path(embedded_gguf()), a.out, a.kind)
+    else:
+        with tempfile.TemporaryDirectory(dir=a.out.parent) as tmp:
+            f16 = write(Path(tmp) / "f16.gguf", SHAPES[a.shape], "F16", layers=a.layers)
+            quantize_with_llamacpp(f16, a.out, a.kind)
+    print(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,22 +8,9 @@ import torch
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
+from engine.bench.kernels import random_blocks as blocks
 from engine.model.gguf_codes import HEAD_F16, HEAD_K, NATIVE, decode, k_factors, pack, rebuild
 from engine.model.gguf_model import _unpermute
-
-
-def blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
-    """A tensor's raw blocks: quantized by the gguf package where it can, else random K-quant bytes
-    with finite, positive fp16 scales."""
-    rng = np.random.default_rng(seed)
-    if kind not in ("Q4_K", "Q5_K", "Q6_K"):
-        return quants.quantize(rng.standard_normal((rows, K)).astype(np.float32) * 0.05, getattr(T, kind))
-    size = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
-    raw = rng.integers(0, 256, (rows, K // 256, size), dtype=np.uint8)
-    at = slice(208, 210) if kind == "Q6_K" else slice(0, 4)             # the fp16 scales
-    scales = rng.uniform(1e-4, 2e-3, (rows, K // 256, (at.stop - at.start) // 2)).astype(np.float16)
-    raw[..., at] = scales.view(np.uint8).reshape(rows, K // 256, -1)
-    return raw.reshape(rows, -1)
 
 
 @pytest.mark.parametrize("kind", sorted(NATIVE))

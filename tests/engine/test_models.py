@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -41,18 +39,10 @@ def requantized(kind: str) -> Path:
         return out
     if not LLAMA_CPP:
         pytest.skip("llama-cpp-python is not installed (make installs the peers extra)")
+    from engine.bench.random_gguf import quantize_with_llamacpp
     from engine.model.source import embedded_gguf
     FILES.mkdir(parents=True, exist_ok=True)
-    ftype = {"Q4_K_M": 15, "Q8_0": 7}[kind]   # llama_ftype: LLAMA_FTYPE_MOSTLY_Q4_K_M, _Q8_0
-    code = ("import ctypes, sys, llama_cpp\n"
-            "p = llama_cpp.llama_model_quantize_default_params()\n"
-            f"p.ftype = {ftype}; p.allow_requantize = True; p.nthread = 2\n"
-            "sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(p)))\n")
-    tmp = out.with_suffix(".tmp")
-    subprocess.run([sys.executable, "-c", code, str(embedded_gguf()), str(tmp)], check=True, capture_output=True,
-                   timeout=300)
-    tmp.rename(out)
-    return out
+    return quantize_with_llamacpp(Path(embedded_gguf()), out, kind)
 
 
 def _engine(path: Path):

@@ -1,0 +1,189 @@
+"""The native kernels' cost by rows, one instruction-set build against another, in one process.
+
+    python -m engine.bench.kernels [--isas auto,avx2] [--types Q4_K,Q6_K,...] [--rows 1,2,4,8,16]
+    python -m engine.bench.kernels --model FILE.gguf [--isas ...]      # a verification's cost curve
+
+Without ``--model``: one weight at a time (``hexa_linear_dot``, the decoding arithmetic) on random
+GGUF blocks of each type, packed as the engine packs them, at a cache-resident shape and at one
+streamed from memory. With ``--model``: the cost of a verification, the model's forward + logits
+of S rows over a 512-token context (the draft-tree sizer's cost curve), with each build's kernels.
+
+Every build is loaded into this process and the builds are timed in turn, call after call (the
+machines these run on are shared: what matters is the ratio within one run), with a pause between
+calls so one build's pool workers have stopped spinning before the other's run. Each row count's
+outputs must be identical across builds (they form the same integers), or the run stops.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..options import EngineOptions
+from ..runtime.kernels import PackedWeight, host_isa, native_kernel
+
+TYPES = ("Q4_K", "Q6_K", "Q5_0", "Q4_1", "Q8_0")
+SHAPES = ((8960, 1536), (65536, 1536))      # cache-resident (Qwen2.5-1.5B's ffn x hidden); streamed
+ROWS = (1, 2, 4, 8, 16)
+PAUSE = 0.002                                # s between calls: pool.c's workers spin 200 us by default
+
+
+def random_blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
+    """A tensor's raw GGUF blocks: quantized by the gguf package where it can, else random K-quant
+    bytes with finite, positive fp16 scales."""
+    from gguf import GGMLQuantizationType, quants
+
+    rng = np.random.default_rng(seed)
+    if kind not in ("Q4_K", "Q5_K", "Q6_K"):
+        return quants.quantize(rng.standard_normal((rows, K)).astype(np.float32) * 0.05,
+                               getattr(GGMLQuantizationType, kind))
+    size = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
+    raw = rng.integers(0, 256, (rows, K // 256, size), dtype=np.uint8)
+    at = slice(208, 210) if kind == "Q6_K" else slice(0, 4)             # the fp16 scales
+    scales = rng.uniform(1e-4, 2e-3, (rows, K // 256, (at.stop - at.start) // 2)).astype(np.float16)
+    raw[..., at] = scales.view(np.uint8).reshape(rows, K // 256, -1)
+    return raw.reshape(rows, -1)
+
+
+def packed_weight(kernel, kind: str, N: int, K: int) -> PackedWeight:
+    """Random blocks of ``kind`` packed as the engine packs a GGUF tensor (compact heads)."""
+    from ..model.gguf_codes import NATIVE, decode, k_factors, pack
+
+    data = random_blocks(kind, N, K)
+    codes, bits = pack(NATIVE[kind], *decode(kind, data, N, K), k=k_factors(kind, data, N, K))
+    return PackedWeight(None, (N, K), (torch.from_numpy(codes), bits), kernel)
+
+
+def interleaved(calls: dict[str, callable], reps: int) -> dict[str, float]:
+    """Median ms of each call, the calls taken in turn ``reps`` times (after one warm-up each)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for rep in range(reps + 1):
+        for name, call in calls.items():
+            time.sleep(PAUSE)
+            t0 = time.perf_counter()
+            call()
+            if rep:
+                times[name].append((time.perf_counter() - t0) * 1e3)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def builds(isas: list[str], cache: Path, threads: int) -> dict[str, object]:
+    out = {}
+    for isa in isas:
+        kernel, why = native_kernel(cache, threads, options=EngineOptions(isa=isa))
+        if kernel is None:
+            raise SystemExit(f"kernels bench: no {isa} kernels here: {why}")
+        out[kernel.isa] = kernel
+    return out
+
+
+def weight_table(kernels: dict, types: list[str], shapes, rows: list[int], reps: int) -> list[dict]:
+    results = []
+    for N, K in shapes:
+        for kind in types:
+            weights = {isa: packed_weight(k, kind, N, K) for isa, k in kernels.items()}
+            for m in rows:
+                x = torch.randn(m, K, generator=torch.Generator().manual_seed(m))
+                outs = {isa: kernels[isa].linear(x, w, exact=False) for isa, w in weights.items()}
+                first = next(iter(outs.values()))
+                if not all(torch.equal(first, o) for o in outs.values()):
+                    raise SystemExit(f"kernels bench: {kind} {N}x{K} at {m} rows differs between builds")
+                ms = interleaved({isa: (lambda k=kernels[isa], w=w: k.linear(x, w, exact=False))
+                                  for isa, w in weights.items()}, reps)
+                results.append(dict(weight=f"{kind} {N}x{K}", rows=m, ms=ms))
+    return results
+
+
+def model_table(model_path: str, isas: list[str], cache: Path, threads: int, rows: list[int], reps: int,
+                past: int = 512) -> list[dict]:
+    from ..engine import Engine
+
+    engines = {}
+    for isa in isas:
+        e = Engine.load(model_path, cache, threads=threads, options=EngineOptions(isa=isa))
+        got = getattr(e.model, "kernel", "")
+        if not got.startswith(isa if isa != "auto" else ""):
+            raise SystemExit(f"kernels bench: the {isa} engine runs {got!r}")
+        engines[got.split()[0]] = e.model
+    results = []
+    g = torch.Generator().manual_seed(0)
+    caches = {}
+    for name, model in engines.items():
+        cache_ = model.new_cache(past + max(rows) + 1)
+        cache_.k.normal_(generator=torch.Generator().manual_seed(1))
+        cache_.v.normal_(generator=torch.Generator().manual_seed(1))
+        cache_.length = past
+        caches[name] = cache_
+    for m in rows:
+        toks = torch.randint(0, 1000, (m,), generator=g)
+        pos = torch.arange(past, past + m)
+        mask = torch.ones(m, past + m, dtype=torch.bool).tril(past) if m > 1 else None
+
+        def call(model, c):
+            with torch.inference_mode():
+                return model.logits(model.forward(toks, pos, c, mask))
+        outs = {n: call(model, caches[n]) for n, model in engines.items()}
+        first = next(iter(outs.values()))
+        if not all(torch.equal(first, o) for o in outs.values()):
+            raise SystemExit(f"kernels bench: the logits of {m} rows differ between builds")
+        ms = interleaved({n: (lambda model=model, c=caches[n]: call(model, c)) for n, model in engines.items()}, reps)
+        results.append(dict(weight=f"{Path(model_path).name} forward+logits @{past}", rows=m, ms=ms))
+    return results
+
+
+def print_table(results: list[dict]) -> None:
+    isas = list(results[0]["ms"])
+    base = isas[0]
+    print(f"{'what':40} {'rows':>4} " + " ".join(f"{isa + ' ms':>16}" for isa in isas)
+          + "".join(f"  {isa + ' speedup':>20}" for isa in isas[1:]) + "   ms vs 1 row (" + base + ")")
+    one: dict[str, float] = {}
+    for r in results:
+        if r["rows"] == min(x["rows"] for x in results if x["weight"] == r["weight"]):
+            one[r["weight"]] = r["ms"][base]
+        print(f"{r['weight']:40} {r['rows']:>4} " + " ".join(f"{r['ms'][i]:16.3f}" for i in isas)
+              + "".join(f"  {r['ms'][base] / r['ms'][i]:19.2f}x" for i in isas[1:])
+              + f"   {r['ms'][base] / one[r['weight']]:.2f}x")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m engine.bench.kernels", description=__doc__.split("\n\n")[0])
+    p.add_argument("--isas", default=None, metavar="ISA,...",
+                   help="builds to compare (default: avx2 and the best this CPU runs, if another)")
+    p.add_argument("--types", default=",".join(TYPES), metavar="TYPE,...")
+    p.add_argument("--shapes", default=",".join(f"{n}x{k}" for n, k in SHAPES), metavar="NxK,...")
+    p.add_argument("--rows", default=",".join(map(str, ROWS)), metavar="N,...")
+    p.add_argument("--model", default=None, metavar="FILE", help="a verification's cost curve on this model")
+    p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json", type=Path, default=None, metavar="FILE")
+    p.add_argument("--cache", type=Path, default=None, metavar="DIR",
+                   help="where the builds are compiled and kept (default: a temporary folder)")
+    a = p.parse_args(argv)
+    best, why = host_isa()
+    if best is None:
+        print(f"kernels bench: no native kernels here: {why}", file=sys.stderr)
+        return 2
+    isas = a.isas.split(",") if a.isas else list(dict.fromkeys(["avx2" if best != "neon" else "neon", best]))
+    rows = [int(r) for r in a.rows.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = a.cache or Path(tmp)
+        if a.model:
+            results = model_table(a.model, isas, cache, a.threads, rows, a.reps)
+        else:
+            shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
+            results = weight_table(builds(isas, cache, a.threads), a.types.split(","), shapes, rows, a.reps)
+    print_table(results)
+    if a.json:
+        a.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
