@@ -65,7 +65,7 @@ def _check_qnn() -> tuple[bool, str]:
 
 # CPU features (Linux /proc/cpuinfo names) that would speed the kernels up but no kernel uses yet
 UNUSED_FEATURES = {"avx2": ("avx512", "avx_vnni", "amx_int8"), "avx-vnni": ("avx512", "amx_int8"),
-                   "avx512-vnni": ("amx_int8",), "neon": ("i8mm", "sve", "bf16")}
+                   "avx512-vnni": ("amx_int8",), "neon": ("sve", "bf16")}
 
 
 def _check_kernel(settings, locs) -> tuple[bool, str]:
@@ -90,8 +90,10 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     unused = sorted(f for f in flags if f.startswith(UNUSED_FEATURES.get(kernel.isa, ())))
     note = f"; this CPU also has {', '.join(unused[:4])}, which no hexa kernel uses yet" if unused else ""
     isa = kernel.isa
-    if isa == "neon":   # arm64/quant_dot.c picks its dot-product path by the same flag at load
-        isa += " with dot product (sdot)" if "asimddp" in flags else " (no dot product instructions)"
+    if isa == "neon":   # arm64/quant_dot.c picks its dot-product path by the same flags at load
+        isa += (" with dot product (sdot) and int8 matrix multiply (smmla, draft trees)"
+                if {"asimddp", "i8mm"} <= flags else " with dot product (sdot)" if "asimddp" in flags
+                else " (no dot product instructions)")
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K as 4-bit codes + bit planes, Q8_0 as bytes; F16 and other types "
                   f"as fp32 panels) "

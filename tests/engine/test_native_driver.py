@@ -1,8 +1,8 @@
 """The native kernels' C test driver (tests/native/driver.c) on both instruction sets: built with
 the x86 kernels and run natively, cross-compiled with the ARM64 kernels and run under
-qemu-aarch64 (without and with the dot product instructions); then both builds' outputs compared
-bit for bit, since the ARM64 kernels repeat x86's fp32 operations one for one. And host_isa(),
-which picks the kernels for a CPU."""
+qemu-aarch64 (without the dot product, with it, with it and i8mm); then both builds' outputs
+compared bit for bit, since the ARM64 kernels repeat x86's fp32 operations one for one. And
+host_isa(), which picks the kernels for a CPU."""
 from __future__ import annotations
 
 import platform
@@ -21,8 +21,9 @@ CROSS_CC = "aarch64-linux-gnu-gcc"            # Debian's gcc-aarch64-linux-gnu
 QEMU = "qemu-aarch64"                         # Debian's qemu-user
 SYSROOT = Path("/usr/aarch64-linux-gnu")      # the ARM64 libc the cross compiler links against
 BUILD = [f for f in FLAGS if f not in ("-shared", "-fPIC")]   # a program, not a library
-# cortex-a57: ARMv8.0, no dot product instructions (the kernels' fallback); max: every extension
-ARM_CPUS = ["cortex-a57", "max"]
+# The three paths of arm64/quant_dot.c: cortex-a57, ARMv8.0 without the dot product (pairs);
+# cortex-a76, the dot product without i8mm (SDOT); max, every extension (SMMLA)
+ARM_CPUS = ["cortex-a57", "cortex-a76", "max"]
 
 
 def build(cc: str, isa: str, out: Path) -> Path:

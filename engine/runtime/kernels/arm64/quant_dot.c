@@ -5,13 +5,17 @@
  * 127, xq = round(x / dx)); per block and column the kernel forms the exact integer sum(q * xq),
  * then the same float operations as x86, in the same order: acc = fma(sum, d[n] * dx, acc)
  * (+ fma(m[n], dx * sum(xq)) for Q4_1), block after block, bias and residual last. Integer sums
- * are exact, so how they are formed is free: two paths, picked once when the library loads, give
- * the same bits as each other and as x86:
+ * are exact, so how they are formed is free: three paths, picked once when the library loads,
+ * give the same bits as each other and as x86:
  *  - every ARMv8-A CPU: 8-bit multiplies widened to int16 (SMLAL) on the codes of two inputs per
  *    column as pairs (x86's madd layout), added pairwise into int32 (SADALP);
  *  - CPUs with the dot product extension (ARMv8.2+, nearly every Snapdragon since the 845):
  *    SDOT, 4 inputs x 16 columns per instruction, on codes transposed in registers so that each
- *    32-bit lane holds one column's 4 inputs.
+ *    32-bit lane holds one column's 4 inputs;
+ *  - CPUs with the int8 matrix multiply extension (i8mm: Snapdragon 8 Gen 2 and later, X Elite),
+ *    2 rows or more: SMMLA, 2 rows x 2 columns x 8 inputs per instruction, on codes transposed so
+ *    that each 64-bit half holds one column's 8 inputs (a single row keeps SDOT). Fewer
+ *    instructions per row for draft trees (counted under qemu, below); not timed on ARM hardware.
  * The codes are read in quant_gemm.c's layout (layout.h): nothing else is stored. The planes
  * (layouts 5, 6, 9) hold u = q + CODE_OFFSET >= 0; sum(u * xq) - CODE_OFFSET * sum(xq) is the
  * integer sum(q * xq) exactly, so the float steps after it stay x86's. Every row is
@@ -32,8 +36,14 @@
 #include "codes.h"
 #include "tile.h"
 
-#ifndef HWCAP_ASIMDDP   /* <asm/hwcap.h>'s value, for libcs whose headers predate it */
+#ifndef HWCAP_ASIMDDP   /* <asm/hwcap.h>'s values, for libcs whose headers predate them */
 #define HWCAP_ASIMDDP (1 << 20)
+#endif
+#ifndef AT_HWCAP2
+#define AT_HWCAP2 26
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
 #endif
 
 /* The SDOT tiles alone are compiled for the dot product extension (the library is built for
@@ -46,6 +56,15 @@
 #else
 #define DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #endif
+/* ... and the SMMLA tiles for i8mm (vmmlaq_s32: GCC's arm_neon.h defines it under
+   arch=armv8.2-a+i8mm) */
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+#define I8MM
+#elif defined(__clang__)
+#define I8MM __attribute__((target("i8mm")))
+#else
+#define I8MM __attribute__((target("arch=armv8.2-a+i8mm")))
+#endif
 
 struct dot_job {
     const uint8_t *packed;
@@ -54,6 +73,8 @@ struct dot_job {
     const int8_t *codes;    /* [M][K]: the rows' 8-bit codes */
     const float *dx, *sx;   /* [M][K/32]: block scale, and scale * sum of the block's codes */
     const int32_t *qs;      /* [M][K/16]: the sum of each 16 codes (the planes' CODE_OFFSET times it) */
+    const int8_t *pairs;    /* SMMLA path, M > 1: [(M+1)/2][K/8][16] the codes of rows 2i, 2i+1 (2i again
+                               for an odd last row), 8 inputs of each in turn: one operand a load */
     int M, N, K, P, bits;
 };
 
@@ -133,34 +154,49 @@ static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
 #define PREFETCH 4
 #endif
 
-#define MR_MAX 4   /* rows per tile: 16 int32 sums + the codes stay in registers (the fp32 sums,
-                      touched once per block, may not) */
+#define MR_MAX 4   /* rows per tile (pairs, SDOT): 16 int32 sums + the codes stay in registers (the
+                      fp32 sums, touched once per block, may not) */
 
 /* the sums isum so far (16 columns per row), less OFF * sum(xq) for the planes (of the half
    block for a split scale), times d * dx -> the fp32 accumulators, then (HAS_MIN) + m * sx,
    x86's operations; isum starts again (Q6_K's two halves) */
-#define DOT_FLOAT(FMT, MR, HAS_MIN, d, half)                                                      \
-    _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++) {                                       \
+#define DOT_FLOAT(FMT, MR, HAS_MIN, d, half) DOT_FLOAT_COLS(FMT, MR, HAS_MIN, d, half, 0, 4)
+/* ... for columns 4 * C0 .. 4 * C1 - 1 only (the SMMLA tiles' column halves: each column's
+   operations stay the same ones in the same order) */
+#define DOT_FLOAT_COLS(FMT, MR, HAS_MIN, d, half, C0, C1)                                         \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                       \
         const int64_t at = (int64_t)(m0 + i) * nb + blk;                                          \
         const float32x4_t dx = vdupq_n_f32(a->dx[at]);                                            \
         const int32_t *qs = a->qs + 2 * at;                                                       \
         const int32x4_t o = vdupq_n_s32(OFF_(FMT) * (SPLIT_(FMT) ? qs[half] : qs[0] + qs[1]));   \
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {                                     \
+        _Pragma("GCC unroll 4") for (int c = C0; c < C1; c++) {                                   \
             const int32x4_t t = OFF_(FMT) ? vsubq_s32(isum[i][c], o) : isum[i][c];                \
             acc[i][c] = vfmaq_f32(acc[i][c], vcvtq_f32_s32(t), vmulq_f32(vld1q_f32((d) + 4 * c), dx)); \
             isum[i][c] = vdupq_n_s32(0);                                                          \
         }                                                                                         \
         if (HAS_MIN) {                                                                            \
             const float32x4_t sx = vdupq_n_f32(a->sx[at]);                                        \
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)                                   \
+            _Pragma("GCC unroll 4") for (int c = C0; c < C1; c++)                                 \
                 acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32(hd + MOFF_(FMT) + 4 * c), sx);         \
         }                                                                                         \
     }
 
+/* Which calls a tile inlines is chosen here, not by GCC's budget for a unit's growth by inlining
+   (the tiles exhaust it, and adding the SMMLA tiles moved its choices in the others: a 1-row SDOT
+   Q4 tile went from 233 to 264 instructions a block, block_head called per block and the
+   accumulators spilled around it): every tile is flattened (its block heads and codes inline),
+   y's rows are stored out of line, once per tile and panel. */
+#define TILE_FN __attribute__((flatten))
+static __attribute__((noinline)) void store_rows(float32x4_t (*acc)[4], int rows, const struct dot_job *a,
+                                                 int m0, int p) {
+    for (int i = 0; i < rows; i++)
+        store_panel(acc[i][0], acc[i][1], acc[i][2], acc[i][3], a->b, a->res, a->y, m0 + i, p * PW, a->N);
+}
+
 #define DOT_BEGIN(FMT, MR)                                                                        \
     const int nb = a->K / QB, bits = a->bits, bytes = BLOCK_BYTES(bits);                          \
     float32x4_t acc[MR][4];                                                                       \
-    _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                          \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) acc[i][c] = vdupq_n_f32(0.f);        \
     for (int blk = 0; blk < nb; blk++) {                                                          \
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk), *cp = bp + CODE_HEAD(bits);    \
@@ -169,20 +205,19 @@ static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
         float tmp[3 * PW];                                                                        \
         const float *hd = block_head(a->packed, bits, nb, p, blk, tmp);                           \
         const int8_t *xq[MR];                                                                     \
-        _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                      \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                      \
             xq[i] = a->codes + (int64_t)(m0 + i) * a->K + blk * QB;                               \
         int32x4_t isum[MR][4];                                                                    \
-        _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                      \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                      \
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) isum[i][c] = vdupq_n_s32(0);
 
 #define DOT_END(MR)                                                                               \
     }                                                                                             \
-    _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                                          \
-        store_panel(acc[i][0], acc[i][1], acc[i][2], acc[i][3], a->b, a->res, a->y, m0 + i, p * PW, a->N);
+    store_rows(acc, MR, a, m0, p);
 
 /* rows [m0, m0+MR) x panel p, pairs (every CPU) */
 #define PAIR_TILE(FMT, MR, HAS_MIN)                                                               \
-static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {                          \
+static TILE_FN void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {                   \
     DOT_BEGIN(FMT, MR)                                                                            \
         for (int k0 = 0; k0 < QB / 2; k0 += RUN_##FMT) {                                          \
             if (SPLIT_(FMT) && k0 == QB / 4)   /* Q6_K: inputs 0-15 carry a scale of their own */    \
@@ -211,7 +246,7 @@ static void pair_##FMT##_##MR(const struct dot_job *a, int m0, int p) {         
 
 /* rows [m0, m0+MR) x panel p, SDOT (dot product CPUs only) */
 #define QUAD_TILE(FMT, MR, HAS_MIN)                                                               \
-static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) {                  \
+static TILE_FN DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) {           \
     DOT_BEGIN(FMT, MR)                                                                            \
         _Pragma("GCC unroll 1") for (int g = 0; g < QB / 4; g++) {                                \
             if (SPLIT_(FMT) && g == QB / 8)   /* Q6_K: inputs 0-15 carry a scale of their own */     \
@@ -224,6 +259,64 @@ static DOTPROD void quad_##FMT##_##MR(const struct dot_job *a, int m0, int p) { 
             }                                                                                     \
         }                                                                                         \
         DOT_FLOAT(FMT, MR, HAS_MIN, hd + (SPLIT_(FMT) ? PW : 0), 1)                              \
+    DOT_END(MR)                                                                                   \
+}
+
+/* ---- i8mm CPUs: SMMLA -------------------------------------------------------------------------
+   SMMLA takes two rows' 8 inputs (one per 64-bit half of a register) and two columns' 8 codes
+   (likewise) and adds the 2 x 2 sums [r0.ca, r0.cb, r1.ca, r1.cb] into 4 int32 lanes: 2 rows x 2
+   columns x 8 inputs per instruction, where SDOT does 1 x 4 x 4. The codes of inputs 8j .. 8j+7
+   (mm_FMT below): w[v] columns 2v | 2v+1; the rows' (hexa_linear_dot's pairs): one load a pair.
+   Rows go in pairs; an odd last row is paired with itself and the copy's sums dropped (each
+   row's sums are exact, so no row depends on its neighbour). Up to 4 rows take all 16 columns at
+   once (16 registers of sums, as SDOT's 4-row tile, and 8 of codes); 5-8 rows take 8 columns at
+   a time (16 again), the codes decoded in two halves (which share no permutes, only loads), then
+   the fp32 steps for those columns, each column's the same and in the same order.
+   Instructions executed per block of 32 inputs and panel, counted under qemu (not timed on ARM
+   hardware), SMMLA / SDOT: Q4 codes 2 rows 261 / 316, 4 rows 411 / 510, 8 rows 725 / 1016; Q8
+   266 / 310, 378 / 471, 690 / 938; 1 row keeps SDOT (232). */
+#define MM_MAX 8   /* rows per tile on the SMMLA path */
+
+/* the pairs' 2 x 2 sums of columns 4C .. 4C+3 (mm[pair][2C], [2C+1]) -> each row's isum[i][C] as
+   the other tiles hold them: row 2pr in the low 64 bits of each, 2pr+1 in the high */
+#define MM_SUMS(MR, C0, C1)                                                                       \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
+        _Pragma("GCC unroll 4") for (int c = C0; c < C1; c++) {                                   \
+            const int64x2_t lo = vreinterpretq_s64_s32(mm[i / 2][2 * c]);                         \
+            const int64x2_t hi = vreinterpretq_s64_s32(mm[i / 2][2 * c + 1]);                     \
+            isum[i][c] = vreinterpretq_s32_s64(i % 2 ? vzip2q_s64(lo, hi) : vzip1q_s64(lo, hi));  \
+        }                                                                                         \
+    _Pragma("GCC unroll 4") for (int pr = 0; pr < (MR + 1) / 2; pr++)                             \
+        _Pragma("GCC unroll 8") for (int v = 2 * (C0); v < 2 * (C1); v++) mm[pr][v] = vdupq_n_s32(0);
+
+/* rows [m0, m0+MR) x panel p, SMMLA (i8mm CPUs only), CW columns at a time (16 or 8) */
+#define MM_TILE(FMT, MR, CW, HAS_MIN)                                                             \
+static TILE_FN I8MM void mm_##FMT##_##MR(const struct dot_job *a, int m0, int p) {                \
+    DOT_BEGIN(FMT, MR)                                                                            \
+        (void)xq;   /* the rows come from a->pairs */                                             \
+        int32x4_t mm[(MR + 1) / 2][8];                                                            \
+        const int8_t *xp = a->pairs + (int64_t)m0 * a->K;   /* m0 even: tiles start at k * MM_MAX */  \
+        _Pragma("GCC unroll 2") for (int h = 0; h < PW / (CW); h++) {                             \
+            const int c0 = h * (CW) / 4, c1 = c0 + (CW) / 4;   /* columns 4c0 .. 4c1-1 */         \
+            _Pragma("GCC unroll 4") for (int pr = 0; pr < (MR + 1) / 2; pr++)                     \
+                _Pragma("GCC unroll 8") for (int v = 2 * c0; v < 2 * c1; v++)                     \
+                    mm[pr][v] = vdupq_n_s32(0);                                                   \
+            _Pragma("GCC unroll 1") for (int j = 0; j < QB / 8; j++) {                            \
+                if (SPLIT_(FMT) && j == QB / 16) {   /* Q6_K: inputs 0-15 have their own scale */ \
+                    MM_SUMS(MR, c0, c1)                                                           \
+                    DOT_FLOAT_COLS(FMT, MR, 0, hd, 0, c0, c1)                                     \
+                }                                                                                 \
+                int8x16_t w[8];                                                                   \
+                mm_##FMT(cp, j, w);                                                               \
+                _Pragma("GCC unroll 4") for (int pr = 0; pr < (MR + 1) / 2; pr++) {               \
+                    const int8x16_t xv = vld1q_s8(xp + 2 * ((int64_t)pr * a->K + blk * QB + 8 * j)); \
+                    _Pragma("GCC unroll 8") for (int v = 2 * c0; v < 2 * c1; v++)                 \
+                        mm[pr][v] = vmmlaq_s32(mm[pr][v], xv, w[v]);                              \
+                }                                                                                 \
+            }                                                                                     \
+            MM_SUMS(MR, c0, c1)                                                                   \
+            DOT_FLOAT_COLS(FMT, MR, HAS_MIN, hd + (SPLIT_(FMT) ? PW : 0), 1, c0, c1)              \
+        }                                                                                         \
     DOT_END(MR)                                                                                   \
 }
 
@@ -252,6 +345,40 @@ static inline void quads_Q5(const uint8_t *cp, int g, int8x16_t *w) { quads_code
 static inline void quads_Q6(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(6), g, w); }
 static inline void quads_Q9(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(9), g, w); }
 #define quads_Q7 quads_Q8
+
+/* SMMLA's codes, inputs 8j .. 8j+7, w[v] columns 2v | 2v+1 (each 64-bit half one column's 8
+   inputs in order). Q4: the 4 bytes of a column's 8 nibbles gathered on the packed bytes (two
+   zips each of 2 x 16 bytes), then split and interleaved: 24 instructions, where the way below
+   takes 28. */
+static inline void mm_Q4(const uint8_t *cp, int j, int8x16_t *w) {
+    const uint8_t *c = cp + 64 * j;   /* input pairs 4j .. 4j+3, 16 bytes each */
+    const uint8x16_t p0 = vld1q_u8(c), p1 = vld1q_u8(c + 16), p2 = vld1q_u8(c + 32), p3 = vld1q_u8(c + 48);
+    const uint16x8_t a0 = vreinterpretq_u16_u8(vzip1q_u8(p0, p1)), a1 = vreinterpretq_u16_u8(vzip2q_u8(p0, p1));
+    const uint16x8_t b0 = vreinterpretq_u16_u8(vzip1q_u8(p2, p3)), b1 = vreinterpretq_u16_u8(vzip2q_u8(p2, p3));
+    const uint16x8_t t[4] = {vzip1q_u16(a0, b0), vzip2q_u16(a0, b0), vzip1q_u16(a1, b1), vzip2q_u16(a1, b1)};
+    for (int q = 0; q < 4; q++) {   /* t[q]: columns 4q .. 4q+3, a 32-bit lane holds a column's pairs */
+        const uint8x16_t v = vreinterpretq_u8_u16(t[q]);
+        const uint8x16_t lo = vandq_u8(v, vdupq_n_u8(0x0f)), hi = vshrq_n_u8(v, 4);   /* inputs 0 2 4 6, 1 3 5 7 */
+        w[2 * q] = vreinterpretq_s8_u8(vzip1q_u8(lo, hi));
+        w[2 * q + 1] = vreinterpretq_s8_u8(vzip2q_u8(lo, hi));
+    }
+}
+
+/* the others: two groups' quads (each 32-bit lane one column's 4 inputs), zipped by 32 bits; the
+   planes' high bits are ORed into the quads, where each byte is one code */
+#define MM_BY_QUADS(FMT)                                                                          \
+static inline void mm_##FMT(const uint8_t *cp, int j, int8x16_t *w) {                            \
+    int8x16_t q0[4], q1[4];                                                                       \
+    quads_##FMT(cp, 2 * j, q0);                                                                   \
+    quads_##FMT(cp, 2 * j + 1, q1);                                                               \
+    for (int c = 0; c < 4; c++) {                                                                 \
+        const int32x4_t e = vreinterpretq_s32_s8(q0[c]), o = vreinterpretq_s32_s8(q1[c]);         \
+        w[2 * c] = vreinterpretq_s8_s32(vzip1q_s32(e, o));                                        \
+        w[2 * c + 1] = vreinterpretq_s8_s32(vzip2q_s32(e, o));                                    \
+    }                                                                                             \
+}
+MM_BY_QUADS(Q5) MM_BY_QUADS(Q6) MM_BY_QUADS(Q8) MM_BY_QUADS(Q9)
+#define mm_Q7 mm_Q8
 PAIR_TILE(Q4, 1, 1) PAIR_TILE(Q4, 2, 1) PAIR_TILE(Q4, 3, 1) PAIR_TILE(Q4, 4, 1)
 PAIR_TILE(Q5, 1, 1) PAIR_TILE(Q5, 2, 1) PAIR_TILE(Q5, 3, 1) PAIR_TILE(Q5, 4, 1)
 PAIR_TILE(Q6, 1, 0) PAIR_TILE(Q6, 2, 0) PAIR_TILE(Q6, 3, 0) PAIR_TILE(Q6, 4, 0)
@@ -264,40 +391,58 @@ QUAD_TILE(Q6, 1, 0) QUAD_TILE(Q6, 2, 0) QUAD_TILE(Q6, 3, 0) QUAD_TILE(Q6, 4, 0)
 QUAD_TILE(Q7, 1, 1) QUAD_TILE(Q7, 2, 1) QUAD_TILE(Q7, 3, 1) QUAD_TILE(Q7, 4, 1)
 QUAD_TILE(Q9, 1, 0) QUAD_TILE(Q9, 2, 0) QUAD_TILE(Q9, 3, 0) QUAD_TILE(Q9, 4, 0)
 QUAD_TILE(Q8, 1, 0) QUAD_TILE(Q8, 2, 0) QUAD_TILE(Q8, 3, 0) QUAD_TILE(Q8, 4, 0)
+#define MM_TILES(FMT, HAS_MIN)                                                                    \
+    MM_TILE(FMT, 2, 16, HAS_MIN) MM_TILE(FMT, 3, 16, HAS_MIN) MM_TILE(FMT, 4, 16, HAS_MIN)          \
+    MM_TILE(FMT, 5, 8, HAS_MIN) MM_TILE(FMT, 6, 8, HAS_MIN) MM_TILE(FMT, 7, 8, HAS_MIN)             \
+    MM_TILE(FMT, 8, 8, HAS_MIN)
+MM_TILES(Q4, 1) MM_TILES(Q5, 1) MM_TILES(Q6, 0) MM_TILES(Q7, 1) MM_TILES(Q9, 0) MM_TILES(Q8, 0)
 
 typedef void (*dot_tile)(const struct dot_job *, int, int);
-static const dot_tile TILES[2][6][MR_MAX + 1] = {   /* [dot product][Q4, Q8, bits 5, 6, 7, 9] */
+#define MM_ROW(FMT)                                                                               \
+    {0, quad_##FMT##_1, mm_##FMT##_2, mm_##FMT##_3, mm_##FMT##_4, mm_##FMT##_5, mm_##FMT##_6,       \
+     mm_##FMT##_7, mm_##FMT##_8}
+static const dot_tile TILES[3][6][MM_MAX + 1] = {   /* [path][Q4, Q8, bits 5, 6, 7, 9][rows] */
     {{0, pair_Q4_1, pair_Q4_2, pair_Q4_3, pair_Q4_4}, {0, pair_Q8_1, pair_Q8_2, pair_Q8_3, pair_Q8_4},
      {0, pair_Q5_1, pair_Q5_2, pair_Q5_3, pair_Q5_4}, {0, pair_Q6_1, pair_Q6_2, pair_Q6_3, pair_Q6_4},
      {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}, {0, pair_Q9_1, pair_Q9_2, pair_Q9_3, pair_Q9_4}},
     {{0, quad_Q4_1, quad_Q4_2, quad_Q4_3, quad_Q4_4}, {0, quad_Q8_1, quad_Q8_2, quad_Q8_3, quad_Q8_4},
      {0, quad_Q5_1, quad_Q5_2, quad_Q5_3, quad_Q5_4}, {0, quad_Q6_1, quad_Q6_2, quad_Q6_3, quad_Q6_4},
      {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}, {0, quad_Q9_1, quad_Q9_2, quad_Q9_3, quad_Q9_4}},
+    /* one row: the SDOT tile (SMMLA would pair it with itself, its codes rearranged once more) */
+    {MM_ROW(Q4), MM_ROW(Q8), MM_ROW(Q5), MM_ROW(Q6), MM_ROW(Q7), MM_ROW(Q9)},
 };
+static const int ROWS_PER_TILE[3] = {MR_MAX, MR_MAX, MM_MAX};
 
-/* 1 when the CPU has SDOT (HWCAP_ASIMDDP on Linux and Android); set once, when the library loads */
-static int dotprod;
+/* 0: pairs, 1: SDOT (HWCAP_ASIMDDP on Linux and Android), 2: SMMLA (HWCAP2_I8MM, and SDOT too
+   for the 1-row tiles: SDOT is mandatory from ARMv8.4, i8mm optional from ARMv8.2); set once,
+   when the library loads */
+static int path;
 
 __attribute__((constructor)) static void pick_path(void) {
+    int dot = 0, mm = 0;
 #if defined(__ARM_FEATURE_DOTPROD)
-    dotprod = 1;   /* built for such CPUs only */
-#elif defined(__linux__)
-    dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-#else
-    dotprod = 0;
+    dot = 1;   /* built for such CPUs only */
 #endif
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+    mm = 1;
+#endif
+#if defined(__linux__)
+    dot |= (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+    mm |= (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#endif
+    path = dot ? 1 + mm : 0;
 }
 
-/* a work item: panels [g*GP, g*GP+GP) x all rows, up to MR_MAX rows at a time (the codes of a
-   panel stay in cache across the row groups; each row's arithmetic is the same in every tile) */
+/* a work item: panels [g*GP, g*GP+GP) x all rows, up to ROWS_PER_TILE rows at a time (the codes
+   of a panel stay in cache across the row groups; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const int codes = CODES(a->bits);
-    const dot_tile *tiles = TILES[dotprod][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : codes == 9 ? 5 : 0];
+    const int codes = CODES(a->bits), rows = ROWS_PER_TILE[path];
+    const dot_tile *tiles = TILES[path][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : codes == 9 ? 5 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
-        for (int m = 0; m < a->M; m += MR_MAX)
-            tiles[a->M - m < MR_MAX ? a->M - m : MR_MAX](a, m, p);
+        for (int m = 0; m < a->M; m += rows)
+            tiles[a->M - m < rows ? a->M - m : rows](a, m, p);
 }
 
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
@@ -319,9 +464,22 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
                 qs[2 * at + h] = sum;
             }
         }
+    int8_t *pairs = NULL;   /* the SMMLA tiles' rows, 8 inputs of two rows in turn (struct dot_job) */
+    if (path == 2 && M > 1) {
+        pairs = malloc((size_t)(M + 1) / 2 * K * 2);
+        if (!pairs) abort();
+        for (int i = 0; i < (M + 1) / 2; i++) {
+            const int8_t *r0 = codes + (int64_t)2 * i * K, *r1 = 2 * i + 1 < M ? r0 + K : r0;
+            for (int k = 0; k < K; k += 8) {
+                memcpy(pairs + ((int64_t)i * K + k) * 2, r0 + k, 8);
+                memcpy(pairs + ((int64_t)i * K + k) * 2 + 8, r1 + k, 8);
+            }
+        }
+    }
     const int P = (N + PW - 1) / PW;
-    struct dot_job a = {packed, b, res, y, codes, dx, sx, qs, M, N, K, P, bits};
+    struct dot_job a = {packed, b, res, y, codes, dx, sx, qs, pairs, M, N, K, P, bits};
     hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
+    free(pairs);
     free(codes);
     free(scales);
     free(qs);
