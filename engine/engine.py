@@ -121,6 +121,7 @@ class Engine:
             raise
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
+        compact.use_kv(options.kv)
         if backend == "torch" and linear == "native" and kernel is None and progress:
             progress(f"native kernel unavailable ({why_not}); using {compact.kernel}")
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT[backend])

@@ -13,6 +13,7 @@ from .errors import EngineError
 
 LINEAR_CHOICES = ("native", "onednn", "mkl")
 DECODE_CHOICES = ("int8", "exact")
+KV_CHOICES = ("auto", "f16", "f32")
 ISA_CHOICES = ("auto", "avx2", "avx-vnni", "avx512-vnni", "neon")   # kernels/__init__.py: ISA_FLAGS
 SPIN_US_MAX = 1_000_000          # pool.c's bound: a second of spinning is never what is meant
 DEFAULT_SPIN_US = 200            # pool.c explains the number
@@ -25,13 +26,16 @@ class EngineOptions:
     ``decode``: the arithmetic of every pass (prefill chunks, steps, trees) on weights held as
     codes (``int8``: integer dot products on 8-bit activations, as llama.cpp; ``exact``: fp32).
     ``isa``: ``auto`` (the best build for the CPU) or one build by name (``avx2`` keeps the AVX2
-    kernels on a CPU with VNNI; a build the CPU cannot run is refused at load). ``spin_us``: how long the
+    kernels on a CPU with VNNI; a build the CPU cannot run is refused at load). ``kv``: the KV
+    cache's values (``f16`` halves its memory and what attention reads each step, as llama.cpp
+    keeps it; ``auto``: f16 on the native kernels in int8 arithmetic, f32 otherwise). ``spin_us``: how long the
     kernels' pool workers spin after a job before sleeping. qnn: ``qnn_switch`` progressive graph
     switching (None: on unless the layout shares weights), ``qnn_early_switch`` (see
     qnn/blocks.py), ``qnn_shared`` weight-shared context binaries (None: on a Snapdragon only)."""
     linear: str = "native"
     decode: str = "int8"
     isa: str = "auto"
+    kv: str = "auto"
     spin_us: int = DEFAULT_SPIN_US
     qnn_switch: bool | None = None
     qnn_early_switch: bool = False
@@ -42,7 +46,8 @@ class EngineOptions:
         # the settings check first and say which file or variable; this guards direct callers
         for name, value, choices in (("linear", self.linear, LINEAR_CHOICES),
                                      ("decode", self.decode, DECODE_CHOICES),
-                                     ("isa", self.isa, ISA_CHOICES)):
+                                     ("isa", self.isa, ISA_CHOICES),
+                                     ("kv", self.kv, KV_CHOICES)):
             if value not in choices:
                 raise EngineError(f"engine option {name}={value!r} is not one of {', '.join(choices)}")
         if isinstance(self.spin_us, bool) or not isinstance(self.spin_us, int) \

@@ -1,12 +1,13 @@
 """The native kernels' cost by rows, one instruction-set build against another, in one process.
 
     python -m engine.bench.kernels [--isas auto,avx2] [--types Q4_K,Q6_K,...] [--rows 1,2,4,8,16]
-    python -m engine.bench.kernels --model FILE.gguf [--isas ...]      # a verification's cost curve
+    python -m engine.bench.kernels --model FILE.gguf [--isas ...] [--kv f32,f16] [--past N]   # a verification's cost curve
 
 Without ``--model``: one weight at a time (``hexa_linear_dot``, the decoding arithmetic) on random
 GGUF blocks of each type, packed as the engine packs them, at a cache-resident shape and at one
 streamed from memory. With ``--model``: the cost of a verification, the model's forward + logits
-of S rows over a 512-token context (the draft-tree sizer's cost curve), with each build's kernels.
+of S rows over a ``--past``-token context (the draft-tree sizer's cost curve), with each build's
+kernels and each KV cache type.
 
 Every build is loaded into this process and the builds are timed in turn, call after call (the
 machines these run on are shared: what matters is the ratio within one run), with a pause between
@@ -102,16 +103,17 @@ def weight_table(kernels: dict, types: list[str], shapes, rows: list[int], reps:
 
 
 def model_table(model_path: str, isas: list[str], cache: Path, threads: int, rows: list[int], reps: int,
-                past: int = 512) -> list[dict]:
+                past: int = 512, kvs: tuple[str, ...] = ("auto",)) -> list[dict]:
     from ..engine import Engine
 
     engines = {}
     for isa in isas:
-        e = Engine.load(model_path, cache, threads=threads, options=EngineOptions(isa=isa))
-        got = getattr(e.model, "kernel", "")
-        if not got.startswith(isa if isa != "auto" else ""):
-            raise SystemExit(f"kernels bench: the {isa} engine runs {got!r}")
-        engines[got.split()[0]] = e.model
+        for kv in kvs:
+            e = Engine.load(model_path, cache, threads=threads, options=EngineOptions(isa=isa, kv=kv))
+            got = getattr(e.model, "kernel", "")
+            if not got.startswith(isa if isa != "auto" else ""):
+                raise SystemExit(f"kernels bench: the {isa} engine runs {got!r}")
+            engines[f"{got.split()[0]} {str(e.model.kv_dtype).removeprefix('torch.')}"] = e.model
     results = []
     g = torch.Generator().manual_seed(0)
     caches = {}
@@ -130,9 +132,10 @@ def model_table(model_path: str, isas: list[str], cache: Path, threads: int, row
             with torch.inference_mode():
                 return model.logits(model.forward(toks, pos, c, mask))
         outs = {n: call(model, caches[n]) for n, model in engines.items()}
-        first = next(iter(outs.values()))
-        if not all(torch.equal(first, o) for o in outs.values()):
-            raise SystemExit(f"kernels bench: the logits of {m} rows differ between builds")
+        for kv in {n.split()[1] for n in outs}:    # the same cache type: the same bits on every build
+            same = [o for n, o in outs.items() if n.split()[1] == kv]
+            if not all(torch.equal(same[0], o) for o in same):
+                raise SystemExit(f"kernels bench: the logits of {m} rows differ between builds")
         ms = interleaved({n: (lambda model=model, c=caches[n]: call(model, c)) for n, model in engines.items()}, reps)
         results.append(dict(weight=f"{Path(model_path).name} forward+logits @{past}", rows=m, ms=ms))
     return results
@@ -160,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", default=",".join(f"{n}x{k}" for n, k in SHAPES), metavar="NxK,...")
     p.add_argument("--rows", default=",".join(map(str, ROWS)), metavar="N,...")
     p.add_argument("--model", default=None, metavar="FILE", help="a verification's cost curve on this model")
+    p.add_argument("--kv", default="auto", metavar="KV,...", help="with --model: KV cache types to compare (f32, f16)")
+    p.add_argument("--past", type=int, default=512, metavar="N", help="with --model: tokens of context")
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--json", type=Path, default=None, metavar="FILE")
@@ -175,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cache = a.cache or Path(tmp)
         if a.model:
-            results = model_table(a.model, isas, cache, a.threads, rows, a.reps)
+            results = model_table(a.model, isas, cache, a.threads, rows, a.reps, a.past, tuple(a.kv.split(",")))
         else:
             shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
             results = weight_table(builds(isas, cache, a.threads), a.types.split(","), shapes, rows, a.reps)

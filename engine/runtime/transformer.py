@@ -120,6 +120,7 @@ class CompactTransformer:
         if decode not in DECODE_CHOICES:
             raise EngineError(f"decode {decode!r} is not one of {', '.join(DECODE_CHOICES)}")
         self.exact = decode == "exact"
+        self.kv_dtype = torch.float32   # the KV cache's values (use_kv)
         self.kernel = self._library
         self.kernel_build = ""   # the native kernel's source digest, if in use
 
@@ -224,7 +225,16 @@ class CompactTransformer:
         c = self.config
         if capacity > self._rope_rows:
             self._grow_rope(max(capacity, min(2 * self._rope_rows, c.max_positions)))
-        return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity)
+        return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity, self.kv_dtype)
+
+    def use_kv(self, kv: str) -> None:
+        """The KV cache's values from now on: "f16", "f32", or "auto" (f16 where the native kernels
+        run the layers in int8 arithmetic: a step's attention reads half the bytes, 46 KB a token
+        of context for SmolLM2 instead of 92; "exact" keeps the fp32 arithmetic's reference
+        values). Any pass reads back exactly what any pass wrote (one rounding, to nearest even,
+        when it is written), so trees still equal plain steps and warm runs cold ones."""
+        f16 = kv == "f16" or (kv == "auto" and self.native is not None and not self.exact)
+        self.kv_dtype = torch.float16 if f16 else torch.float32
 
     def begin_prefill(self, total_tokens: int) -> None:
         """Nothing to plan: every shape runs as it comes, prefill in decoding's arithmetic."""
@@ -372,8 +382,10 @@ class CompactTransformer:
         token-major [S, heads*head_dim] rows the output projection reads."""
         c = self.config
         S = q.shape[1] // self._group
-        o = F.scaled_dot_product_attention(q[None], cache.k[layer, None, :, :end], cache.v[layer, None, :, :end],
-                                           attn_mask=mask)
+        k, v = cache.k[layer, None, :, :end], cache.v[layer, None, :, :end]
+        if k.dtype != q.dtype:   # an fp16 cache, read back as the fp32 values it holds
+            k, v = k.float(), v.float()
+        o = F.scaled_dot_product_attention(q[None], k, v, attn_mask=mask)
         return o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q)
 
     @torch.inference_mode()

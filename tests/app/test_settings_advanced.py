@@ -25,6 +25,7 @@ KNOBS = [
     ("engine_linear", "HEXA_LINEAR", "MKL", "mkl", "fast"),
     ("engine_decode", "HEXA_DECODE", "exact", "exact", "fp16"),
     ("engine_isa", "HEXA_ISA", "avx2", "avx2", "sse"),
+    ("engine_kv", "HEXA_KV", "f16", "f16", "bf16"),
     ("engine_spin_us", "HEXA_SPIN_US", "50", 50, "-1"),
     ("qnn_switch", "HEXA_QNN_SWITCH", "0", False, "maybe"),
     ("qnn_early_switch", "HEXA_QNN_EARLY_SWITCH", "1", True, "2"),
@@ -95,10 +96,10 @@ def test_saving_writes_the_tables_and_keeps_the_rest(tmp_path):
 
 def test_the_options_objects_carry_the_settings(tmp_path):
     s = load(tmp_path / "none.toml", env={"HEXA_LINEAR": "mkl", "HEXA_DECODE": "exact", "HEXA_ISA": "avx2",
-                                          "HEXA_SPIN_US": "7", "CC": "gcc", "HEXA_QNN_SWITCH": "off",
+                                          "HEXA_KV": "f32", "HEXA_SPIN_US": "7", "CC": "gcc", "HEXA_QNN_SWITCH": "off",
                                           "HEXA_QNN_EARLY_SWITCH": "on", "HEXA_QNN_SHARED": "0",
                                           "HEXA_EMBED_MODEL": str(ROOT), "HEXA_EMBED_THREADS": "3"}).settings
-    assert config.engine_options(s) == EngineOptions("mkl", "exact", "avx2", 7, False, True, False, "gcc")
+    assert config.engine_options(s) == EngineOptions("mkl", "exact", "avx2", "f32", 7, False, True, False, "gcc")
     assert config.memory_options(s) == MemoryOptions(ROOT, 3)
     assert config.engine_options(Settings()) == EngineOptions() and config.memory_options(Settings()) == MemoryOptions()
 

@@ -188,6 +188,7 @@ def test_native_layers_match_the_torch_layers(real_engine, monkeypatch):
     the exact arithmetic (decoding's integer dot products are checked in test_kernels_fused)."""
     model = real_engine.model
     monkeypatch.setattr(model, "exact", True)
+    monkeypatch.setattr(model, "kv_dtype", torch.float32)   # the exact arithmetic's cache (use_kv)
     assert model.native is not None
     tokens = torch.randint(0, model.config.vocab_size, (70,), generator=torch.Generator().manual_seed(6))
 

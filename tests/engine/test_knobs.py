@@ -128,3 +128,31 @@ def test_first_load_reports_the_compile_through_progress(engine, monkeypatch, tm
                     options=EngineOptions(linear="mkl"))
     assert e.model.kernel == "mkl" and not [m for m in said if "kernel" in m]   # no native kernels tried
     assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+def test_the_kv_option_picks_the_caches_values():
+    """f16 where the native kernels run the layers in int8 arithmetic ("auto"), or as asked; the
+    torch glue reads an fp16 cache back as the fp32 values it holds."""
+    m = tiny_model("mkl")                          # no native kernel: auto keeps fp32
+    m.use_kv("auto")
+    assert m.new_cache(4).k.dtype == torch.float32
+    ids = torch.tensor([3, 1, 4, 1, 5])
+    ref = m.logits(m.forward(ids, torch.arange(5), m.new_cache(8)))
+    m.use_kv("f16")
+    cache = m.new_cache(8)
+    assert cache.k.dtype == cache.v.dtype == torch.float16 and cache.nbytes() == 2 * 8 * 8 * 2
+    assert torch.allclose(m.logits(m.forward(ids, torch.arange(5), cache)), ref, atol=1e-2)
+    with pytest.raises(EngineError) as info:
+        EngineOptions(kv="bf16")
+    assert "kv" in str(info.value) and "f16" in str(info.value)
+
+
+@pytest.mark.slow
+def test_the_real_model_keeps_fp16_kv_in_int8_arithmetic_and_fp32_in_exact(real_engine):
+    model = real_engine.model
+    assert model.native is not None and not model.exact
+    assert model.kv_dtype == torch.float16 and model.new_cache(4).k.dtype == torch.float16
+    exact = CompactTransformer.__new__(CompactTransformer)
+    exact.native, exact.exact = model.native, True
+    exact.use_kv("auto")
+    assert exact.kv_dtype == torch.float32

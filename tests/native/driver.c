@@ -543,7 +543,7 @@ static void attend_rows(const struct attn *a, int r0, int M, float *out) {
     for (int h = 0; h < a->H; h++)
         memcpy(q + (int64_t)h * M * HD, a->q + ((int64_t)h * a->R + r0) * HD, sizeof(float) * M * HD);
     hexa_attention(q, a->k, a->v, a->mask ? a->mask + (int64_t)r0 * a->L : NULL, out, a->H, M, a->L, HD, a->stride, 0, 0,
-                   a->threads);
+                   0, a->threads);
     drop();
 }
 
@@ -597,7 +597,7 @@ static void attention_case(const char *name, int H, int R, int L, int S, const f
     double *ref = doubles(HD), *tol = doubles(HD);
     for (a.threads = 1; a.threads <= 3; a.threads += 2) {
         at("hexa_attention", "%s H=%d R=%d L=%d threads=%d", name, H, R, L, a.threads);
-        hexa_attention(a.q, a.k, a.v, mask, full, H, R, L, HD, a.stride, 0, 0, a.threads);
+        hexa_attention(a.q, a.k, a.v, mask, full, H, R, L, HD, a.stride, 0, 0, 0, a.threads);
         for (int h = 0; h < H; h++)
             for (int r = 0; r < R; r++) {
                 const float *row = full + ((int64_t)h * R + r) * HD;
@@ -621,7 +621,7 @@ static void attention_case(const char *name, int H, int R, int L, int S, const f
         }
         if (S) {   /* row r of kv head h: query head h*G + r/S at token r%S */
             at("hexa_attention", "%s H=%d R=%d L=%d threads=%d S=%d", name, H, R, L, a.threads, S);
-            hexa_attention(a.q, a.k, a.v, mask, tok, H, R, L, HD, a.stride, S, 0, a.threads);
+            hexa_attention(a.q, a.k, a.v, mask, tok, H, R, L, HD, a.stride, S, 0, 0, a.threads);
             const int G = R / S;
             for (int h = 0; h < H; h++)
                 for (int r = 0; r < R; r++)
@@ -633,6 +633,22 @@ static void attention_case(const char *name, int H, int R, int L, int S, const f
     at("hexa_attention", "%s H=%d R=%d L=%d", name, H, R, L);
     keep("out", full, sizeof(float) * n);
     if (S) keep("token-major", tok, sizeof(float) * n);
+    /* an fp16 cache: the fp32 cache of the same values (widened) gives the same bits, so every
+       check above holds for it too; its own output joins the dump */
+    const int64_t values = H * a.stride;
+    uint16_t *k16 = grab(2 * values), *v16 = grab(2 * values);
+    float *kw = floats(values), *vw = floats(values), *half = floats(n);
+    narrow_f16(a.k, k16, (int)values);
+    narrow_f16(a.v, v16, (int)values);
+    widen_f16(k16, kw, (int)values);
+    widen_f16(v16, vw, (int)values);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        at("hexa_attention", "%s fp16 cache H=%d R=%d L=%d threads=%d", name, H, R, L, threads);
+        hexa_attention(a.q, kw, vw, mask, full, H, R, L, HD, a.stride, S, 0, 0, threads);
+        hexa_attention(a.q, k16, v16, mask, half, H, R, L, HD, a.stride, S, 0, 1, threads);
+        same(0, half, full, n, "the fp32 cache of its values");
+    }
+    keep("fp16 cache", half, sizeof(float) * n);
 }
 
 /* additive causal mask of S tokens after `start` cached ones, rows repeated for G query heads */
@@ -681,7 +697,7 @@ static void tree_against_plain(int P, int n, int G, int D, int threads) {
         for (int j = 0; j < L; j++) m[j] = j < P ? 0.f : -INFINITY;
         for (int x = r % n; x >= 0; x = parent[x]) m[P + x] = 0.f;
     }
-    hexa_attention(q, k, v, mask, out, H, G * n, L, D, stride, 0, n, threads);
+    hexa_attention(q, k, v, mask, out, H, G * n, L, D, stride, 0, n, 0, threads);
     float *pk = floats(H * stride), *pv = floats(H * stride), *pq = floats((int64_t)H * G * D), *po = floats((int64_t)H * G * D);
     for (int x = 0; x < n; x++) {
         memcpy(pk, k, sizeof(float) * H * stride);
@@ -694,7 +710,7 @@ static void tree_against_plain(int P, int n, int G, int D, int threads) {
         for (int h = 0; h < H; h++)
             for (int g = 0; g < G; g++)
                 memcpy(pq + ((int64_t)h * G + g) * D, q + ((int64_t)h * G * n + g * n + x) * D, sizeof(float) * D);
-        hexa_attention(pq, pk, pv, NULL, po, H, G, P + depth[x] + 1, D, stride, 1, 1, threads);
+        hexa_attention(pq, pk, pv, NULL, po, H, G, P + depth[x] + 1, D, stride, 1, 1, 0, threads);
         for (int h = 0; h < H; h++)
             for (int g = 0; g < G; g++)
                 same(x, out + ((int64_t)h * G * n + g * n + x) * D, po + ((int64_t)h * G + g) * D, D, "a plain step");
@@ -808,7 +824,7 @@ static void check_rope_split(void) {
     for (int threads = 1; threads <= 3; threads += 2) {
         at("hexa_rope_split", "M=%d Hq=%d Hkv=%d start=%d threads=%d", M, Hq, Hkv, start, threads);
         for (int64_t i = 0; i < cache; i++) k[i] = v[i] = k1[i] = v1[i] = sentinel;
-        hexa_rope_split(qkv, cos, sin, q, k, v, M, Hq, Hkv, HD, stride, start, qscale, NULL, NULL, 0.f, threads);
+        hexa_rope_split(qkv, cos, sin, q, k, v, M, Hq, Hkv, HD, stride, start, qscale, NULL, NULL, 0.f, 0, threads);
         for (int m = 0; m < M; m++) {
             const float *row = qkv + (int64_t)m * W, *c = cos + (int64_t)m * HD, *s = sin + (int64_t)m * HD;
             for (int h = 0; h < Hq; h++) {
@@ -822,7 +838,7 @@ static void check_rope_split(void) {
                 same(m, v + slot, row + (Hq + Hkv + h) * HD, HD, "qkv's v");
             }
             /* the token alone, at its own position */
-            hexa_rope_split(row, c, s, q1, k1, v1, 1, Hq, Hkv, HD, stride, start + m, qscale, NULL, NULL, 0.f, threads);
+            hexa_rope_split(row, c, s, q1, k1, v1, 1, Hq, Hkv, HD, stride, start + m, qscale, NULL, NULL, 0.f, 0, threads);
             for (int h = 0; h < Hq; h++) same(m, q1 + (int64_t)h * HD, q + ((int64_t)h * M + m) * HD, HD, "the whole batch");
         }
         for (int h = 0; h < Hkv; h++)   /* same cache, every row outside start..start+M-1 untouched */
@@ -843,9 +859,27 @@ static void check_rope_split(void) {
         memcpy(first, q, sizeof(float) * Hq * M * HD);
         memcpy(firstk, k, sizeof(float) * cache);
     }
+    /* an fp16 cache: each value the fp32 one rounded to nearest even, rows outside untouched */
+    at("hexa_rope_split", "fp16 cache M=%d Hq=%d Hkv=%d start=%d", M, Hq, Hkv, start);
+    uint16_t *k16 = grab(2 * cache), *v16 = grab(2 * cache), *want = grab(2 * cache);
+    for (int64_t i = 0; i < cache; i++) k16[i] = v16[i] = 0x7bff;   /* 65504: a sentinel */
+    hexa_rope_split(qkv, cos, sin, q, k16, v16, M, Hq, Hkv, HD, stride, start, qscale, NULL, NULL, 0.f, 1, 3);
+    for (int h = 0; h < Hkv; h++)
+        for (int j = 0; j < cap; j++) {
+            const int64_t slot = h * stride + (int64_t)j * HD;
+            for (int kv = 0; kv < 2; kv++) {
+                const float *f = (kv ? v : k) + slot;
+                const uint16_t *got = (kv ? v16 : k16) + slot;
+                if (j >= start && j < start + M) narrow_f16(f, want, HD);
+                else for (int d = 0; d < HD; d++) want[d] = 0x7bff;
+                checks++;
+                if (memcmp(got, want, 2 * HD)) fail(j, "%s cache row differs from the fp32 row rounded", kv ? "v" : "k");
+            }
+        }
     at("hexa_rope_split", "M=%d Hq=%d Hkv=%d start=%d", M, Hq, Hkv, start);
     keep("q", q, sizeof(float) * Hq * M * HD);
     keep("k", k, sizeof(float) * cache);
+    keep("k fp16", k16, 2 * cache);
     release();
 }
 
@@ -871,13 +905,14 @@ static float *window_mask(int G, int S, int start, int W);
    prompt prefilled in two passes (64 + 60 tokens, causal), one pass of 9 tokens with a causal mask
    must give, row by row, exactly what 9 one-token passes give (the KV cache filled as it goes), in
    both arithmetics: the property lossless speculative decoding rests on. */
-static void forward_case(const int Dh, const int gemma) {
+static void forward_case(const int Dh, const int gemma, const int kv_f16) {
     enum { LAYERS = 2, HID = 96, FFN = 83, PROMPT = 124, S = 9, CAP = 140, W = 50 };
     const int HEADS = gemma ? 2 : 4, KV = gemma ? 1 : 2, G = HEADS / KV;
     const int QKV = (HEADS + 2 * KV) * Dh, ATT = HEADS * Dh;
     static const int bits[LAYERS][4] = {{4, 8, 4, 0}, {0, 4, 0, 0}};   /* wqkv, wo, wgu, wdown */
     seed(800);
-    at("hexa_forward", "layers=%d hidden=%d heads=%d/%d of %d ffn=%d gemma=%d", LAYERS, HID, HEADS, KV, Dh, FFN, gemma);
+    at("hexa_forward", "layers=%d hidden=%d heads=%d/%d of %d ffn=%d gemma=%d kv_f16=%d", LAYERS, HID, HEADS, KV, Dh, FFN,
+       gemma, kv_f16);
     struct hexa_layer layer[LAYERS];
     for (int i = 0; i < LAYERS; i++) {
         const int *b = bits[i];
@@ -897,7 +932,9 @@ static void forward_case(const int Dh, const int gemma) {
     float *norm = randoms(HID, 0.25f);
     for (int d = 0; d < HID; d++) norm[d] += 1.f;
     const int64_t head = (int64_t)CAP * Dh, layer_stride = KV * head, cache = LAYERS * layer_stride;
-    struct hexa_model model = {LAYERS, HID, HEADS, KV, Dh, FFN, gemma, 1e-5f, 1.f / sqrtf((float)Dh), layer, norm, layer_stride, head, 3};
+    struct hexa_model model = {LAYERS, HID, HEADS, KV, Dh, FFN, gemma, 1e-5f, 1.f / sqrtf((float)Dh), layer, norm, layer_stride,
+                               head, kv_f16, 3};
+    const size_t es = kv_f16 ? 2 : 4, bytes = es * cache;   /* a cache value's bytes, the cache's */
     const int P = PROMPT + S;
     float *emb = randoms((int64_t)P * HID, 1.f), *cos = randoms((int64_t)P * Dh, 1.f), *sin = randoms((int64_t)P * Dh, 1.f);
     float *lcos = randoms((int64_t)P * Dh, 1.f), *lsin = randoms((int64_t)P * Dh, 1.f);   /* the local layers' rotation */
@@ -914,10 +951,10 @@ static void forward_case(const int Dh, const int gemma) {
                      k0, v0, scratch, pass, 1);
     }
     for (int exact = 1; exact >= 0; exact--) {
-        at("hexa_forward", "layers=%d hidden=%d heads=%d/%d of %d ffn=%d gemma=%d exact=%d start=%d S=%d", LAYERS, HID,
-           HEADS, KV, Dh, FFN, gemma, exact, PROMPT, S);
-        memcpy(ka, k0, sizeof(float) * cache); memcpy(va, v0, sizeof(float) * cache);
-        memcpy(kb, k0, sizeof(float) * cache); memcpy(vb, v0, sizeof(float) * cache);
+        at("hexa_forward", "layers=%d hidden=%d heads=%d/%d of %d ffn=%d gemma=%d kv_f16=%d exact=%d start=%d S=%d",
+           LAYERS, HID, HEADS, KV, Dh, FFN, gemma, kv_f16, exact, PROMPT, S);
+        memcpy(ka, k0, bytes); memcpy(va, v0, bytes);
+        memcpy(kb, k0, bytes); memcpy(vb, v0, bytes);
         memcpy(x, emb + (int64_t)PROMPT * HID, sizeof(float) * S * HID);
         hexa_forward(&model, x, cos + (int64_t)PROMPT * Dh, sin + (int64_t)PROMPT * Dh, causal_mask(G, S, PROMPT),
                      lcos + (int64_t)PROMPT * Dh, lsin + (int64_t)PROMPT * Dh, window_mask(G, S, PROMPT, W), S, PROMPT,
@@ -935,16 +972,17 @@ static void forward_case(const int Dh, const int gemma) {
             same(t, row, steps + (int64_t)t * HID, HID, "one-token passes");
             for (int i = 0; i < LAYERS; i++)
                 for (int h = 0; h < KV; h++) {
-                    const int64_t slot = i * layer_stride + h * head + (int64_t)(PROMPT + t) * Dh;
+                    const int64_t at = (i * layer_stride + h * head + (int64_t)(PROMPT + t) * Dh) * es;   /* bytes */
+                    const int n = (int)(Dh * es / sizeof(float));   /* the row's bytes, compared as floats */
                     char what[80];
                     snprintf(what, sizeof what, "one-token passes (layer %d kv head %d, k cache)", i, h);
-                    same(t, ka + slot, kb + slot, Dh, what);
+                    same(t, (float *)((char *)ka + at), (float *)((char *)kb + at), n, what);
                     snprintf(what, sizeof what, "one-token passes (layer %d kv head %d, v cache)", i, h);
-                    same(t, va + slot, vb + slot, Dh, what);
+                    same(t, (float *)((char *)va + at), (float *)((char *)vb + at), n, what);
                 }
         }
         keep("out", pass, sizeof(float) * S * HID);
-        keep("k cache", ka, sizeof(float) * cache);
+        keep("k cache", ka, bytes);
     }
     release();
 }
@@ -965,8 +1003,10 @@ static float *window_mask(int G, int S, int start, int W) {
 /* the tiny llama above, and a tiny gemma3 (heads of 128 dims, q/k and post norms, GELU, a
    sliding-window layer with its own rotation) */
 static void check_forward(void) {
-    forward_case(64, 0);
-    forward_case(128, 1);
+    for (int kv_f16 = 0; kv_f16 <= 1; kv_f16++) {
+        forward_case(64, 0, kv_f16);
+        forward_case(128, 1, kv_f16);
+    }
 }
 
 /* ---- the worker pool ----------------------------------------------------------------------- */

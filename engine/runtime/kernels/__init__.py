@@ -25,6 +25,7 @@ import torch
 
 from ...options import EngineOptions
 from .binding import HEADER
+from .fused import kv_f16
 
 KERNELS = Path(__file__).parent
 PANEL = HEADER.constants["HEXA_PANEL"]                    # output columns per packed panel
@@ -192,7 +193,7 @@ class NativeKernel:
         if mask is not None:
             mask = mask.contiguous()
         self.fn["hexa_attention"](q.data_ptr(), k.data_ptr(), v.data_ptr(), _ptr(mask), out.data_ptr(), H, R, length,
-                                  D, k.stride(0), tokens, pass_keys, self.threads)
+                                  D, k.stride(0), tokens, pass_keys, kv_f16(k, v), self.threads)
         return out
 
     def rmsnorm(self, x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
@@ -231,7 +232,8 @@ class NativeKernel:
         cos, sin = cos.contiguous(), sin.contiguous()
         self.fn["hexa_rope_split"](qkv.contiguous().data_ptr(), cos.data_ptr(), sin.data_ptr(), q.data_ptr(),
                                    k_cache.data_ptr(), v_cache.data_ptr(), S, heads, kv_heads, D, k_cache.stride(0),
-                                   start, q_scale, _ptr(q_norm), _ptr(k_norm), eps, self.threads)
+                                   start, q_scale, _ptr(q_norm), _ptr(k_norm), eps, kv_f16(k_cache, v_cache),
+                                   self.threads)
         return q
 
 

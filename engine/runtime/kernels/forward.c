@@ -52,7 +52,7 @@ static void project_add(const void *w, int bits, int exact, const float *in, con
    RMSNorm of the last layer's output. */
 void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask,
                   const float *cos_local, const float *sin_local, const float *mask_local,
-                  int S, int start, float *k_cache, float *v_cache, float *scratch, float *out,
+                  int S, int start, void *k_cache, void *v_cache, float *scratch, float *out,
                   int exact) {
     const int D = m->hidden, Hq = m->heads, Hkv = m->kv_heads, F = m->ffn, T = m->threads, HD = m->head_dim;
     const int QKV = (Hq + 2 * Hkv) * HD, ATT = Hq * HD;
@@ -60,14 +60,15 @@ void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const 
     float *gu = o + (int64_t)S * ATT, *act = gu + (int64_t)S * 2 * F;
     for (int i = 0; i < m->layers; i++) {
         const struct hexa_layer *L = m->layer + i;
-        float *kc = k_cache + i * m->cache_layer_stride, *vc = v_cache + i * m->cache_layer_stride;
+        const int64_t at = i * m->cache_layer_stride * (m->kv_f16 ? 2 : 4);   /* bytes */
+        void *kc = (char *)k_cache + at, *vc = (char *)v_cache + at;
         const float *c = L->local ? cos_local : cos, *s = L->local ? sin_local : sin;
         const float *mk = L->local ? mask_local : mask;
         hexa_rmsnorm(x, L->ln_in, h, S, D, m->eps, T);
         linear(L->wqkv, L->wqkv_bits, exact, h, L->bqkv, NULL, qkv, S, QKV, D, T);
         hexa_rope_split(qkv, c, s, q, kc, vc, S, Hq, Hkv, HD, m->cache_head_stride, start, m->qscale,
-                        L->q_norm, L->k_norm, m->eps, T);
-        hexa_attention(q, kc, vc, mk, o, Hkv, Hq / Hkv * S, start + S, HD, m->cache_head_stride, S, S, T);
+                        L->q_norm, L->k_norm, m->eps, m->kv_f16, T);
+        hexa_attention(q, kc, vc, mk, o, Hkv, Hq / Hkv * S, start + S, HD, m->cache_head_stride, S, S, m->kv_f16, T);
         project_add(L->wo, L->wo_bits, exact, o, L->post_attn, x, h, S, D, ATT, m->eps, T);
         hexa_rmsnorm(x, L->ln_post, h, S, D, m->eps, T);
         linear(L->wgu, L->wgu_bits, exact, h, NULL, NULL, gu, S, 2 * F, D, T);

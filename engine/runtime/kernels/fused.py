@@ -13,6 +13,13 @@ _Layer, _Model = HEADER.structs["hexa_layer"], HEADER.structs["hexa_model"]
 _SLOTS = ("wqkv", "wo", "wgu", "wdown")
 
 
+def kv_f16(k: torch.Tensor, v: torch.Tensor) -> int:
+    """1 for an fp16 cache, 0 for fp32 (what the kernels take)."""
+    if k.dtype != v.dtype or k.dtype not in (torch.float16, torch.float32):
+        raise ValueError("the KV cache must be fp16 or fp32, K and V alike")
+    return int(k.dtype == torch.float16)
+
+
 def _weight(w) -> tuple[int, int]:
     """(pointer, bits) of a PackedWeight: its codes when it has them, else its fp32 panels."""
     if w.quant is not None:
@@ -61,6 +68,7 @@ class FusedForward:
         if S > ROWS or not (x.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous()):
             raise ValueError(f"fused forward: at most {ROWS} contiguous rows and a contiguous cache")
         self.model.cache_layer_stride, self.model.cache_head_stride = k_cache.stride(0), k_cache.stride(1)
+        self.model.kv_f16 = kv_f16(k_cache, v_cache)
         out = torch.empty_like(x)
         cos, sin = cos.contiguous(), sin.contiguous()
         lc, ls, lm = (t.contiguous() if t is not None else None for t in (local or (cos, sin, mask)))

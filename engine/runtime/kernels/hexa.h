@@ -56,8 +56,9 @@ struct hexa_model {
     float qscale;
     const struct hexa_layer *layer;
     const float *norm;
-    int64_t cache_layer_stride;   /* floats between two layers of the K (and V) cache */
-    int64_t cache_head_stride;    /* floats between two kv heads of one layer */
+    int64_t cache_layer_stride;   /* values between two layers of the K (and V) cache */
+    int64_t cache_head_stride;    /* values between two kv heads of one layer */
+    int32_t kv_f16;               /* the cache's values are fp16 (1) or fp32 (0) */
     int32_t threads;
 };
 
@@ -76,18 +77,18 @@ void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count,
    200); the engine sets it when it loads the library */
 void hexa_pool_spin(int32_t us);
 
-/* the rest of a layer */
-void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out, int32_t H, int32_t R, int32_t L, int32_t D, int64_t head_stride, int32_t S, int32_t pass, int32_t threads);
+/* the rest of a layer; a KV cache (k, v) holds fp16 values where kv_f16 is 1, else fp32 */
+void hexa_attention(const float *q, const void *k, const void *v, const float *mask, float *out, int32_t H, int32_t R, int32_t L, int32_t D, int64_t head_stride, int32_t S, int32_t pass, int32_t kv_f16, int32_t threads);
 void hexa_rmsnorm(const float *x, const float *w, float *out, int32_t M, int32_t D, float eps, int32_t threads);
 void hexa_silu_mul(const float *gu, float *out, int32_t M, int32_t F, int32_t threads);
 void hexa_gelu_mul(const float *gu, float *out, int32_t M, int32_t F, int32_t threads);
-void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, float *k, float *v, int32_t M, int32_t Hq, int32_t Hkv, int32_t D, int64_t head_stride, int32_t start, float qscale, const float *q_norm, const float *k_norm, float eps, int32_t threads);
+void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, void *k, void *v, int32_t M, int32_t Hq, int32_t Hkv, int32_t D, int64_t head_stride, int32_t start, float qscale, const float *q_norm, const float *k_norm, float eps, int32_t kv_f16, int32_t threads);
 
 /* a whole forward pass of S <= HEXA_FORWARD_ROWS tokens (forward.c); exact 0: codes times 8-bit
    activations (hexa_linear_dot, decoding), 1: the fp32 arithmetic (prefill, reference). rope:
    cos, sin [S, head_dim] and, for local layers, cos_local, sin_local; mask (mask_local for local
    layers) additive [G*S, start+S] or NULL */
 int64_t hexa_forward_scratch(const struct hexa_model *m, int32_t S);
-void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask, const float *cos_local, const float *sin_local, const float *mask_local, int32_t S, int32_t start, float *k_cache, float *v_cache, float *scratch, float *out, int32_t exact);
+void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask, const float *cos_local, const float *sin_local, const float *mask_local, int32_t S, int32_t start, void *k_cache, void *v_cache, float *scratch, float *out, int32_t exact);
 
 #endif

@@ -11,6 +11,7 @@
 #include <arm_neon.h>
 #endif
 
+#include "half.h"
 #include "hexa.h"
 
 #define PW HEXA_PANEL   /* panel width: output columns per packed panel */
@@ -97,26 +98,7 @@ static inline const uint8_t *block_at(const uint8_t *packed, int bits, int nb, i
     return packed + (int64_t)p * PANEL_BYTES(bits, nb) + FACTOR_BYTES(bits, nb) + (int64_t)blk * BLOCK_BYTES(bits);
 }
 
-/* out[0..n) = the fp16 values at h / factor f times the int8 values at k (n a multiple of 16),
-   8 or 4 at a time where the ISA converts them in one instruction (a scalar _Float16 conversion
-   is a libgcc call on x86: a 1-row Q4_1 product took 1.5x as long); the same values either way */
-static inline void widen_f16(const uint8_t *h, float *out, int n) {
-    for (int i = 0; i < n; i += 8) {
-#if defined(__F16C__)
-        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 2 * i))));
-#elif defined(__aarch64__)
-        vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(h + 2 * i))));
-        vst1q_f32(out + i + 4, vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(h + 2 * i + 8))));
-#else
-        for (int j = i; j < i + 8; j++) {
-            _Float16 v;
-            __builtin_memcpy(&v, h + 2 * j, 2);
-            out[j] = (float)v;
-        }
-#endif
-    }
-}
-
+/* out[0..n) = the factor f times the int8 values at k (n a multiple of 16), 8 or 4 at a time */
 static inline void scale_i8(const float *f, const int8_t *k, float *out, int n) {
     for (int i = 0; i < n; i += 8) {
 #if defined(__AVX2__)

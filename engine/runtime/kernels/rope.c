@@ -6,13 +6,15 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "half.h"
 #include "hexa.h"
 #include "pool.h"
 
 struct rope_job {
     const float *qkv, *cos, *sin, *q_norm, *k_norm;
-    float *q, *k, *v;
-    int M, Hq, Hkv, D, start;
+    float *q;
+    void *k, *v;            /* the cache: fp32, or fp16 where kv_f16 */
+    int M, Hq, Hkv, D, start, kv_f16;
     int64_t head_stride;
     float qscale, eps;
 };
@@ -43,23 +45,29 @@ static void rope_row(void *ctx, int m) {
     const int D = a->D;
     const float *row = a->qkv + (int64_t)m * (a->Hq + 2 * a->Hkv) * D;
     const float *c = a->cos + (int64_t)m * D, *s = a->sin + (int64_t)m * D;
-    float t[HEXA_MAX_HEAD_DIM];
+    float t[HEXA_MAX_HEAD_DIM], kr[HEXA_MAX_HEAD_DIM];
     for (int h = 0; h < a->Hq; h++)
         rope(head_norm(row + h * D, a->q_norm, D, a->eps, t), c, s, D, a->qscale, a->q + ((int64_t)h * a->M + m) * D);
     for (int h = 0; h < a->Hkv; h++) {
         const int64_t slot = h * a->head_stride + (int64_t)(a->start + m) * D;
-        rope(head_norm(row + (a->Hq + h) * D, a->k_norm, D, a->eps, t), c, s, D, 1.f, a->k + slot);
         const float *v = row + (a->Hq + a->Hkv + h) * D;
-        for (int d = 0; d < D; d++) a->v[slot + d] = v[d];
+        if (a->kv_f16) {   /* each value rounded once, to nearest even: the same bits whichever pass wrote it */
+            rope(head_norm(row + (a->Hq + h) * D, a->k_norm, D, a->eps, t), c, s, D, 1.f, kr);
+            narrow_f16(kr, (uint16_t *)a->k + slot, D);
+            narrow_f16(v, (uint16_t *)a->v + slot, D);
+            continue;
+        }
+        rope(head_norm(row + (a->Hq + h) * D, a->k_norm, D, a->eps, t), c, s, D, 1.f, (float *)a->k + slot);
+        for (int d = 0; d < D; d++) ((float *)a->v)[slot + d] = v[d];
     }
 }
 
 /* qkv [M, (Hq + 2 Hkv) * D] -> q [Hq, M, D] (per-head normed if q_norm, rotated, times qscale);
    k (normed if k_norm, rotated) and v written to cache rows start..start+M-1 (head h row j at
-   k + h*head_stride + j*D). */
-void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, float *k, float *v,
+   value h*head_stride + j*D of k and v, fp16 values where kv_f16). */
+void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, void *k, void *v,
                      int M, int Hq, int Hkv, int D, int64_t head_stride, int start, float qscale,
-                     const float *q_norm, const float *k_norm, float eps, int threads) {
-    struct rope_job a = {qkv, cos, sin, q_norm, k_norm, q, k, v, M, Hq, Hkv, D, start, head_stride, qscale, eps};
+                     const float *q_norm, const float *k_norm, float eps, int kv_f16, int threads) {
+    struct rope_job a = {qkv, cos, sin, q_norm, k_norm, q, k, v, M, Hq, Hkv, D, start, kv_f16, head_stride, qscale, eps};
     hexa_run(rope_row, &a, M, threads);
 }

@@ -10,6 +10,7 @@
  * chunks with libm's expf, as x86 does, and libms may differ in the last bit (glibc 2.36's aarch64
  * and x86-64 FMA expf disagree on 1 of the ~1.1e9 floats in [-112, 0]: exp(-63.09946)); the
  * weight of a chunk that far below the row's maximum almost never reaches the output's bits.
+ * The cache holds fp32 values, or fp16 ones widened on load exactly (x86's, so the same bits).
  */
 #include <arm_neon.h>
 #include <math.h>
@@ -22,7 +23,15 @@
 #include "vexp.h"
 
 
-static const float zeros[HEXA_MAX_HEAD_DIM] __attribute__((aligned(16)));
+static const float zeros[HEXA_MAX_HEAD_DIM] __attribute__((aligned(16)));   /* a zero key, fp32 or fp16 */
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* 4 values of a cache row from value i on, as fp32 (fp16 widened exactly) */
+INLINE float32x4_t kv_load(const void *row, int64_t i, int f16) {
+    return f16 ? vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)row + i)))
+               : vld1q_f32((const float *)row + i);
+}
 
 #define RT 3      /* query rows per tile (a GQA group of one token); softmax_numerators unrolls 3 */
 _Static_assert(RT == 3, "softmax_numerators and the P.V loop are written for 3 rows");
@@ -34,22 +43,23 @@ static inline float32x4_t max_x86(float32x4_t a, float32x4_t b) { return vbslq_f
    operation sequence: 8 lane partials (lane l holds dims l, l+8, ..., l+56: a mul, then FMAs in
    dimension order), reduced by the tree of two _mm256_hadd_ps and the add of the two halves,
    which are vpaddq_f32 on each half here. */
-static void scores(const float *q, const float *k, int D, float *s, int sw, int rt, int n) {
+INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int rt, int n, int f16) {
+    const int64_t row = (int64_t)D << (f16 ? 1 : 2);   /* bytes */
     for (int j = 0; j < n; j += 4) {
-        const float *kj[4];
+        const void *kj[4];
         for (int t = 0; t < 4; t++)        /* past the chunk's end: a zero key, discarded */
-            kj[t] = j + t < n ? k + (int64_t)(j + t) * D : zeros;
+            kj[t] = j + t < n ? (const char *)k + (j + t) * row : (const void *)zeros;
         float32x4_t a[RT][4][2];           /* [row][key][lanes 0-3, 4-7] */
         for (int i = 0; i < RT; i++) {
             const float *qi = q + (i < rt ? i : 0) * D;   /* rows past rt: computed, discarded */
             for (int t = 0; t < 4; t++) {
-                a[i][t][0] = vmulq_f32(vld1q_f32(qi), vld1q_f32(kj[t]));
-                a[i][t][1] = vmulq_f32(vld1q_f32(qi + 4), vld1q_f32(kj[t] + 4));
+                a[i][t][0] = vmulq_f32(vld1q_f32(qi), kv_load(kj[t], 0, f16));
+                a[i][t][1] = vmulq_f32(vld1q_f32(qi + 4), kv_load(kj[t], 4, f16));
             }
         }
         for (int d = 1; d < D / 8; d++)
             for (int t = 0; t < 4; t++) {
-                const float32x4_t k0 = vld1q_f32(kj[t] + 8 * d), k1 = vld1q_f32(kj[t] + 8 * d + 4);
+                const float32x4_t k0 = kv_load(kj[t], 8 * d, f16), k1 = kv_load(kj[t], 8 * d + 4, f16);
                 for (int i = 0; i < RT; i++) {
                     const float *qi = q + (i < rt ? i : 0) * D + 8 * d;
                     a[i][t][0] = vfmaq_f32(a[i][t][0], vld1q_f32(qi), k0);
@@ -113,10 +123,13 @@ static int visible_keys(const float *const *rows, int rt, int n) {
 }
 
 struct attention_job {
-    const float *q, *k, *v, *mask;
+    const float *q;
+    const void *k, *v;                        /* fp32 values, or fp16 where kv_f16 */
+    const float *mask;
     float *out, *part_m, *part_l, *part_o;   /* per (head, chunk, row): max, sum, weighted V */
     int H, R, L, C, S, B, D;                  /* B: blocks of BLOCK rows per (head, chunk); D: head dim */
-    int64_t head_stride;
+    int64_t head_stride;                      /* values */
+    int kv_f16;
     struct key_plan plan;                     /* which keys each chunk holds */
 };
 
@@ -124,12 +137,12 @@ struct attention_job {
 
 /* item = (head, chunk, block of rows): partial softmax of the rows over the chunk's keys. A
    row's numbers depend only on its own row and the chunk, never on the tile or item it is in. */
-static void attend_chunk(void *ctx, int item) {
-    const struct attention_job *a = ctx;
+INLINE void attend(const struct attention_job *a, int item, int f16) {
     const int D = a->D, R = a->R, L = a->L, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
     const float *mask = a->mask;
     const int j0 = a->plan.lo[c], n = a->plan.hi[c] - j0, sw = ((a->plan.widest + 7) & ~7) + 8;
-    const float *kh = a->k + h * a->head_stride, *vh = a->v + h * a->head_stride;
+    const int es = f16 ? 2 : 4;   /* bytes a value */
+    const char *kh = (const char *)a->k + h * a->head_stride * es, *vh = (const char *)a->v + h * a->head_stride * es;
     const int rend = (b + 1) * BLOCK < R ? (b + 1) * BLOCK : R;
     float s[RT][sw], rows_mask[RT * (n > 0 ? n : 1)];
     for (int r0 = b * BLOCK; r0 < rend; r0 += RT) {
@@ -143,7 +156,7 @@ static void attend_chunk(void *ctx, int item) {
             for (int i = 0; i < rt; i++) { a->part_m[slot0 + i] = -INFINITY; a->part_l[slot0 + i] = 0.f; }
             continue;
         }
-        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D, D, &s[0][0], sw, rt, nv);
+        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D * es, D, &s[0][0], sw, rt, nv, f16);
         for (int i = rt; i < RT; i++)      /* rows past rt: weights 0, computed and discarded */
             for (int j = 0; j < nv; j++) s[i][j] = 0.f;
         float mx[RT], l[RT];
@@ -177,10 +190,10 @@ static void attend_chunk(void *ctx, int item) {
             for (int i = 0; i < RT; i++)
                 for (int d = 0; d < 8; d++) o[i][d] = vdupq_n_f32(0.f);
             for (int j = 0; j < nv; j++) {
-                const float *vj = vh + (int64_t)(j0 + j) * D + 32 * half;
+                const void *vj = vh + ((int64_t)(j0 + j) * D + 32 * half) * es;
                 const float32x4_t p0 = vld1q_dup_f32(s[0] + j), p1 = vld1q_dup_f32(s[1] + j), p2 = vld1q_dup_f32(s[2] + j);
                 for (int d = 0; d < 8; d++) {
-                    const float32x4_t vd = vld1q_f32(vj + 4 * d);
+                    const float32x4_t vd = kv_load(vj, 4 * d, f16);
                     o[0][d] = vfmaq_f32(o[0][d], p0, vd);
                     o[1][d] = vfmaq_f32(o[1][d], p1, vd);
                     o[2][d] = vfmaq_f32(o[2][d], p2, vd);
@@ -199,6 +212,13 @@ static void attend_chunk(void *ctx, int item) {
             a->part_l[slot0 + i] = l[i];
         }
     }
+}
+
+/* the pool's item: one copy of the work for each cache type, the loads chosen at compile time */
+static void attend_chunk(void *ctx, int item) {
+    const struct attention_job *a = ctx;
+    if (a->kv_f16) attend(a, item, 1);
+    else attend(a, item, 0);
 }
 
 /* item = (head, row): combine the row's chunks in key order */
@@ -238,14 +258,15 @@ static void combine_chunks(void *ctx, int item) {
    at k + h*head_stride + j*D, mask [R, L] additive or NULL. out: [H, R, D] if S is 0; else the
    R rows are G = R/S query heads of S tokens each, and out is token-major [S, H*G, D] (the
    layout the output projection reads). pass: the last `pass` keys are this pass's own tokens,
-   whose visible ones count at consecutive positions for each row (keys.h); 0: keys by slot. */
-void hexa_attention(const float *q, const float *k, const float *v, const float *mask, float *out,
-                    int H, int R, int L, int D, int64_t head_stride, int S, int pass, int threads) {
+   whose visible ones count at consecutive positions for each row (keys.h); 0: keys by slot.
+   kv_f16: k and v hold fp16 values (head_stride counts values either way). */
+void hexa_attention(const float *q, const void *k, const void *v, const float *mask, float *out,
+                    int H, int R, int L, int D, int64_t head_stride, int S, int pass, int kv_f16, int threads) {
     const int C = (L + CHUNK - 1) / CHUNK, B = (R + BLOCK - 1) / BLOCK;
     struct attention_job a = {q, k, v, mask, out,
                               malloc(sizeof(float) * H * C * R), malloc(sizeof(float) * H * C * R),
                               malloc(sizeof(float) * (int64_t)H * C * R * D),
-                              H, R, L, C, S, B, D, head_stride};
+                              H, R, L, C, S, B, D, head_stride, kv_f16};
     key_plan_init(&a.plan, mask, R, L, pass);
     hexa_run(attend_chunk, &a, H * C * B, threads);
     hexa_run(combine_chunks, &a, H * R, threads);
