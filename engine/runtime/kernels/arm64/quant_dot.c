@@ -445,6 +445,31 @@ static void dot_group(void *ctx, int g) {
             tiles[a->M - m < rows ? a->M - m : rows](a, m, p);
 }
 
+/* the rows' activations quantized, one row an item: a prompt chunk's rows on every thread */
+struct quant_job {
+    const float *x;
+    int8_t *codes;
+    float *dx, *sx;
+    int32_t *qs;
+    int K, nb;
+};
+
+static void quantize_item(void *ctx, int m) {
+    const struct quant_job *j = ctx;
+    for (int blk = 0; blk < j->nb; blk++) {
+        const int64_t at = (int64_t)m * j->nb + blk;
+        int8_t *q = j->codes + (int64_t)m * j->K + blk * QB;
+        quantize_block(j->x + (int64_t)m * j->K + blk * QB, q, j->dx + at, j->sx + at);
+        for (int h = 0; h < 2; h++) {   /* the planes' offsets take these; the rest ignore them */
+            int32_t sum = 0;
+            for (int i = 0; i < QB / 2; i++) sum += q[h * QB / 2 + i];
+            j->qs[2 * at + h] = sum;
+        }
+    }
+}
+
+#define QUANT_PARALLEL 32   /* rows from which quantizing them is handed to the pool (16 rows: 0.9-1.06x) */
+
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
     const int nb = K / QB;
@@ -453,17 +478,9 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
     if (!codes || !scales || !qs) abort();
     float *dx = scales, *sx = scales + (int64_t)M * nb;
-    for (int m = 0; m < M; m++)
-        for (int blk = 0; blk < nb; blk++) {
-            const int64_t at = (int64_t)m * nb + blk;
-            int8_t *q = codes + (int64_t)m * K + blk * QB;
-            quantize_block(x + (int64_t)m * K + blk * QB, q, dx + at, sx + at);
-            for (int h = 0; h < 2; h++) {   /* the planes' offsets take these; the rest ignore them */
-                int32_t sum = 0;
-                for (int i = 0; i < QB / 2; i++) sum += q[h * QB / 2 + i];
-                qs[2 * at + h] = sum;
-            }
-        }
+    struct quant_job qj = {x, codes, dx, sx, qs, K, nb};
+    if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &qj, M, threads);
+    else for (int m = 0; m < M; m++) quantize_item(&qj, m);
     int8_t *pairs = NULL;   /* the SMMLA tiles' rows, 8 inputs of two rows in turn (struct dot_job) */
     if (path == 2 && M > 1) {
         pairs = malloc((size_t)(M + 1) / 2 * K * 2);

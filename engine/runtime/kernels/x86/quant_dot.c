@@ -483,6 +483,25 @@ static void dot_group(void *ctx, int g) {
     free(pre);
 }
 
+/* the rows' activations quantized, one row an item: a prompt chunk's rows on every thread (one
+   thread quantized them: 5% of a 1,000-token prefill, the other core idle meanwhile) */
+struct quant_job {
+    const float *x;
+    uint8_t *codes;
+    float *dx, *sx;
+    int32_t *qs;
+    size_t row_bytes;
+    int K, nb, bits;
+};
+
+static void quantize_item(void *ctx, int m) {
+    const struct quant_job *j = ctx;
+    quantize_row(j->x + (int64_t)m * j->K, j->K, j->bits, j->codes + j->row_bytes * m, j->dx + (int64_t)m * j->nb,
+                 j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
+}
+
+#define QUANT_PARALLEL 32   /* rows from which quantizing them is handed to the pool (16 rows: 0.9-1.06x) */
+
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
     const int nb = K / QB;
@@ -491,9 +510,9 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
     int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
     if (!codes || !scales || !qs) abort();
-    for (int m = 0; m < M; m++)
-        quantize_row(x + (int64_t)m * K, K, bits, codes + row_bytes * m, scales + (int64_t)m * nb,
-                     scales + (int64_t)M * nb + (int64_t)m * nb, qs + (int64_t)m * nb * 2);
+    struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, bits};
+    if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
+    else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;
     struct dot_job a = {packed, b, res, y, codes, scales, scales + (int64_t)M * nb, qs, M, N, K, P, bits};
     hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
