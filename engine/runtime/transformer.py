@@ -120,7 +120,7 @@ class CompactTransformer:
         if decode not in DECODE_CHOICES:
             raise EngineError(f"decode {decode!r} is not one of {', '.join(DECODE_CHOICES)}")
         self.exact = decode == "exact"
-        self.kv_dtype = torch.float32   # the KV cache's values (use_kv)
+        self.kv = "auto"         # the KV cache's values (use_kv, kv_dtype)
         self.kernel = self._library
         self.kernel_build = ""   # the native kernel's source digest, if in use
 
@@ -228,13 +228,18 @@ class CompactTransformer:
         return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity, self.kv_dtype)
 
     def use_kv(self, kv: str) -> None:
-        """The KV cache's values from now on: "f16", "f32", or "auto" (f16 where the native kernels
-        run the layers in int8 arithmetic: a step's attention reads half the bytes, 46 KB a token
-        of context for SmolLM2 instead of 92; "exact" keeps the fp32 arithmetic's reference
-        values). Any pass reads back exactly what any pass wrote (one rounding, to nearest even,
-        when it is written), so trees still equal plain steps and warm runs cold ones."""
-        f16 = kv == "f16" or (kv == "auto" and self.native is not None and not self.exact)
-        self.kv_dtype = torch.float16 if f16 else torch.float32
+        """The KV cache's values in caches made from now on: "f16", "f32", or "auto"."""
+        self.kv = kv
+
+    @property
+    def kv_dtype(self) -> torch.dtype:
+        """fp16 if asked, or for "auto" where the native kernels run the layers in int8
+        arithmetic: a step's attention reads half the bytes, 46 KB a token of context for SmolLM2
+        instead of 92 ("exact" keeps the fp32 arithmetic's reference values). Any pass reads back
+        exactly what any pass wrote (one rounding, to nearest even, when it is written), so trees
+        still equal plain steps and warm runs cold ones."""
+        f16 = self.kv == "f16" or (self.kv == "auto" and self.native is not None and not self.exact)
+        return torch.float16 if f16 else torch.float32
 
     def begin_prefill(self, total_tokens: int) -> None:
         """Nothing to plan: every shape runs as it comes, prefill in decoding's arithmetic."""

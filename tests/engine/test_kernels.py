@@ -187,8 +187,7 @@ def test_native_layers_match_the_torch_layers(real_engine, monkeypatch):
     """The fused native path computes the same model as the torch glue (to fp32 rounding), in
     the exact arithmetic (decoding's integer dot products are checked in test_kernels_fused)."""
     model = real_engine.model
-    monkeypatch.setattr(model, "exact", True)
-    monkeypatch.setattr(model, "kv_dtype", torch.float32)   # the exact arithmetic's cache (use_kv)
+    monkeypatch.setattr(model, "exact", True)     # and so an fp32 cache (kv_dtype)
     assert model.native is not None
     tokens = torch.randint(0, model.config.vocab_size, (70,), generator=torch.Generator().manual_seed(6))
 

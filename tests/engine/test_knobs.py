@@ -153,6 +153,7 @@ def test_the_real_model_keeps_fp16_kv_in_int8_arithmetic_and_fp32_in_exact(real_
     assert model.native is not None and not model.exact
     assert model.kv_dtype == torch.float16 and model.new_cache(4).k.dtype == torch.float16
     exact = CompactTransformer.__new__(CompactTransformer)
-    exact.native, exact.exact = model.native, True
-    exact.use_kv("auto")
+    exact.native, exact.exact, exact.kv = model.native, True, "auto"
     assert exact.kv_dtype == torch.float32
+    exact.use_kv("f16")
+    assert exact.kv_dtype == torch.float16
