@@ -56,3 +56,31 @@ def compare(engine, ids: list[int], skip: int = 0) -> Agreement:
         spread = theirs.max(axis=1) - theirs.min(axis=1)
         return Agreement(len(ours), float((ours.argmax(1) == theirs.argmax(1)).mean()), float(diff.max()),
                          float((diff.max(axis=1) / spread).max()), float(diff.mean()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m engine.bench.agreement --model FILE [--positions N]``: hexa's logits against
+    llama.cpp's on the same GGUF, teacher-forced on the first dev-set summary prompt."""
+    import argparse
+    import json
+    import os
+
+    from ..engine import Engine
+
+    p = argparse.ArgumentParser(prog="python -m engine.bench.agreement", description=main.__doc__.split(":")[0])
+    p.add_argument("--model", required=True, metavar="FILE")
+    p.add_argument("--data", default="../shared/bench/dev.jsonl", metavar="FILE.jsonl")
+    p.add_argument("--positions", type=int, default=150)
+    p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "hexa-agreement"), metavar="DIR")
+    a = p.parse_args(argv)
+    engine = Engine.load(a.model, Path(a.cache), threads=2)
+    text = next(json.loads(line)["turns"][0] for line in open(a.data) if '"summary"' in line)
+    bos = engine.tokenizer.bos_token or "<|endoftext|>"
+    ids = [engine.tokenizer.convert_tokens_to_ids(bos)] + engine.encode(text)[:a.positions]
+    print(f"{Path(a.model).name} ({engine.model.kernel}, KV {str(engine.model.kv_dtype).removeprefix('torch.')}): "
+          f"{compare(engine, ids, skip=1).line()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
