@@ -97,8 +97,16 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K as 4-bit codes + bit planes, Q8_0 as bytes; F16 and other types "
                   f"as fp32 panels) "
-                  f"({settings.engine_decode} arithmetic for prefill and decoding), on {kernel.threads} pool threads; "
+                  f"({settings.engine_decode} arithmetic for prefill and decoding, {_kv_cache(settings)} KV cache), "
+                  f"on {kernel.threads} pool threads; "
                   f"{_packed_weights(settings, locs, kernel)}{note}")
+
+
+def _kv_cache(settings) -> str:
+    """What the engine option kv resolves to on the native kernels (CompactTransformer.kv_dtype)."""
+    if settings.engine_kv != "auto":
+        return settings.engine_kv.replace("f", "fp")
+    return "fp16" if settings.engine_decode == "int8" else "fp32"
 
 
 def _packed_weights(settings, locs, kernel) -> str:

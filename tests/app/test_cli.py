@@ -90,7 +90,13 @@ def test_doctor_reports_settings_model_and_backends(tmp_path):
     assert "settings" in r.stdout and "HEXA_THREADS" in r.stdout     # reported, not fatal
     assert "model" in r.stdout and "backend torch" in r.stdout and "backend qnn" in r.stdout
     assert r.returncode == 1
-    assert hexa("doctor", home=tmp_path).returncode == 0
+    ok = hexa("doctor", home=tmp_path)
+    assert ok.returncode == 0
+    kernels = next((line for line in ok.stdout.splitlines() if "native kernels" in line), "")
+    if kernels.lstrip().startswith("ok"):      # what engine.kv resolves to, for the arithmetic in use
+        assert "fp16 KV cache" in kernels
+        exact = hexa("doctor", home=tmp_path, env={"HEXA_DECODE": "exact"}).stdout
+        assert "fp32 KV cache" in exact
 
 
 @pytest.mark.slow
