@@ -38,4 +38,5 @@ def test_a_new_pass_starts_the_figures_over():
 
 
 def test_histogram_folds_long_runs_into_one_row():
-    assert histogram_rows({1: 4, 2: 1, 7: 2, 9: 1}) == [("1", 4), ("2", 1), ("6+", 3)]
+    assert histogram_rows({1: 4, 2: 1, 7: 2, 9: 1}) == [("1", 4), ("2", 1), ("3", 0), ("4", 0), ("5", 0), ("6+", 3)]
+    assert [count for _, count in histogram_rows({})] == [0] * 6       # the same rows before any step

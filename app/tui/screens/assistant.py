@@ -57,7 +57,7 @@ class AssistantScreen(ModeScreen):
         transcript = self.query_one(Transcript)
         await transcript.add("user", message.text)
         view = await transcript.add("assistant")
-        view.set_footer("generating…")
+        view.begin("generating…")
         sid, agent, text, memory = self.session_id, self.agent, message.text, self.next_memory
         self.next_memory = None                  # a one-message switch
         self.show_memory_switch()
@@ -106,7 +106,7 @@ class AssistantScreen(ModeScreen):
         await transcript.remove_children(later)
         await transcript.add("user", text)
         answer = await transcript.add("assistant")
-        answer.set_footer("generating…")
+        answer.begin("generating…")
         sid, agent, memory = self.session_id, self.agent, self.memory
 
         def job(j):
@@ -123,7 +123,7 @@ class AssistantScreen(ModeScreen):
         if last is not None and last.role == "assistant":
             await last.remove()
         view = await transcript.add("assistant")
-        view.set_footer("regenerating…")
+        view.begin("regenerating…")
         sid, agent = self.session_id, self.agent
         self.start(lambda job: agent.regenerate(sid, job.cancel), view)
 
@@ -135,7 +135,7 @@ class AssistantScreen(ModeScreen):
         if view is None or view.role != "assistant" or view.message_id is None:
             self.notify("No saved response to continue.", severity="warning")
             return
-        view.set_footer("continuing…")
+        view.begin("continuing…")
         sid, agent = self.session_id, self.agent
         self.start(lambda job: agent.continue_last(sid, job.cancel), view)
 

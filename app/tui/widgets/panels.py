@@ -35,11 +35,12 @@ def _bar(frac: float, width: int = 10) -> str:
 
 
 def histogram_rows(histogram) -> list[tuple[str, int]]:
-    """(label, count) per accepted length; lengths past the last row are counted together."""
-    rows: dict[str, int] = {}
+    """(label, count) for every accepted length, 0 included (the panel keeps its height, so its
+    redraws never lay the screen out); lengths past the last row are counted together."""
+    rows = {str(n) if n < HIST_ROWS else f"{HIST_ROWS}+": 0 for n in range(1, HIST_ROWS + 1)}
     for length in sorted(histogram):
         label = str(length) if length < HIST_ROWS else f"{HIST_ROWS}+"
-        rows[label] = rows.get(label, 0) + histogram[length]
+        rows[label] += histogram[length]
     return list(rows.items())
 
 
@@ -57,10 +58,9 @@ class AcceptancePanel(Static):
             f"step   [b]{m.last_accepted}[/b] accepted\n"
             f"mean   [b]{m.mean_accepted:.2f}[/b]/step ({m.steps} steps)")
         spark = self.query_one("#acc-spark", Sparkline)
-        spark.data = list(m.recent) or [0]
+        # no steps yet: a base line (hiding it laid the screen out twice a request)
+        spark.data = list(m.recent)
         spark.tooltip = f"accepted tokens, last {SPARK_STEPS} steps"
-        if spark.display != bool(m.recent):   # a flat line of zeros renders as a solid block: hide it
-            spark.display = bool(m.recent)
         hist = Text("accepted length", style="dim")
         rows = histogram_rows(m.histogram)
         top = max((count for _, count in rows), default=0) or 1
@@ -85,7 +85,7 @@ class LatencyPanel(Lines):
         lines = [
             f"TTFT      {ttft}",
             f"prefill   {prefill}  {m.prefill_done}/{m.prefill_total}",
-            *([f"          reused {m.prefill_reused} tok"] if m.prefill_reused else []),
+            f"          reused {m.prefill_reused} tok",     # always: a line that comes and goes lays the screen out
             f"decode    {m.decode_tok_s:.1f} tok/s",
             f"          {m.ms_per_token:.1f} ms/token",
             f"draft     {m.draft_ms:.2f} ms/step",

@@ -7,15 +7,17 @@ end takes it again, as in chat apps.
 While a response streams, its finished Markdown blocks are drawn as Markdown and the block still
 being written is drawn as plain text in the screen's ``StreamTail``, just below the transcript.
 Textual re-mounts a whole block on every append (a 30-item list cost 326 ms per append by its
-end), so blocks move to the Markdown body only when the tail needs more rows. The tail lives
-outside the transcript because Textual redraws every visible widget of a scroll view when one of
-them changes: a frame cost ~12 ms of the UI thread inside the transcript, a third of that outside
-(measured on a replayed answer), time the engine waits for the GIL and a core.
+end) and lays the screen out again, so blocks move to the Markdown body only when the tail is
+full, and at most once every ``MOVE_S``. The tail lives outside the transcript because Textual
+redraws every visible widget of a scroll view when one of them changes: a frame cost ~12 ms of
+the UI thread inside the transcript, a third of that outside (measured on a replayed answer),
+time the engine waits for the GIL and a core.
 """
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+from time import monotonic
 
 from markdown_it import MarkdownIt
 from textual.app import ComposeResult
@@ -29,6 +31,9 @@ from ..keys import bind
 from ..metrics import footer_text
 from .stream_tail import StreamTail
 
+MOVE_S = 1.0    # finished blocks leave a full tail at most this often: each move is a mount and a
+                # layout of the screen (21-135 ms measured, in a six-answer session), and at 250
+                # tokens a second a 16-row tail fills in about a second
 CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 ROLE_TITLES = {"user": "You", "assistant": "hexa", "notice": "notice"}
 
@@ -93,6 +98,7 @@ class MessageView(Vertical, can_focus=True):
         self.context = context
         self.streaming = False
         self._drawn = len(text)         # characters already drawn as Markdown
+        self._moved = 0.0               # when finished blocks last moved from the tail to the body
 
     def compose(self) -> ComposeResult:
         yield Static(ROLE_TITLES.get(self.role, self.role), classes="role")
@@ -119,6 +125,20 @@ class MessageView(Vertical, can_focus=True):
         except Exception:       # not on a screen (its session was closed): nothing to draw
             return None
 
+    def begin(self, note: str) -> None:
+        """A response is about to stream into this message: ``note`` ("generating…") shows where
+        its text will, and the tail takes its first rows now, in the layout of the message's own
+        mount, not in a layout of its own when the first token arrives (the engine is decoding by
+        then: every layout is 15-50 ms of the two cores it uses)."""
+        tail = self._tail()
+        if tail is None:
+            self.set_footer(note)
+            return
+        self.streaming = True
+        self._moved = monotonic()
+        self.query_one(".footer", Static).display = False    # below the tail again when done
+        tail.show(note)
+
     async def write(self, delta: str) -> None:
         """Append streamed text: the block in progress to the tail, finished blocks to the body."""
         if not delta:
@@ -129,25 +149,27 @@ class MessageView(Vertical, can_focus=True):
             return
         if not self.streaming:
             self.streaming = True
+            self._moved = monotonic()
             self.query_one(".footer", Static).display = False    # below the tail again when done
         rest = self.text[self._drawn:].strip("\n")
-        cut = finished_blocks(self.text, self._drawn)
-        if tail.fits(rest) or (tail.full and cut <= self._drawn):
+        if tail.fits(rest) or not tail.full:      # drawn as it is, or the tail grows (one layout)
             tail.show(rest)
             return
-        # the tail needs more rows: the screen is laid out again anyway, so the finished blocks
-        # move to the body in the same layout
-        if cut > self._drawn:
+        # the tail is full: its finished blocks move to the body, at most once every MOVE_S;
+        # meanwhile (and for a block taller than the tail) it shows its last rows
+        cut = finished_blocks(self.text, self._drawn)
+        if cut > self._drawn and monotonic() - self._moved >= MOVE_S:
             await self.query_one(Markdown).append(self.text[self._drawn:cut])
             self._drawn = cut
-        tail.show(self.text[self._drawn:].strip("\n"), refit=True)
+            self._moved = monotonic()
+        tail.show(self.text[self._drawn:].strip("\n"))
 
     async def finish(self, stats: ResponseStats | None = None, note: str = "") -> None:
         if self.streaming:
             self.streaming = False
             tail = self._tail()
             if tail is not None:
-                tail.show("")
+                tail.clear()
             # one full parse at the end: the tail, and inline markup split across appends
             await self.query_one(Markdown).update(self.text)
             self._drawn = len(self.text)
