@@ -163,3 +163,28 @@ def test_the_tail_wraps_words_into_rows_that_stay_put_as_text_arrives():
         assert wrap(line[:n], 20)[:stable] == rows[:stable]
     assert wrap("x" * 45, 20) == ["x" * 20, "x" * 20, "x" * 5]
     assert all(len(r) <= 6 for r in wrap("漢字" * 10, 7))    # two cells each: 3 per row
+
+
+async def test_a_streamed_answer_lays_the_screen_out_only_a_few_times(tmp_path):
+    """A layout is of the whole screen (15-50 ms here, taken from the engine's cores): while an
+    answer streams, the tail grows twice at most and the panels keep their heights, so an answer
+    that fits the tail costs a couple of layouts, not one every few lines."""
+    answer = "\n".join(f"Line {i}: the answer goes on for a while here." for i in range(1, 15))
+    app = make_app(FakeEngine(answer, delay=0.01), tmp_path, memory_factory=hash_memory)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        layouts: list[bool] = []
+        original = screen._refresh_layout
+
+        def counting(*args, **kwargs):
+            if screen.active is not None and screen.metrics.steps and screen.metrics.done is None:
+                layouts.append(screen._layout_required)      # a layout while tokens arrive
+            return original(*args, **kwargs)
+
+        screen._refresh_layout = counting
+        await send(pilot, "Go on for a while.")
+        await wait(pilot, lambda: idle(screen))
+        assert screen.metrics.steps > 100
+        assert "Line 14: the answer" in rendered(screen.query_one(Transcript).last("assistant"))
+    assert sum(layouts) <= 3, f"{sum(layouts)} layouts while the answer streamed"

@@ -73,6 +73,7 @@ class ModeScreen(SessionActions, Screen):
         # still ending): run when it can
         self.deferred: Callable[[], Awaitable[None]] | None = None
         self._dirty = False
+        self._sessions_stale = False    # a request saved a message: the list is refreshed at its end
         self._panels_t = 0.0
         self._frames = None
 
@@ -273,6 +274,12 @@ class ModeScreen(SessionActions, Screen):
 
     async def job_finished(self, rid: int, error: str | None) -> None:
         self.jobs.pop(rid, None)
+        if self._sessions_stale and not self.jobs:
+            self._sessions_stale = False
+            try:
+                await self.refresh_sessions()
+            except MemoryCallFailed:
+                pass                    # told to the user by mem(); the request itself is over
         view = self.views.pop(rid, None)
         if error:
             self.notify(error, title="Error", severity="error", timeout=8)
@@ -302,7 +309,12 @@ class ModeScreen(SessionActions, Screen):
                 user.message_id = event.message_id
                 if event.context is not None:
                     await user.set_context(event.context)
-            await self.refresh_sessions()
+            if rid in self.jobs:
+                # the list when the request ends: rebuilt now, it laid the screen out twice while
+                # the answer started to stream (~20 ms each of the engine's cores)
+                self._sessions_stale = True
+            else:
+                await self.refresh_sessions()
 
     def action_cancel(self) -> None:
         if self.active is None:

@@ -37,12 +37,22 @@ class SessionItem(ListItem):
 
 class SessionList(ListView):
     BORDER_TITLE = "Sessions"
+    shown: list = []          # (id, title, outcome) of the items drawn
 
     async def show(self, sessions, current_id=None, outcomes: dict | None = None) -> None:
-        await self.clear()
-        items = [SessionItem(s, (outcomes or {}).get(s.id, "")) for s in sessions]
-        if items:
-            await self.extend(items)
+        """Draw ``sessions``; the items are built again only when one of them changed (a message
+        sent in the session on top changes nothing here, and building the list lays the screen
+        out twice: while the answer starts to stream, measured)."""
+        shown = [(s.id, s.title, (outcomes or {}).get(s.id, "")) for s in sessions]
+        if shown != self.shown:
+            await self.clear()
+            items = [SessionItem(s, outcome) for s, (_, _, outcome) in zip(sessions, shown)]
+            if items:
+                await self.extend(items)
+            self.shown = shown
+        items = list(self.query(SessionItem))
+        for item, session in zip(items, sessions):
+            item.session = session          # the same sessions: their other fields kept fresh
         for i, item in enumerate(items):
             if item.session.id == current_id:
                 self.index = i
