@@ -77,6 +77,14 @@ def title_of(text: str) -> str:
     return title[:TITLE_CHARS] + ("…" if len(title) > TITLE_CHARS else "")
 
 
+def request_options(settings, max_new: int, sources) -> dict:
+    """``Engine.generate``'s options for an assistant request (``hexa bench --app`` gives the engine
+    alone the same)."""
+    return {"max_new_tokens": max_new, "temperature": settings.temperature, "top_p": settings.top_p,
+            "method": settings.method, **generation_options(settings, MODE), "sources": sources,
+            "keep_answer": True}      # the next turn continues it
+
+
 class Assistant:
     mode = MODE
 
@@ -216,10 +224,8 @@ class Assistant:
         if self.router_note:
             yield Notice(self.router_note)
             self.router_note = ""
-        yield from (self.router or self.engine).generate(ids, max_new_tokens=max_new, temperature=self.settings.temperature,
-                                    top_p=self.settings.top_p, method=self.settings.method,
-                                    **generation_options(self.settings, MODE),
-                                    sources=sources, cancel=cancel, keep_answer=True)   # the next turn continues it
+        yield from (self.router or self.engine).generate(ids, **request_options(self.settings, max_new, sources),
+                                                         cancel=cancel)
 
     def _prompt(self, session_id, history, user_text: str, context: SentContext | None = None,
                 retrieval: bool | None = None) -> Prompt:

@@ -103,10 +103,10 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
 
 
 def _kv_cache(settings) -> str:
-    """What the engine option kv resolves to on the native kernels (CompactTransformer.kv_dtype)."""
-    if settings.engine_kv != "auto":
-        return settings.engine_kv.replace("f", "fp")
-    return "fp16" if settings.engine_decode == "int8" else "fp32"
+    """What the engine option kv resolves to on the native kernels."""
+    from engine.options import kv_f16
+
+    return "fp16" if kv_f16(settings.engine_kv, native=True, exact=settings.engine_decode == "exact") else "fp32"
 
 
 def _packed_weights(settings, locs, kernel) -> str:

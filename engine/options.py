@@ -19,6 +19,12 @@ SPIN_US_MAX = 1_000_000          # pool.c's bound: a second of spinning is never
 DEFAULT_SPIN_US = 200            # pool.c explains the number
 
 
+def kv_f16(kv: str, native: bool, exact: bool) -> bool:
+    """What the kv option resolves to: fp16 if asked, or for "auto" where the native kernels run
+    the layers in int8 arithmetic (``CompactTransformer.kv_dtype``; ``hexa doctor`` says it)."""
+    return kv == "f16" or (kv == "auto" and native and not exact)
+
+
 @dataclass(frozen=True)
 class EngineOptions:
     """``linear``: which kernel runs the projections on the torch backend (``native``: hexa's own

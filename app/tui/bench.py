@@ -89,6 +89,8 @@ def measure(engine: Any, text: str, method: str, max_tokens: int, engine_first: 
             child: Any = None) -> Pair:
     """One prompt through the app and through the engine alone, on the same ids and method;
     ``child`` (a ``ChildEngine``): through the app with that engine process too."""
+    from agents.assistant import request_options
+
     settings = Settings(method=method, max_tokens=max_tokens, retrieval=False, history_drafting=False)
     recording = Recording(engine)
 
@@ -96,7 +98,7 @@ def measure(engine: Any, text: str, method: str, max_tokens: int, engine_first: 
         """The engine on ``ids`` with the options the app's request had (before the app has run:
         the assistant's, as the app will send them)."""
         done = None
-        for event in source.generate(ids, **(options or _assistant_options(settings, max_tokens))):
+        for event in source.generate(ids, **(options or request_options(settings, max_tokens, []))):
             done = event
         return done
 
@@ -108,7 +110,7 @@ def measure(engine: Any, text: str, method: str, max_tokens: int, engine_first: 
     first = alone(first_ids) if engine_first else None
     app_done = in_app(recording)
     ids, options = recording.prompts[-1], recording.options[-1]
-    if options != _assistant_options(settings, max_tokens):
+    if options != request_options(settings, max_tokens, []):
         first = None                                       # not what the app sent: run it again
     child_done = in_app(Recording(child)) if child is not None else None
     done = first if first is not None and first_ids == ids else alone(ids, options=options)
@@ -116,15 +118,6 @@ def measure(engine: Any, text: str, method: str, max_tokens: int, engine_first: 
     return Pair(len(ids), app_done.new_tokens, app_done.decode_tok_s, done.new_tokens, done.decode_tok_s,
                 child_done.new_tokens if child_done else 0, child_done.decode_tok_s if child_done else 0.0,
                 child_alone.decode_tok_s if child_alone else 0.0)
-
-
-def _assistant_options(settings: Settings, max_tokens: int) -> dict:
-    """``Engine.generate``'s options for an assistant request (``Assistant._run``'s, no sources)."""
-    from agents.sampling import generation_options
-
-    return {"max_new_tokens": max_tokens, "temperature": settings.temperature, "top_p": settings.top_p,
-            "method": settings.method, **generation_options(settings, "assistant"), "sources": [],
-            "keep_answer": True}
 
 
 def _messages(text: str) -> list[dict]:

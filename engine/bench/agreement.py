@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "hexa-agreement"), metavar="DIR")
     a = p.parse_args(argv)
     engine = Engine.load(a.model, Path(a.cache), threads=2)
-    text = next(json.loads(line)["turns"][0] for line in open(a.data) if '"summary"' in line)
+    cases = (json.loads(line) for line in open(a.data) if line.strip())
+    text = next(c["turns"][0] for c in cases if c.get("task") == "summary")
     bos = engine.tokenizer.bos_token or "<|endoftext|>"
     ids = [engine.tokenizer.convert_tokens_to_ids(bos)] + engine.encode(text)[:a.positions]
     print(f"{Path(a.model).name} ({engine.model.kernel}, KV {str(engine.model.kv_dtype).removeprefix('torch.')}): "

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 
 from .arithmetic import DECODE_CHOICES, LINEAR_CHOICES, library_linear  # noqa: F401
 from ..errors import EngineError
+from ..options import kv_f16
 from .kv_cache import KVCache
 from ..model.config import ModelConfig
 
@@ -238,8 +239,7 @@ class CompactTransformer:
         instead of 92 ("exact" keeps the fp32 arithmetic's reference values). Any pass reads back
         exactly what any pass wrote (one rounding, to nearest even, when it is written), so trees
         still equal plain steps and warm runs cold ones."""
-        f16 = self.kv == "f16" or (self.kv == "auto" and self.native is not None and not self.exact)
-        return torch.float16 if f16 else torch.float32
+        return torch.float16 if kv_f16(self.kv, self.native is not None, self.exact) else torch.float32
 
     def begin_prefill(self, total_tokens: int) -> None:
         """Nothing to plan: every shape runs as it comes, prefill in decoding's arithmetic."""

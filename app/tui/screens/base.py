@@ -274,12 +274,6 @@ class ModeScreen(SessionActions, Screen):
 
     async def job_finished(self, rid: int, error: str | None) -> None:
         self.jobs.pop(rid, None)
-        if self._sessions_stale and not self.jobs:
-            self._sessions_stale = False
-            try:
-                await self.refresh_sessions()
-            except MemoryCallFailed:
-                pass                    # told to the user by mem(); the request itself is over
         view = self.views.pop(rid, None)
         if error:
             self.notify(error, title="Error", severity="error", timeout=8)
@@ -288,6 +282,12 @@ class ModeScreen(SessionActions, Screen):
             if view is not None and (view.streaming or error):
                 await view.finish(note="error" if error else "")
         self._dirty = True
+        if self._sessions_stale and not self.jobs:     # the request's own view first
+            self._sessions_stale = False
+            try:
+                await self.refresh_sessions()
+            except MemoryCallFailed:
+                pass                    # told to the user by mem(); the request itself is over
 
     async def prepare_event(self, rid: int, event) -> None:
         pass

@@ -46,14 +46,13 @@ class SessionList(ListView):
         shown = [(s.id, s.title, (outcomes or {}).get(s.id, "")) for s in sessions]
         if shown != self.shown:
             await self.clear()
-            items = [SessionItem(s, outcome) for s, (_, _, outcome) in zip(sessions, shown)]
-            if items:
-                await self.extend(items)
+            if sessions:
+                await self.extend([SessionItem(s, outcome) for s, (_, _, outcome) in zip(sessions, shown)])
             self.shown = shown
-        items = list(self.query(SessionItem))
-        for item, session in zip(items, sessions):
-            item.session = session          # the same sessions: their other fields kept fresh
-        for i, item in enumerate(items):
+        else:
+            for item, session in zip(self.query(SessionItem), sessions):
+                item.session = session      # the same sessions: their other fields kept fresh
+        for i, item in enumerate(self.query(SessionItem)):
             if item.session.id == current_id:
                 self.index = i
                 break

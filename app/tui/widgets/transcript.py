@@ -134,10 +134,13 @@ class MessageView(Vertical, can_focus=True):
         if tail is None:
             self.set_footer(note)
             return
+        self._start_streaming()
+        tail.show(note)
+
+    def _start_streaming(self) -> None:
         self.streaming = True
         self._moved = monotonic()
         self.query_one(".footer", Static).display = False    # below the tail again when done
-        tail.show(note)
 
     async def write(self, delta: str) -> None:
         """Append streamed text: the block in progress to the tail, finished blocks to the body."""
@@ -147,10 +150,8 @@ class MessageView(Vertical, can_focus=True):
         tail = self._tail()
         if tail is None:
             return
-        if not self.streaming:
-            self.streaming = True
-            self._moved = monotonic()
-            self.query_one(".footer", Static).display = False    # below the tail again when done
+        if not self.streaming:         # no begin() (a summary's view appears with its text)
+            self._start_streaming()
         rest = self.text[self._drawn:].strip("\n")
         if tail.fits(rest) or not tail.full:      # drawn as it is, or the tail grows (one layout)
             tail.show(rest)

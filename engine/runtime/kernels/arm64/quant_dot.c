@@ -468,8 +468,6 @@ static void quantize_item(void *ctx, int m) {
     }
 }
 
-#define QUANT_PARALLEL 32   /* rows from which quantizing them is handed to the pool (16 rows: 0.9-1.06x) */
-
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
     const int nb = K / QB;

@@ -483,8 +483,7 @@ static void dot_group(void *ctx, int g) {
     free(pre);
 }
 
-/* the rows' activations quantized, one row an item: a prompt chunk's rows on every thread (one
-   thread quantized them: 5% of a 1,000-token prefill, the other core idle meanwhile) */
+/* the rows' activations quantized, one row an item: a prompt chunk's rows on every thread */
 struct quant_job {
     const float *x;
     uint8_t *codes;
@@ -499,8 +498,6 @@ static void quantize_item(void *ctx, int m) {
     quantize_row(j->x + (int64_t)m * j->K, j->K, j->bits, j->codes + j->row_bytes * m, j->dx + (int64_t)m * j->nb,
                  j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
 }
-
-#define QUANT_PARALLEL 32   /* rows from which quantizing them is handed to the pool (16 rows: 0.9-1.06x) */
 
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
