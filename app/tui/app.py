@@ -86,8 +86,11 @@ class HexaApp(App):
         self.load_runtime()
 
     def _probe(self) -> None:
-        self.device.rss_mb = self.rss_probe()
-        parts = getattr(getattr(self.runtime, "engine", None), "resident_bytes", None)
+        engine = getattr(self.runtime, "engine", None)
+        pid = getattr(getattr(engine, "proc", None), "pid", None)     # a child process's (ChildEngine)
+        self.device.child_mb = process_rss_mb(pid) if pid else 0.0
+        self.device.rss_mb = self.rss_probe() + self.device.child_mb
+        parts = getattr(engine, "resident_bytes", None)
         if parts is not None:
             self.device.engine_mb = {k: v / 1e6 for k, v in parts().items()}
         for screen in self.mode_screens:    # idle panels show it now, not at the next request

@@ -23,13 +23,14 @@ SPARK_STEPS = 60      # steps drawn in the sparkline (the mean and histogram cou
 MIN_RATE_TOKENS = 32
 
 
-def process_rss_mb() -> float:
-    """Resident memory of this process in MB (peak RSS where /proc is missing)."""
+def process_rss_mb(pid: int | str = "self") -> float:
+    """Resident memory of a process (this one by default) in MB; for this process, its peak RSS
+    where /proc is missing, for another 0.0."""
     try:
-        with open("/proc/self/statm") as fh:
+        with open(f"/proc/{pid}/statm") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if pid == "self" else 0.0
 
 
 @dataclass
@@ -39,6 +40,7 @@ class DeviceInfo:
     method: str = "-"
     rss_mb: float = 0.0
     engine_mb: dict = field(default_factory=dict)   # the engine's own memory by part (Engine.resident_bytes)
+    child_mb: float = 0.0     # the engine's process, when it runs in a child (engine_process = "child")
     memory: str = ""          # why memory is limited this run ("" when it is the normal store)
 
 

@@ -14,18 +14,17 @@ from memory import Memory  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread(request):
+def _one_blas_thread(request):
     """The CPU is shared (2 cores, other test packages, other users): for the real MiniLM (slow
-    tests), one intra-op thread is faster than two that wait on each other. Restored afterwards."""
+    tests; numpy, memory/bert.py), one BLAS thread is faster than two that wait on each other.
+    Restored afterwards."""
     if request.node.get_closest_marker("slow") is None:
         yield
         return
-    import torch
+    from threadpoolctl import threadpool_limits
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with threadpool_limits(1, user_api="blas"):
+        yield
 
 
 @pytest.fixture

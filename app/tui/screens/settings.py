@@ -63,7 +63,7 @@ class SettingsScreen(ModalScreen[dict | None]):
         placeholder = {"model": "embedded SmolLM2-135M-Instruct", "context": "backend default",
                        "threads": "all cores", "engine_cc": "cc, gcc or clang on PATH",
                        "memory_embed_model": "bundled all-MiniLM-L6-v2",
-                       "memory_embed_threads": "leave torch's"}.get(name, "")
+                       "memory_embed_threads": "the default"}.get(name, "")
         return Input("" if value is None else str(value), placeholder=placeholder, id=name,
                      type={int: "integer", float: "number"}.get(kind, "text"))
 

@@ -132,7 +132,9 @@ class DevicePanel(Lines):
         width = self.content_region.width or PANEL_TEXT
         self.tooltip = device.model if len(device.model) > width - 9 else None
         memory = f"{device.rss_mb:.0f} MB" if device.rss_mb else "-"
-        if device.engine_mb:     # the engine's own part of it
+        if device.child_mb:      # app and engine process together; the engine's part
+            memory += f" (engine {device.child_mb:.0f})"
+        elif device.engine_mb:   # the engine's own part of it
             memory += f" (engine {sum(device.engine_mb.values()):.0f})"
         lines = [f"model    {middle_cut(device.model, width - 9)}", f"backend  {device.backend}",
                  f"decoding {middle_cut(kind, width - 9)}", f"memory   {memory}"]
