@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import threading
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 from engine.errors import EngineError
+from engine.events import Event, Notice
 
 from .client import RemoteEngine
 
@@ -23,16 +25,61 @@ KEY_VAR = "HEXA_CHILD_API_KEY"
 
 
 class ChildEngine(RemoteEngine):
-    """A RemoteEngine over a ``hexa serve`` process it started and stops on ``close``."""
+    """A RemoteEngine over a ``hexa serve`` process it started and stops on ``close``. If that
+    process ends (killed, out of memory), the request streaming fails with one line saying how, and
+    the next request starts a new process first (its kept prefixes and drafting history are gone)."""
 
-    def __init__(self, proc: subprocess.Popen, url: str, key: str):
+    def __init__(self, proc: subprocess.Popen, url: str, key: str,
+                 respawn: Callable[[], tuple[subprocess.Popen, str, str]] | None = None):
         self.proc = proc
+        self._respawn = respawn
+        self._connect(url, key)
+
+    def _connect(self, url: str, key: str) -> None:
         try:
             super().__init__(url, key)
         except BaseException:
-            stop(proc)
+            stop(self.proc)
             raise
-        self.backend_name += f" (process {proc.pid})"     # the Device panel says where it runs
+        self.backend_name += f" (process {self.proc.pid})"     # the Device panel says where it runs
+
+    def ended(self) -> str:
+        """How the process ended ("" while it runs)."""
+        code = self.proc.poll()
+        if code is None:
+            return ""
+        if code < 0:
+            try:
+                return f"killed by signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def generate(self, prompt, **options) -> Iterator[Event]:
+        how = self.ended()
+        if how and self._respawn is not None:
+            t0 = time.monotonic()
+            self.http.close()
+            self.proc, url, key = self._respawn()
+            self._connect(url, key)
+            yield Notice(f"The engine process had ended ({how}); a new one started in "
+                         f"{time.monotonic() - t0:.1f} s.")
+        yield from super().generate(prompt, **options)
+
+    def _stream(self, body: dict, rid: str, cancel) -> Iterator[Event]:
+        try:
+            yield from super()._stream(body, rid, cancel)
+        except EngineError:
+            try:                  # a killed process drops its sockets an instant before it is reaped
+                self.proc.wait(1.0)
+            except subprocess.TimeoutExpired:
+                raise
+            raise EngineError(f"the engine process ended ({self.ended()}): "
+                              f"the next request starts a new one") from None
+
+    def index_response(self, token_ids) -> None:
+        if not self.ended():      # an ended process's history is gone with it
+            super().index_response(token_ids)
 
     def close(self) -> None:
         super().close()
@@ -41,6 +88,11 @@ class ChildEngine(RemoteEngine):
 
 def start(settings, progress: Callable[[str], None] | None = None, timeout: float = 600.0) -> ChildEngine:
     """Start ``hexa serve`` with ``settings``' model options and wait until its model is loaded."""
+    return ChildEngine(*_spawn(settings, progress, timeout), respawn=lambda: _spawn(settings, None, timeout))
+
+
+def _spawn(settings, progress: Callable[[str], None] | None, timeout: float) -> tuple[subprocess.Popen, str, str]:
+    """A ``hexa serve`` process with ``settings``' model options, its model loaded: (process, url, key)."""
     key = secrets.token_urlsafe(24)
     flags = ["--port", "0", "--host", "127.0.0.1", "--parent-pipe"]
     for name, flag in (("model", "--model"), ("backend", "--backend"), ("context", "--context"),
@@ -74,7 +126,7 @@ def start(settings, progress: Callable[[str], None] | None = None, timeout: floa
             raise EngineError("the engine process did not load its model in time")
     # keep reading its stderr, or the child blocks once the pipe is full
     threading.Thread(target=_drain, args=(proc,), daemon=True, name="hexa-child-stderr").start()
-    return ChildEngine(proc, url, key)
+    return proc, url, key
 
 
 def _drain(proc: subprocess.Popen) -> None:

@@ -89,6 +89,8 @@ class HexaApp(App):
         engine = getattr(self.runtime, "engine", None)
         pid = getattr(getattr(engine, "proc", None), "pid", None)     # a child process's (ChildEngine)
         self.device.child_mb = process_rss_mb(pid) if pid else 0.0
+        if pid:                                 # a child started again names its new process
+            self.device.backend = engine.backend_name
         self.device.rss_mb = self.rss_probe() + self.device.child_mb
         parts = getattr(engine, "resident_bytes", None)
         if parts is not None:

@@ -97,6 +97,36 @@ def test_the_app_answers_alike_with_its_engine_in_a_child_process(engine):
     assert child.proc.poll() is not None
 
 
+def test_a_child_that_dies_is_reported_in_one_line_and_started_again(engine):
+    """kill -9 of the engine process mid-answer: the answer ends with one line saying how, and the
+    next request starts a new process (and says so) and answers as before."""
+    import os
+    import signal
+
+    from app.serve.child import start
+    from app.settings import Settings
+    from engine.events import Notice
+
+    ids = engine.chat_ids(MESSAGES)
+    child = start(Settings())
+    first = child.proc
+    try:
+        with pytest.raises(EngineError, match=r"^the engine process ended \(killed by signal 9 \(SIGKILL\)\): "
+                                              r"the next request starts a new one$"):
+            for i, event in enumerate(child.generate(ids, max_new_tokens=200)):
+                if isinstance(event, Text) and i > 3:
+                    os.kill(child.proc.pid, signal.SIGKILL)
+        child.index_response([1, 2, 3])          # nothing to index into: no error
+        events = list(child.generate(ids, max_new_tokens=30))
+        assert isinstance(events[0], Notice) and "killed by signal 9" in events[0].message, events[0]
+        assert child.proc is not first and child.proc.poll() is None and f"process {child.proc.pid}" in child.backend_name
+        want = list(engine.generate(ids, max_new_tokens=30, reuse=False))[-1]
+        assert events[-1].token_ids == want.token_ids
+    finally:
+        child.close()
+    assert child.proc.poll() is not None and first.poll() is not None
+
+
 def test_the_app_picks_its_engine_from_the_settings(monkeypatch):
     from app.settings import Settings
     from app.tui.runtime import app_engine
