@@ -48,6 +48,9 @@ class RemoteEngine:
             raise EngineError(f"the hexa server at {self.url} runs on another machine: its tokenizer "
                               f"({info['folder']}) is not readable here") from None
         self._plain = TokenText(self.tokenizer)
+        from engine.heap import release_freed
+
+        release_freed()       # a large vocabulary's loading peak (Gemma's: ~200 MB) goes back
 
     # ---- text <-> tokens (the Engine's own methods, on the served model's tokenizer)
     def encode(self, text: str) -> list[int]:
