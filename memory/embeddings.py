@@ -79,7 +79,7 @@ def model_path(folder: Path | None = None) -> Path:
 def _load(path: Path, threads: int | None = None):
     if supports(path):
         try:
-            return BertEncoder(path)
+            return BertEncoder(path, threads)
         except (OSError, ValueError, KeyError) as e:
             raise StoreError(f"cannot load embedding model from {path}: {e}") from None
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -144,15 +144,7 @@ class Embedder:
             return []
         m = self.model()
         if isinstance(m, BertEncoder):
-            return self._numpy_encode(m, texts).tolist()
+            return m.encode(list(texts), self.batch_size).tolist()
         vecs = m.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                         convert_to_numpy=True, show_progress_bar=False)
         return vecs.tolist()
-
-    def _numpy_encode(self, m: BertEncoder, texts: Sequence[str]):
-        if not self._threads:
-            return m.encode(list(texts), self.batch_size)
-        from threadpoolctl import threadpool_limits  # numpy's BLAS threads, for this call only
-
-        with threadpool_limits(self._threads, user_api="blas"):
-            return m.encode(list(texts), self.batch_size)
