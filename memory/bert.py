@@ -126,6 +126,7 @@ class BertEncoder:
     def __init__(self, folder: Path, threads: int | None = None):
         from tokenizers import Tokenizer
 
+        self.threads = threads            # None: numpy's own BLAS threads for short batches
         self.workers = max(1, threads or os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hexa-embed") if self.workers > 1 else None
         self._blas = ThreadpoolController()
@@ -244,6 +245,7 @@ class BertEncoder:
                 # a short batch (a query) is one slice of rows: numpy's own BLAS threads, no pool
                 # (6 ms a query against 10-16 ms through the pool with one BLAS thread)
                 parallel = self._pool is not None and ids.size >= 2 * ROWS
-                with self._blas.limit(limits=1, user_api="blas") if parallel else nullcontext():
+                blas = 1 if parallel else self.threads
+                with self._blas.limit(limits=blas, user_api="blas") if blas else nullcontext():
                     out[idx] = self._forward(ids, mask, parallel)
         return out

@@ -52,6 +52,14 @@ def test_a_text_gets_the_same_vector_alone_or_in_any_batch(folder):
         assert float(alone @ together[i]) > 0.999999, t[:30]
 
 
+def test_split_over_workers_or_not_the_vectors_agree(folder):
+    """A batch split over the cores (rows and texts, one BLAS thread each) against one worker."""
+    pooled, single = BertEncoder(folder, threads=2), BertEncoder(folder, threads=1)
+    assert pooled.workers == 2 and single.workers == 1
+    cos = (pooled.encode(TEXTS * 3) * single.encode(TEXTS * 3)).sum(1)
+    assert cos.min() > 0.999999, cos
+
+
 def test_embedder_uses_numpy_and_keeps_torch_out_of_the_process(tmp_path):
     code = ("import sys; from memory.embeddings import Embedder; e = Embedder(threads=1); "
             "v = e(['a note about dragons']); assert len(v[0]) == e.dimension == 384; "
