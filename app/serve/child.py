@@ -66,16 +66,12 @@ class ChildEngine(RemoteEngine):
                          f"{time.monotonic() - t0:.1f} s.")
         yield from super().generate(prompt, **options)
 
-    def _stream(self, body: dict, rid: str, cancel) -> Iterator[Event]:
-        try:
-            yield from super()._stream(body, rid, cancel)
-        except EngineError:
-            try:                  # a killed process drops its sockets an instant before it is reaped
-                self.proc.wait(1.0)
-            except subprocess.TimeoutExpired:
-                raise
-            raise EngineError(f"the engine process ended ({self.ended()}): "
-                              f"the next request starts a new one") from None
+    def _unreachable(self, exc) -> EngineError:
+        try:                      # a killed process drops its sockets an instant before it is reaped
+            self.proc.wait(1.0)
+        except subprocess.TimeoutExpired:
+            return super()._unreachable(exc)
+        return EngineError(f"the engine process ended ({self.ended()}): the next request starts a new one")
 
     def index_response(self, token_ids) -> None:
         if not self.ended():      # an ended process's history is gone with it

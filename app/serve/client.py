@@ -125,7 +125,7 @@ class RemoteEngine:
                         raise EngineError(chunk["error"].get("message", "the server failed"))
                     yield from _events(chunk, text)
         except httpx.HTTPError as exc:
-            raise EngineError(f"the hexa server at {self.url} failed: {exc.__class__.__name__}") from None
+            raise self._unreachable(exc) from None
         finally:
             finished.set()
 
@@ -138,11 +138,15 @@ class RemoteEngine:
                     pass
                 return
 
+    def _unreachable(self, exc: httpx.HTTPError) -> EngineError:
+        """The error for a server that stopped answering mid-request (ChildEngine: how it ended)."""
+        return EngineError(f"the hexa server at {self.url} failed: {exc.__class__.__name__}")
+
     def _post(self, path: str, body: dict) -> dict:
         try:
             r = self.http.post(path, json=body)
         except httpx.HTTPError as exc:
-            raise EngineError(f"the hexa server at {self.url} failed: {exc.__class__.__name__}") from None
+            raise self._unreachable(exc) from None
         if r.status_code != 200:
             raise EngineError(_error_line(r))
         return r.json()

@@ -111,6 +111,8 @@ def test_a_child_that_dies_is_reported_in_one_line_and_started_again(engine):
     child = start(Settings())
     first = child.proc
     try:
+        with pytest.raises(EngineError, match="context"):       # a live child's own error line
+            list(child.generate(list(range(engine.context_window + 10)), max_new_tokens=5))
         with pytest.raises(EngineError, match=r"^the engine process ended \(killed by signal 9 \(SIGKILL\)\): "
                                               r"the next request starts a new one$"):
             for i, event in enumerate(child.generate(ids, max_new_tokens=200)):
