@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import mmap
-from contextlib import nullcontext
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -29,7 +29,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 ROWS = 512          # rows of a projection or the feed-forward pass at a time (see _forward)
-_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None}
+_DTYPES = {"F32": np.dtype(np.float32), "F16": np.dtype(np.float16)}   # what is read; others are skipped
 
 
 def _modules(folder: Path) -> list[str]:
@@ -68,11 +68,11 @@ def _safetensors(path: Path) -> dict[str, np.ndarray]:
     base = 8 + n
     out = {}
     for name, t in header.items():
-        if name == "__metadata__" or t["dtype"] not in ("F32", "F16"):
+        dtype = _DTYPES.get(t.get("dtype")) if name != "__metadata__" else None
+        if dtype is None:
             continue
         a, b = t["data_offsets"]
-        arr = np.frombuffer(mm, dtype=_DTYPES[t["dtype"]], count=(b - a) // (2 if t["dtype"] == "F16" else 4),
-                            offset=base + a).reshape(t["shape"])
+        arr = np.frombuffer(mm, dtype=dtype, count=(b - a) // dtype.itemsize, offset=base + a).reshape(t["shape"])
         out[name] = arr if arr.dtype == np.float32 else arr.astype(np.float32)
     return out
 

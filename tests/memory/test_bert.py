@@ -8,7 +8,6 @@ import json
 import shutil
 import subprocess
 import sys
-
 from pathlib import Path
 
 import numpy as np
