@@ -139,8 +139,8 @@ class Settings:
 
     # -- advanced: the engine's and the memory's knobs ([engine], [qnn], [memory] in the file;
     # the environment names they had before they were settings are kept)
-    engine_linear: str = option("native", "which kernel runs the projections on the torch backend: "
-                                "native (hexa's kernels, else oneDNN), onednn, or mkl (F.linear)",
+    engine_linear: str = option("native", "which kernel runs the projections on the CPU backend: "
+                                "native (hexa's kernels, else numpy's fp32 product) or numpy",
                                 choices=LINEAR_CHOICES, section="engine", env="HEXA_LINEAR")
     engine_decode: str = option("int8", "the arithmetic on quantized weights, prefill and decoding: int8 "
                                 "(integer dot products, as llama.cpp) or exact (fp32); lossless either way",

@@ -105,7 +105,7 @@ class Engine:
             from .runtime.kernels import native_kernel
 
             kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress, options)
-        if direct and kernel is None:   # torch's kernels run the fp32 conversion
+        if direct and kernel is None:   # the reference layers run the fp32 conversion
             direct = False
             folder = ensure_cached(source, Path(cache_dir) / "models", progress)
         if progress:
@@ -135,7 +135,7 @@ class Engine:
             graph_context, window = window, window - runtime.max_draft - 1   # the last step's tree must fit too
             if window < 16:
                 raise EngineError(f"context {graph_context} is too small for the qnn graphs")
-        # torch/transformers imports leave ~170k long-lived objects; a full GC pass over them
+        # the imports (tokenizers, gguf, numpy) leave long-lived objects; a full GC pass over them
         # (~70 ms) landing inside a decoding step would cost more than the step. Freeze them.
         gc.collect()
         gc.freeze()

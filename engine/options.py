@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .errors import EngineError
 
-LINEAR_CHOICES = ("native", "onednn", "mkl")
+LINEAR_CHOICES = ("native", "numpy")
 DECODE_CHOICES = ("int8", "exact")
 KV_CHOICES = ("auto", "f16", "f32")
 ISA_CHOICES = ("auto", "avx2", "avx-vnni", "avx512-vnni", "neon")   # kernels/__init__.py: ISA_FLAGS
@@ -27,8 +27,9 @@ def kv_f16(kv: str, native: bool, exact: bool) -> bool:
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """``linear``: which kernel runs the projections on the torch backend (``native``: hexa's own
-    kernels when they build and pass their self-check, else oneDNN; ``onednn``; ``mkl``: F.linear).
+    """``linear``: which kernel runs the projections on the CPU backend (``native``: hexa's own
+    kernels when they build and pass their self-check, else numpy's fp32 product; ``numpy``: that
+    product always).
     ``decode``: the arithmetic of every pass (prefill chunks, steps, trees) on weights held as
     codes (``int8``: integer dot products on 8-bit activations, as llama.cpp; ``exact``: fp32).
     ``isa``: ``auto`` (the best build for the CPU) or one build by name (``avx2`` keeps the AVX2

@@ -1,8 +1,8 @@
-"""Thread settings that must happen before torch is imported.
+"""Thread settings that must happen before a threaded library loads.
 
 Measured on a 2-core machine: while another process held one core, OpenMP's spin-waiting made each
-forward pass 3-10x slower; a passive wait policy removed that. So the policy is set before the
-first ``import torch`` anywhere in hexa (engine/__init__ imports this module first).
+forward pass 3-10x slower (torch's, when the engine ran on it); a passive wait policy removed that.
+So the policy is set before any OpenMP library loads (engine/__init__ imports this module first).
 
 The thread count itself is a setting (``HEXA_THREADS``, read by the app's settings, which pass it
 to ``Engine.load``); the engine does not read the environment for it.
@@ -23,9 +23,10 @@ def usable_cores() -> int:
 
 
 def configure(threads: int | None = None) -> int:
-    """Set torch's intra-op thread count: ``threads``, or every usable core when None."""
-    import torch
+    """Set numpy's BLAS threads (the reference layers' products): ``threads``, or every usable
+    core when None. The native kernels take their count from the engine."""
+    from threadpoolctl import threadpool_limits
 
     n = threads or usable_cores()
-    torch.set_num_threads(n)
+    threadpool_limits(n, user_api="blas")
     return n

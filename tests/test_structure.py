@@ -1,7 +1,7 @@
 """The house rules, checked from the source: no import cycles (imports inside functions count
 too: a lazy import hides a cycle from Python, not from a reader), data flows one way
-(app -> agents -> memory, engine), the virtual phone stands alone, and modules stay short (a
-warning from 600 lines, a failure past 800)."""
+(app -> agents -> memory, engine), the engine imports torch only inside functions, the virtual
+phone stands alone, and modules stay short (a warning from 600 lines, a failure past 800)."""
 from __future__ import annotations
 
 import ast
@@ -128,6 +128,47 @@ def test_the_checks_can_fail(tmp_path):
     known["b"].write_text("def f():\n    from a import x\n")
     assert imports_of("a", known["a"], known) == {"b"} and imports_of("b", known["b"], known) == {"a"}
 
+
+
+# ---- the engine runs on numpy: torch's import alone held ~226 MB resident (more than the embedded
+# model and its KV cache); only code that converts or exports models, or runs transformers as a
+# benchmark peer, may load it, from inside its functions
+LOADS_TORCH = ("torch", "safetensors.torch", "transformers")
+
+
+def import_time_imports(path: Path) -> set[str]:
+    """The modules ``path`` imports when it is imported: every import outside a function body."""
+    found: set[str] = set()
+
+    def visit(node) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.Import):
+                found.update(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and not child.level and child.module:
+                found.add(child.module)
+            visit(child)
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def loads_torch(path: Path) -> list[str]:
+    return sorted(m for m in import_time_imports(path)
+                  if any(m == t or m.startswith(t + ".") for t in LOADS_TORCH))
+
+
+def test_the_engine_imports_torch_only_inside_functions():
+    bad = sorted(f"{p.relative_to(ROOT)} imports {', '.join(ms)}"
+                 for p in (ROOT / "engine").rglob("*.py") if (ms := loads_torch(p)))
+    assert not bad, "\n".join(bad)
+
+
+def test_the_torch_rule_can_fail(tmp_path):
+    (tmp_path / "a.py").write_text("import numpy as np\ntry:\n    import torch.nn\nexcept ImportError:\n    pass\n"
+                                   "class A:\n    from safetensors.torch import load_file\n"
+                                   "def f():\n    import transformers\n")
+    assert loads_torch(tmp_path / "a.py") == ["safetensors.torch", "torch.nn"]
 
 def test_the_ui_agent_is_a_pure_adb_client():
     """agents.ui talks to a phone over adb only: it never imports the virtual phone or the

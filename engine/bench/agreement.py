@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 
 @dataclass
@@ -34,11 +33,10 @@ def hexa_logits(engine, ids: list[int]) -> np.ndarray:
     model = engine.model
     cache = model.new_cache(len(ids) + 1)
     rows = []
-    with torch.inference_mode():
-        for i, token in enumerate(ids):
-            hidden = model.forward(torch.tensor([token]), torch.tensor([i]), cache)
-            cache.commit(1)
-            rows.append(model.logits(hidden)[0].numpy().copy())
+    for i, token in enumerate(ids):
+        hidden = model.forward(np.array([token], np.int64), np.array([i], np.int64), cache)
+        cache.commit(1)
+        rows.append(model.logits(hidden)[0].copy())
     return np.stack(rows)
 
 
@@ -78,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     text = next(c["turns"][0] for c in cases if c.get("task") == "summary")
     bos = engine.tokenizer.bos_token or "<|endoftext|>"
     ids = [engine.tokenizer.convert_tokens_to_ids(bos)] + engine.encode(text)[:a.positions]
-    print(f"{Path(a.model).name} ({engine.model.kernel}, KV {str(engine.model.kv_dtype).removeprefix('torch.')}): "
+    print(f"{Path(a.model).name} ({engine.model.kernel}, KV {np.dtype(engine.model.kv_dtype).name}): "
           f"{compare(engine, ids, skip=1).line()}")
     return 0
 

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from ..options import EngineOptions
 from ..runtime.kernels import PackedWeight, host_isa, native_kernel
@@ -59,7 +58,7 @@ def packed_weight(kernel, kind: str, N: int, K: int) -> PackedWeight:
 
     data = random_blocks(kind, N, K)
     codes, bits = pack(NATIVE[kind], *decode(kind, data, N, K), k=k_factors(kind, data, N, K))
-    return PackedWeight(None, (N, K), (torch.from_numpy(codes), bits), kernel)
+    return PackedWeight(None, (N, K), (codes, bits), kernel)
 
 
 def interleaved(calls: dict[str, callable], reps: int) -> dict[str, float]:
@@ -91,10 +90,10 @@ def weight_table(kernels: dict, types: list[str], shapes, rows: list[int], reps:
         for kind in types:
             weights = {isa: packed_weight(k, kind, N, K) for isa, k in kernels.items()}
             for m in rows:
-                x = torch.randn(m, K, generator=torch.Generator().manual_seed(m))
+                x = np.random.default_rng(m).standard_normal((m, K), dtype=np.float32)
                 outs = {isa: kernels[isa].linear(x, w, exact=False) for isa, w in weights.items()}
                 first = next(iter(outs.values()))
-                if not all(torch.equal(first, o) for o in outs.values()):
+                if not all(np.array_equal(first, o) for o in outs.values()):
                     raise SystemExit(f"kernels bench: {kind} {N}x{K} at {m} rows differs between builds")
                 ms = interleaved({isa: (lambda k=kernels[isa], w=w: k.linear(x, w, exact=False))
                                   for isa, w in weights.items()}, reps)
@@ -113,28 +112,27 @@ def model_table(model_path: str, isas: list[str], cache: Path, threads: int, row
             got = getattr(e.model, "kernel", "")
             if not got.startswith(isa if isa != "auto" else ""):
                 raise SystemExit(f"kernels bench: the {isa} engine runs {got!r}")
-            engines[f"{got.split()[0]} {str(e.model.kv_dtype).removeprefix('torch.')}"] = e.model
+            engines[f"{got.split()[0]} {np.dtype(e.model.kv_dtype).name}"] = e.model
     results = []
-    g = torch.Generator().manual_seed(0)
+    g = np.random.default_rng(0)
     caches = {}
     for name, model in engines.items():
         cache_ = model.new_cache(past + max(rows) + 1)
-        cache_.k.normal_(generator=torch.Generator().manual_seed(1))
-        cache_.v.normal_(generator=torch.Generator().manual_seed(1))
+        cache_.k[...] = np.random.default_rng(1).standard_normal(cache_.k.shape, dtype=np.float32)
+        cache_.v[...] = np.random.default_rng(1).standard_normal(cache_.v.shape, dtype=np.float32)
         cache_.length = past
         caches[name] = cache_
     for m in rows:
-        toks = torch.randint(0, 1000, (m,), generator=g)
-        pos = torch.arange(past, past + m)
-        mask = torch.ones(m, past + m, dtype=torch.bool).tril(past) if m > 1 else None
+        toks = g.integers(0, 1000, m, dtype=np.int64)
+        pos = np.arange(past, past + m, dtype=np.int64)
+        mask = np.tri(m, past + m, past, dtype=bool) if m > 1 else None
 
         def call(model, c):
-            with torch.inference_mode():
-                return model.logits(model.forward(toks, pos, c, mask))
+            return model.logits(model.forward(toks, pos, c, mask))
         outs = {n: call(model, caches[n]) for n, model in engines.items()}
         for kv in {n.split()[1] for n in outs}:    # the same cache type: the same bits on every build
             same = [o for n, o in outs.items() if n.split()[1] == kv]
-            if not all(torch.equal(same[0], o) for o in same):
+            if not all(np.array_equal(same[0], o) for o in same):
                 raise SystemExit(f"kernels bench: the logits of {m} rows differ between builds")
         ms = interleaved({n: (lambda model=model, c=caches[n]: call(model, c)) for n, model in engines.items()}, reps)
         results.append(dict(weight=f"{Path(model_path).name} forward+logits @{past}", rows=m, ms=ms))

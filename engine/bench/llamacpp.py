@@ -43,7 +43,8 @@ class Worker:
 
     def __init__(self):
         env = dict(os.environ)
-        # hexa's passive OpenMP wait policy (engine/threads.py) is for torch; llama.cpp runs with its own default
+        # hexa's passive OpenMP wait policy (engine/threads.py) is for hexa's own process;
+        # llama.cpp runs with its own default
         env.pop("OMP_WAIT_POLICY", None)
         self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([sys.executable, "-I", str(WORKER)], stdin=subprocess.PIPE,

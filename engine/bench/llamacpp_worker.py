@@ -1,8 +1,8 @@
 """The llama.cpp peer's own process: greedy decoding with llama-cpp-python, driven over JSON lines.
 
 Run as a script (``python -I llamacpp_worker.py``), importing nothing of hexa: llama.cpp's CPU
-backend uses OpenMP, and in hexa's process it would share torch's OpenMP runtime, which hexa sets
-to a passive wait policy (engine/threads.py); OpenMP barriers then sleep between every op and
+backend uses OpenMP, and in hexa's process it would share the process's OpenMP runtime, which hexa
+sets to a passive wait policy (engine/threads.py); OpenMP barriers then sleep between every op and
 llama.cpp decodes ~30% slower than it does alone. Here it runs as it would by itself. Every
 figure is timed inside this process, like the engine's inside its own.
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import time
 
-import torch
-
 from ..errors import EngineError
 from ..events import Done
 from ..methods import METHODS
@@ -62,12 +60,16 @@ def device_estimate(spent, seconds: float) -> dict:
 
 
 class TransformersMethod:
-    """transformers ``generate`` on the engine's cached weights (greedy; optional prompt lookup)."""
+    """transformers ``generate`` on the engine's cached weights (greedy; optional prompt lookup).
+
+    The only bench code that needs torch (transformers runs on it): imported here, in the peer's
+    own calls, so that the engine's methods are benchmarked in a process without torch."""
     _models: dict[str, tuple] = {}   # one model per weights folder, shared by hf/pld methods
 
     def __init__(self, engine, lookup_tokens: int = 0):
         key = str(engine.folder)
         if key not in self._models:
+            import torch
             from transformers import AutoModelForCausalLM
 
             source = getattr(engine, "source", None)
@@ -85,6 +87,8 @@ class TransformersMethod:
         self.eos = sorted(engine.eos_ids)
 
     def run(self, ids: list[int], max_new: int, history: list[list[int]], cold: bool = True) -> RunResult:
+        import torch
+
         # always cold: ``generate`` keeps no KV cache across calls
         kwargs = {"prompt_lookup_num_tokens": self.lookup} if self.lookup else {}
         before = self._calls[0]

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import torch
+import numpy as np
 
 from ..runtime.backend import Backend
 from .drafting.calibration import CalibrationConfig
+from .sampling import softmax, topk
 from ..methods import MethodSpec
 
 
@@ -43,7 +44,7 @@ def calibration_for(spec: MethodSpec | None) -> CalibrationPolicy | None:
 
 
 def calibration_head(model: Backend, ids: Sequence[int], first_ids: int
-                     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The output-projection rows calibration ranks besides the ``first_ids`` lowest ids (BPE
     merge order: the frequent words and punctuation, ranked by ``model.head_logits``): the
     prompt's own tokens past them, as (their ids, their rows), or (None, None) if there are none.
@@ -62,7 +63,7 @@ def calibration_head(model: Backend, ids: Sequence[int], first_ids: int
     extra = sorted({t for t in ids if first_ids <= t < V})
     if not extra:
         return None, None
-    extra_ids = torch.tensor(extra, dtype=torch.long)
+    extra_ids = np.array(extra, dtype=np.int64)
     return extra_ids, model.lm_head[extra_ids]
 
 
@@ -75,25 +76,26 @@ class TopKView:
         self.first = policy.vocab if 0 < policy.vocab < V else 0   # 0: every id, the model's own head
         extra_ids, self.extra = calibration_head(model, prompt_ids, self.first)
         self.vocab = None if not self.first else \
-            torch.arange(self.first) if extra_ids is None else torch.cat([torch.arange(self.first), extra_ids])
-        self._ids: list[torch.Tensor] = []
-        self._probs: list[torch.Tensor] = []
+            np.arange(self.first, dtype=np.int64) if extra_ids is None else \
+            np.concatenate([np.arange(self.first, dtype=np.int64), extra_ids])
+        self._ids: list[np.ndarray] = []
+        self._probs: list[np.ndarray] = []
 
-    def add(self, hidden: torch.Tensor) -> None:
+    def add(self, hidden: np.ndarray) -> None:
         """The final hidden states of one prefill chunk."""
         if not self.first:
             logits = self.model.logits(hidden)
         else:
             logits = self.model.head_logits(hidden, self.first)
             if self.extra is not None:
-                logits = torch.cat([logits, self.model.linear(hidden, self.extra)], dim=-1)
-        probs = torch.softmax(logits, dim=-1)
-        p, i = probs.topk(min(self.k, probs.shape[-1]), dim=-1)
+                logits = np.concatenate([logits, self.model.linear(hidden, self.extra)], axis=-1)
+        probs = softmax(logits)
+        p, i = topk(probs, self.k)       # largest first; equal probabilities by ascending column
         self._ids.append(i if self.vocab is None else self.vocab[i])
         self._probs.append(p)
 
-    def result(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def result(self) -> tuple[np.ndarray, np.ndarray] | None:
         """([T, k] ids, [T, k] probabilities) over the chunks added so far; None if none was."""
         if not self._ids:
             return None
-        return torch.cat(self._ids), torch.cat(self._probs)
+        return np.concatenate(self._ids), np.concatenate(self._probs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-import torch
+import numpy as np
 
 from .grammar import DONE, Constraint, State
 from .drafting.tree import DraftTree, graft, subtree
@@ -27,10 +27,10 @@ class ConstrainedRun:
         self.constraint = constraint
         self.state: State = constraint.start
 
-    def mask(self, logits: torch.Tensor, states: list[State]) -> torch.Tensor:
+    def mask(self, logits: np.ndarray, states: list[State]) -> np.ndarray:
         return self.constraint.mask_logits(logits, states)
 
-    def first(self, logits: torch.Tensor) -> torch.Tensor:
+    def first(self, logits: np.ndarray) -> np.ndarray:
         """The prefill's last logits, masked for the first token."""
         return self.mask(logits[None], [self.state])[0]
 
@@ -42,7 +42,7 @@ class ConstrainedRun:
             self.state = nxt
 
     def prepare(self, tree: DraftTree, room: int
-                ) -> tuple[DraftTree, Callable[[torch.Tensor], torch.Tensor]]:
+                ) -> tuple[DraftTree, Callable[[np.ndarray], np.ndarray]]:
         """Cut the nodes the constraint forbids (with their subtrees); then, if ``room`` (drafts
         the tree may hold) allows, extend the most likely leaf by the tokens the constraint forces.
         Returns the tree to verify and the function that masks its logits."""

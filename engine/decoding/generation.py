@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Generator, Iterator, Sequence
 
-import torch
+import numpy as np
 
 from ..runtime.backend import Backend
 from .calibration_policy import CalibrationPolicy, TopKView
@@ -152,7 +152,7 @@ class Totals:
 def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
             calibration: CalibrationPolicy | None, cancelled: Callable[[], bool],
             reused: int = 0, view_head: ViewRows | None = None
-            ) -> Generator[Prefill, None, tuple[torch.Tensor, tuple | None] | None]:
+            ) -> Generator[Prefill, None, tuple[np.ndarray, tuple | None] | None]:
     """Feed the prompt in chunks, one ``Prefill`` event each. Returns (logits after the last prompt
     token, the top-k view calibration asked for or None), or None when cancelled before the end
     (checked before every chunk and after the last one's event: no token is sampled from, and no
@@ -170,8 +170,8 @@ def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
             if cancelled():
                 return None
             t0 = now()
-            part = torch.tensor(ids[s:s + chunk])
-            hidden = model.forward(part, torch.arange(s, s + len(part)), cache)
+            part = np.array(ids[s:s + chunk], dtype=np.int64)
+            hidden = model.forward(part, np.arange(s, s + len(part), dtype=np.int64), cache)
             cache.commit(len(part))
             if view is not None:
                 view.add(hidden)
@@ -190,13 +190,13 @@ def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
     if topk is not None and reused:
         # the kept rows were ranked over the earlier prompt's tokens (calibration_head): drafts
         # only steer what is verified, so a slightly different subset cannot change the output
-        topk = (torch.cat([view_head[0], topk[0]]), torch.cat([view_head[1], topk[1]]))
+        topk = (np.concatenate([view_head[0], topk[0]]), np.concatenate([view_head[1], topk[1]]))
     return last_logits, topk
 
 
 def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler,
-           constrain: Callable[[torch.Tensor], torch.Tensor] | None = None,
-           penalties: PenaltyRun | None = None) -> tuple[list[int], list[int], torch.Tensor]:
+           constrain: Callable[[np.ndarray], np.ndarray] | None = None,
+           penalties: PenaltyRun | None = None) -> tuple[list[int], list[int], np.ndarray]:
     """Feed the tree after the cache in one pass and keep the accepted path's KV entries.
     ``penalties`` penalise each node's logits after its own path; ``constrain`` (a constraint's)
     then sets each node's disallowed logits to -inf, before any pick.
@@ -204,7 +204,7 @@ def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler,
     n = tree.size
     mask = None
     if n > 1:
-        mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), tree.mask], dim=1)
+        mask = np.concatenate([np.ones((n, cache.length), dtype=np.bool_), tree.mask], axis=1)
     hidden = model.forward(tree.tokens, tree.depths + cache.length, cache, mask)
     logits = model.logits(hidden)
     if penalties is not None:
@@ -217,7 +217,7 @@ def verify(model: Backend, cache: KVCache, tree: DraftTree, sampler: Sampler,
     elif sampler.greedy:
         path, bonus = greedy_accept(tree, next_ids)
     else:
-        path, bonus = sample_accept(tree, sampler.probs(logits), sampler.generator)
+        path, bonus = sample_accept(tree, sampler.row_probs(logits), sampler.generator)
     cache.commit(n, path if n > 1 else None)
     return path, [tree.token_list[i] for i in path[1:]] + [bonus], next_ids
 

@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-import torch
+import numpy as np
 
 from ..model.vocab import VocabIndex, prefix_range
 
-BULK = 64                       # a free-text range this large is masked with tensor ops, not walked
+BULK = 64                       # a free-text range this large is masked with array ops, not walked
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class Constraint:
         self.start: State = self.chars.start
         self.eos = sorted(t for t in set(eos_ids) if 0 <= t < vocab.vocab_size)
         self._eos_set = set(self.eos)
-        self._masks: dict[frozenset, torch.Tensor] = {}
+        self._masks: dict[frozenset, np.ndarray] = {}
         self._forced: dict[frozenset, int | None] = {}
         self._next: dict[tuple[State, int], State | None] = {}
         for edge in self.chars.edges:     # built once per vocabulary, here rather than mid-request
@@ -234,7 +234,7 @@ class Constraint:
         return frozenset(p if type(p) is int else
                          (p[0], min(p[1], 1), min(edges[p[0]].max_chars - p[1], cap)) for p in state)
 
-    def allowed(self, state: State) -> torch.Tensor:
+    def allowed(self, state: State) -> np.ndarray:
         """Bool mask over the vocabulary of the tokens allowed next (cached by state)."""
         key = self._key(state)
         mask = self._masks.get(key)
@@ -250,25 +250,25 @@ class Constraint:
         key = self._key(state)
         if key not in self._forced:
             mask = self.allowed(state)
-            ids = torch.nonzero(mask).flatten() if int(mask.sum()) == 1 else None
+            ids = np.flatnonzero(mask) if int(np.count_nonzero(mask)) == 1 else None
             self._forced[key] = int(ids[0]) if ids is not None else None
         return self._forced[key]
 
-    def mask_logits(self, logits: torch.Tensor, states: Sequence[State]) -> torch.Tensor:
-        """``logits[i]`` with the tokens ``states[i]`` disallows set to -inf."""
-        allowed = torch.stack([self.allowed(s) for s in states])
-        return logits.masked_fill(~allowed, float("-inf"))
+    def mask_logits(self, logits: np.ndarray, states: Sequence[State]) -> np.ndarray:
+        """``logits[i]`` with the tokens ``states[i]`` disallows set to -inf (a new array)."""
+        allowed = np.stack([self.allowed(s) for s in states])
+        return np.where(allowed, logits, np.array(-np.inf, dtype=logits.dtype))
 
-    def _compute(self, state: State) -> torch.Tensor:
-        mask = torch.zeros(self.vocab.vocab_size, dtype=torch.bool)
+    def _compute(self, state: State) -> np.ndarray:
+        mask = np.zeros(self.vocab.vocab_size, dtype=np.bool_)
         if state != DONE:
             ids: list[int] = []
-            parts: list[torch.Tensor] = []
+            parts: list[np.ndarray] = []
             self._walk(0, len(self.vocab.keys), 0, state, ids, parts)
             if ids:
                 mask[ids] = True
             for p in parts:         # token ids, or a mask over them
-                if p.dtype == torch.bool:
+                if p.dtype == np.bool_:
                     mask |= p
                 else:
                     mask[p] = True
@@ -276,7 +276,7 @@ class Constraint:
             mask[self.eos] = True
         return mask
 
-    def _walk(self, lo: int, hi: int, d: int, state: State, ids: list[int], parts: list[torch.Tensor]) -> None:
+    def _walk(self, lo: int, hi: int, d: int, state: State, ids: list[int], parts: list[np.ndarray]) -> None:
         """Tokens at sorted positions [lo, hi) share their first ``d`` characters, which lead the
         grammar to ``state``: emit those the grammar accepts whole. Literal characters descend
         one character at a time; free text is handled per range (``_free``)."""
@@ -299,7 +299,7 @@ class Constraint:
                 self._free(i, hi, d, p, ids, parts)
 
     def _free(self, lo: int, hi: int, d: int, pos: tuple[int, int], ids: list[int],
-              parts: list[torch.Tensor]) -> None:
+              parts: list[np.ndarray]) -> None:
         """Tokens in [lo, hi) (longer than ``d``) whose rest is free text from ``pos``: free
         characters to the token's end, or up to an excluded character and on through the
         grammar after the segment (a rest starting with that character was walked as literal)."""
@@ -320,11 +320,11 @@ class Constraint:
         stay = (tables.clean_from[lo:hi] <= d) & (lens - d <= room) & (lens > d)
         parts.append(v.order[lo:hi][stay])
         start = g.closure([pos])
-        for j in torch.nonzero(tables.clean_from[lo:hi] > d).flatten().tolist():
+        for j in np.flatnonzero(tables.clean_from[lo:hi] > d).tolist():
             if g.walk(start, v.keys[lo + j][d:]):
                 ids.append(v.ids[lo + j])
 
-    def _exits(self, tables, edge: _Edge, written: int, parts: list[torch.Tensor]) -> None:
+    def _exits(self, tables, edge: _Edge, written: int, parts: list[np.ndarray]) -> None:
         """Tokens made of p >= 1 free characters then a tail the grammar accepts after the segment."""
         g, keys = self.chars, tables.tail_keys
         room = edge.max_chars - written

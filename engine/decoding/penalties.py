@@ -20,7 +20,7 @@ quoting the document being summarised is not a repeat (measured: DRY over the pr
 Lossless speculation: every verified node's logits are penalised with *that node's* context —
 the emitted tokens plus the drafts on its path from the root — so each node's argmax (greedy)
 or distribution (sampling) is the one plain decoding would use after that same prefix
-(``penalty_run.PenaltyRun``; this module stays free of torch, for the settings and the agents).
+(``penalty_run.PenaltyRun``; this module imports no array library, for the settings and the agents).
 """
 from __future__ import annotations
 

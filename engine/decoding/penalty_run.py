@@ -5,19 +5,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from .penalties import Penalties
 
 _FLOAT_MAX_LOG = 88.7228391                # log of float32's max: caps DRY's exponent (as llama.cpp)
 
 
-def counts_penalty(logits: torch.Tensor, counts: torch.Tensor, p: Penalties) -> torch.Tensor:
-    """llama.cpp's penalties on logits of tokens seen ``counts`` (same shape, >= 0) times."""
+def counts_penalty(logits: np.ndarray, counts: np.ndarray, p: Penalties) -> np.ndarray:
+    """llama.cpp's penalties on logits of tokens seen ``counts`` (same shape, >= 0) times
+    (float32 in, float32 out)."""
     seen = counts > 0
-    scaled = torch.where(logits <= 0, logits * p.repeat_penalty, logits / p.repeat_penalty)
-    out = scaled - counts * p.frequency_penalty - seen.to(logits.dtype) * p.presence_penalty
-    return torch.where(seen, out, logits)
+    f = logits.dtype.type
+    scaled = np.where(logits <= 0, logits * f(p.repeat_penalty), logits / f(p.repeat_penalty))
+    out = scaled - counts * f(p.frequency_penalty) - seen.astype(logits.dtype) * f(p.presence_penalty)
+    return np.where(seen, out, logits)
 
 
 def dry_matches(ctx: np.ndarray, rep_limit: int, allowed: int) -> dict[int, int]:
@@ -72,28 +73,27 @@ class PenaltyRun:
             self._buf[self._n] = t
             self._n += 1
 
-    def first(self, logits: torch.Tensor) -> torch.Tensor:
+    def first(self, logits: np.ndarray) -> np.ndarray:
         """The prefill's last logits (the first token's) penalised."""
         return self.apply(logits[None], [[]])[0]
 
-    def apply(self, logits: torch.Tensor, paths: list[list[int]]) -> torch.Tensor:
+    def apply(self, logits: np.ndarray, paths: list[list[int]]) -> np.ndarray:
         """Row i of ``logits`` penalised after the context + ``paths[i]`` (a node's drafts), in
         place (a copy of a step's 33 x 49k logits cost more than the rest: 2.5 MB touched anew)."""
-        with torch.inference_mode():   # the backends' logits may be inference tensors
-            if self.p.counts_active:
-                logits = self._counts(logits, paths)
-            if self.p.dry_active:
-                logits = self._dry(logits, paths)
+        if self.p.counts_active:
+            logits = self._counts(logits, paths)
+        if self.p.dry_active:
+            logits = self._dry(logits, paths)
         return logits
 
-    def apply_tree(self, logits: torch.Tensor, tree) -> torch.Tensor:
+    def apply_tree(self, logits: np.ndarray, tree) -> np.ndarray:
         """Every node of a draft tree penalised after its own path (the root is already emitted)."""
         paths: list[list[int]] = [[]]
         for i in range(1, tree.size):
             paths.append(paths[tree.parent_list[i]] + [tree.token_list[i]])
         return self.apply(logits, paths)
 
-    def _counts(self, logits: torch.Tensor, paths: list[list[int]]) -> torch.Tensor:
+    def _counts(self, logits: np.ndarray, paths: list[list[int]]) -> np.ndarray:
         n_last = self.p.repeat_last_n
         seq = self.seq
         base = seq if n_last < 0 else seq[max(0, self._n - n_last):]
@@ -103,24 +103,25 @@ class PenaltyRun:
         drops = [0 if n_last < 0 else max(0, len(base) + len(pth) - n_last) for pth in paths]
         path_toks = np.asarray([t for pth in paths for t in pth], dtype=np.int64)
         # the tokens in any row's window, as columns 0..k-1
-        toks, inv = torch.unique(torch.from_numpy(np.concatenate([base, path_toks])), return_inverse=True)
+        toks, inv = np.unique(np.concatenate([base, path_toks]), return_inverse=True)
+        inv = inv.reshape(-1)
         k = len(toks)
         if k == 0:
             return logits
         base_col, path_col = inv[:len(base)], inv[len(base):]
-        counts = torch.bincount(base_col, minlength=k).float().repeat(len(paths), 1)
+        counts = np.tile(np.bincount(base_col, minlength=k).astype(np.float32), (len(paths), 1))
         if len(path_col):
-            rows = torch.tensor([i for i, pth in enumerate(paths) for _ in pth], dtype=torch.long)
-            counts.index_put_((rows, path_col), torch.ones(len(rows)), accumulate=True)
+            rows = np.array([i for i, pth in enumerate(paths) for _ in pth], dtype=np.int64)
+            np.add.at(counts, (rows, path_col), np.float32(1.0))
         max_drop = max(drops)
         if max_drop:
-            dropped = torch.zeros(max_drop + 1, k)
-            dropped[torch.arange(1, max_drop + 1), base_col[:max_drop]] = 1.0
-            counts -= dropped.cumsum(0)[torch.tensor(drops)]
-        logits[:, toks] = counts_penalty(logits[:, toks].float(), counts, self.p).to(logits.dtype)
+            dropped = np.zeros((max_drop + 1, k), dtype=np.float32)
+            dropped[np.arange(1, max_drop + 1), base_col[:max_drop]] = 1.0
+            counts -= dropped.cumsum(0)[np.array(drops, dtype=np.int64)]
+        logits[:, toks] = counts_penalty(logits[:, toks].astype(np.float32), counts, self.p).astype(logits.dtype)
         return logits
 
-    def _dry(self, logits: torch.Tensor, paths: list[list[int]]) -> torch.Tensor:
+    def _dry(self, logits: np.ndarray, paths: list[list[int]]) -> np.ndarray:
         p = self.p
         seq = self.seq
         max_exp = int(_FLOAT_MAX_LOG / math.log(p.dry_base)) if p.dry_base > 1.000001 else 0
@@ -141,8 +142,8 @@ class PenaltyRun:
             best = {t: m for t, m in best.items() if t not in self.breakers}
             if not best:
                 continue
-            toks = torch.tensor(list(best))
+            toks = np.array(list(best), dtype=np.int64)
             exps = [min(m - p.dry_allowed_length, max_exp) if max_exp > 0 else m - p.dry_allowed_length
                     for m in best.values()]
-            logits[i, toks] -= torch.tensor([p.dry_multiplier * p.dry_base ** e for e in exps], dtype=logits.dtype)
+            logits[i, toks] -= np.array([p.dry_multiplier * p.dry_base ** e for e in exps], dtype=logits.dtype)
         return logits

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-import torch
+import numpy as np
 
 from ..runtime.kv_cache import KVCache
 
@@ -26,15 +26,15 @@ from ..runtime.kv_cache import KVCache
 # every real match: a shared system prompt (SmolLM2's default is ~30 tokens) and longer.
 MIN_REUSE = 16
 
-ViewRows = tuple[torch.Tensor, torch.Tensor]   # calibration.TopKView rows: ([T, k] ids, [T, k] probs)
+ViewRows = tuple[np.ndarray, np.ndarray]   # calibration.TopKView rows: ([T, k] ids, [T, k] probs)
 
 
 @dataclass(frozen=True, eq=False)
 class Prefix:
-    """One kept prompt. Its tensors are never written after ``put``: readers need no lock."""
+    """One kept prompt. Its arrays are never written after ``put``: readers need no lock."""
     ids: tuple[int, ...]
-    k: torch.Tensor                    # [layers, kv_heads, len(ids), head_dim]
-    v: torch.Tensor
+    k: np.ndarray                      # [layers, kv_heads, len(ids), head_dim]
+    v: np.ndarray
     view: ViewRows | None = None       # the prefill top-k view of every position, if calibrated
     view_key: Hashable | None = None   # what the view rows depend on (the calibration policy)
 
@@ -114,7 +114,7 @@ class PrefixStore:
                 if old.covers(ids, key):
                     self._entries.move_to_end(k)
                     return
-        entry = Prefix(ids, cache.k[:, :, :T].clone(), cache.v[:, :, :T].clone(), view, key)
+        entry = Prefix(ids, cache.k[:, :, :T].copy(), cache.v[:, :, :T].copy(), view, key)
         with self._lock:
             for k, old in list(self._entries.items()):
                 if entry.covers(old.ids, old.view_key):

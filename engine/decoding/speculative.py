@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Protocol, Sequence
 
-import torch
+import numpy as np
 
 from .calibration_policy import CalibrationPolicy, calibration_for
 from .drafting import ConfidenceMap, Drafter, HistoryIndex, SuffixAutomaton, build_history
@@ -26,7 +26,7 @@ class Speculator(Protocol):
     calibration: CalibrationPolicy | None      # the prefill top-k view ``start`` wants, if any
 
     def start(self, prompt_ids: list[int], first_token: int,
-              topk: tuple[torch.Tensor, torch.Tensor] | None) -> float:
+              topk: tuple[np.ndarray, np.ndarray] | None) -> float:
         """A request's prompt is prefilled and its first token sampled; returns ms spent calibrating.
         ``topk`` is the whole prompt's view when ``calibration`` asked for one, else None.
         Everything done here (indexing, calibration) comes before the first token is emitted
@@ -35,7 +35,7 @@ class Speculator(Protocol):
     def propose(self) -> DraftTree:
         """The tree to verify next, rooted at the pending token."""
 
-    def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor,
+    def observe(self, tree: DraftTree, emitted: list[int], next_ids: np.ndarray,
                 verify_ms: float | None = None, past: int = 0) -> None:
         """``tree`` was verified over ``past`` cached positions in ``verify_ms``; ``emitted`` are
         the accepted drafts + the bonus token; ``next_ids[i]`` the model's argmax after node i."""
@@ -56,7 +56,7 @@ class PlainDecoding:
     def propose(self) -> DraftTree:
         return root_only(self._last)
 
-    def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor,
+    def observe(self, tree: DraftTree, emitted: list[int], next_ids: np.ndarray,
                 verify_ms: float | None = None, past: int = 0) -> None:
         self._last = emitted[-1]
 
@@ -83,7 +83,7 @@ class DraftingSpeculator:
         self.drafter: Drafter | None = None
 
     def start(self, prompt_ids: list[int], first_token: int,
-              topk: tuple[torch.Tensor, torch.Tensor] | None) -> float:
+              topk: tuple[np.ndarray, np.ndarray] | None) -> float:
         """Index the prompt (and calibrate from the prefill top-k view); return ms spent calibrating."""
         s = self.spec
         sized = s.mode == "tree" and not s.fill     # trees sized by the cost curve, at every step
@@ -118,7 +118,7 @@ class DraftingSpeculator:
             d.cost_curve = self.cost.at(len(d.seq))   # the cost at the current context length
         return d.propose(self.max_tree, self.max_depth)
 
-    def observe(self, tree: DraftTree, emitted: list[int], next_ids: torch.Tensor,
+    def observe(self, tree: DraftTree, emitted: list[int], next_ids: np.ndarray,
                 verify_ms: float | None = None, past: int = 0) -> None:
         if verify_ms is not None:
             self.cost.observe(tree.size, past, verify_ms)

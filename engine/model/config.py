@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import torch
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -61,27 +61,32 @@ class ModelConfig:
             rope_local_base=float(c.get("rope_local_base_freq", 10000.0)),
         )
 
-    def inv_freq(self, base: float | None = None) -> torch.Tensor:
+    def inv_freq(self, base: float | None = None) -> np.ndarray:
         """Rotary frequencies, including Llama 3's long-context rescaling (as transformers computes
         them); ``base``: another RoPE base (gemma3's local layers), without any rescaling."""
         d = self.head_dim
         if base is not None:
-            return 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float32) / d))
-        base = float(self.rope["rope_theta"])
-        inv = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).to(torch.float32) / d))
+            return _inv_freq(base, d)
+        inv = _inv_freq(float(self.rope["rope_theta"]), d)
         kind = self.rope.get("rope_type", self.rope.get("type", "default"))
         if "factors" in self.rope:   # a GGUF's rope_freqs: llama.cpp's divisors of each frequency
-            inv = inv / torch.tensor(self.rope["factors"], dtype=torch.float32)
+            inv = inv / np.asarray(self.rope["factors"], dtype=np.float32)
         elif kind == "llama3":
             factor = self.rope["factor"]
             low, high = self.rope["low_freq_factor"], self.rope["high_freq_factor"]
             old = self.rope["original_max_position_embeddings"]
             wavelen = 2 * math.pi / inv
-            scaled = torch.where(wavelen > old / low, inv / factor, inv)
+            scaled = np.where(wavelen > old / low, inv / np.float32(factor), inv)
             smooth = (old / wavelen - low) / (high - low)
-            smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+            smoothed = (1 - smooth) * scaled / np.float32(factor) + smooth * scaled
             medium = ~(wavelen < old / high) * ~(wavelen > old / low)
-            inv = torch.where(medium, smoothed, scaled)
+            inv = np.where(medium, smoothed, scaled).astype(np.float32)
         elif kind not in ("default", None):
             raise ValueError(f"unsupported rope scaling {kind!r}")
         return inv
+
+
+def _inv_freq(base: float, d: int) -> np.ndarray:
+    """1 / base^(2i/d) in fp32, as transformers computes it (the exponent in fp32, then the power)."""
+    return (np.float32(1.0) / (np.float32(base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))
+            ).astype(np.float32)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from ..errors import EngineError
 from .gguf_codes import NATIVE, as_layout7, decode, k_factors, pack
@@ -97,13 +96,8 @@ def entry(source: ModelSource, cache_root: Path, progress: Progress | None = Non
     Path(cache_root).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=cache_root))
     try:
-        from transformers import AutoTokenizer
-        try:
-            tok = AutoTokenizer.from_pretrained(source.path.parent, gguf_file=source.path.name)
-        except Exception as exc:
-            raise EngineError(f"{source.name}: cannot read the GGUF's tokenizer ({exc.__class__.__name__}: "
-                              f"{(str(exc).splitlines() or ['no detail'])[0][:160]})") from None
-        tok.save_pretrained(tmp)
+        from . import gguf_tokenizer
+        gguf_tokenizer.write(source.path, tmp, source.name)   # transformers, in a process of its own
         (tmp / "config.json").write_text(json.dumps(config, indent=1))
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(tmp, folder)
@@ -137,12 +131,12 @@ class Weights:
             data = data[_unpermute(N, c.num_heads if "attn_q" in name else c.num_kv_heads)]
         return t.tensor_type.name, data, N, K
 
-    def vector(self, name: str) -> torch.Tensor | None:
+    def vector(self, name: str) -> np.ndarray | None:
         if name not in self.t:
             return None
         from gguf import quants
         t = self.t[name]
-        return torch.from_numpy(np.array(quants.dequantize(t.data, t.tensor_type), np.float32).reshape(-1))
+        return np.array(quants.dequantize(t.data, t.tensor_type), np.float32).reshape(-1)
 
     def packed(self, *names: str):
         """The tensors ``names`` stacked by rows (q, k, v; gate, up) as one PackedWeight: their
@@ -182,11 +176,11 @@ class Weights:
                     k = None if None in ks else tuple(np.concatenate([x[i] for x in ks], axis=1) for i in (0, 1))
                     codes, b = pack(b, d, m, q, k=k)
             self.native += N * K
-            return PackedWeight(None, (N, K), (torch.from_numpy(codes), b), self.kernel)
+            return PackedWeight(None, (N, K), (codes, b), self.kernel)
         w = np.concatenate([np.asarray(quants.dequantize(data, self.t[n].tensor_type), np.float32).reshape(rows, k)
                             for n, (_, data, rows, k) in zip(names, parts)])
         self.fp32 += N * K
-        return self.kernel.pack(torch.from_numpy(w))
+        return self.kernel.pack(w)
 
 
 def packed_state(r, config, kernel) -> dict:
@@ -206,7 +200,7 @@ def packed_state(r, config, kernel) -> dict:
             "ln_in": w.vector(b + "attn_norm.weight"), "ln_post": w.vector(b + "ffn_norm.weight"),
             "q_norm": w.vector(b + "attn_q_norm.weight"), "k_norm": w.vector(b + "attn_k_norm.weight"),
             "post_attn": w.vector(b + "post_attention_norm.weight"), "post_ffn": w.vector(b + "post_ffw_norm.weight"),
-            "bqkv": torch.cat(bias) if all(x is not None for x in bias) else None,
+            "bqkv": np.concatenate(bias) if all(x is not None for x in bias) else None,
             "wqkv": entry_of(w.packed(b + "attn_q.weight", b + "attn_k.weight", b + "attn_v.weight")),
             "wo": entry_of(w.packed(b + "attn_output.weight")),
             "wgu": entry_of(w.packed(b + "ffn_gate.weight", b + "ffn_up.weight")),

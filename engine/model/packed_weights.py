@@ -14,14 +14,14 @@ import os
 import tempfile
 from pathlib import Path
 
-import torch
+import numpy as np
 
-FORMAT = 2
+FORMAT = 3   # 3: safetensors (numpy) with a JSON index; 2 was torch.save's pickle
 SLOTS = ("wqkv", "wo", "wgu", "wdown")
 
 
 def path_for(folder: Path, build: str) -> Path:
-    return Path(folder) / f"packed-{build}.pt"
+    return Path(folder) / f"packed-{build}.safetensors"
 
 
 def weights_hash(folder: Path) -> str:
@@ -48,19 +48,46 @@ def save(model, folder: Path, build: str) -> Path:
              "tied": model.lm_head is model.embed,
              "embed": None if model.lm_head is model.embed else
              _pack_entry(model.embed) if hasattr(model.embed, "quant") else model.embed}
+    from safetensors.numpy import save_file
+
+    arrays: dict[str, np.ndarray] = {}
+    index = _index(state, "", arrays)
     path = path_for(folder, build)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name + ".tmp-")
     os.close(fd)
     try:
-        torch.save(state, tmp)
+        save_file(arrays, tmp, metadata={"hexa": json.dumps(index)})
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    for old in Path(folder).glob("packed-*.pt"):   # layouts of earlier kernel builds
-        if old != path:
+    for old in [*Path(folder).glob("packed-*.pt"), *Path(folder).glob("packed-*.safetensors")]:
+        if old != path:   # layouts of earlier kernel builds, and torch.save's files of format 2
             old.unlink(missing_ok=True)
     return path
+
+
+def _index(value, name: str, arrays: dict[str, np.ndarray]):
+    """``value`` with every array moved into ``arrays`` under its path and replaced by
+    {"array": path}: the JSON the file's metadata keeps (safetensors holds flat arrays only)."""
+    if isinstance(value, np.ndarray):
+        arrays[name] = np.ascontiguousarray(value)
+        return {"array": name}
+    if isinstance(value, dict):
+        return {k: _index(v, f"{name}.{k}" if name else k, arrays) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_index(v, f"{name}.{i}", arrays) for i, v in enumerate(value)]
+    return value
+
+
+def _restore(value, arrays: dict[str, np.ndarray]):
+    if isinstance(value, dict):
+        if set(value) == {"array"}:
+            return arrays[value["array"]]
+        return {k: _restore(v, arrays) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v, arrays) for v in value]
+    return value
 
 
 def load(folder: Path, build: str) -> dict | None:
@@ -69,9 +96,14 @@ def load(folder: Path, build: str) -> dict | None:
     path = path_for(folder, build)
     if not path.exists():
         return None
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file, safe_open
+
     try:
-        state = torch.load(path, weights_only=True, mmap=False)
-    except Exception:   # a truncated or foreign file: repack
+        with safe_open(str(path), framework="np") as f:
+            index = json.loads((f.metadata() or {})["hexa"])
+        state = _restore(index, load_file(str(path)))
+    except (OSError, ValueError, KeyError, TypeError, SafetensorError):   # truncated or foreign: repack
         return None
     if not isinstance(state, dict) or state.get("format") != FORMAT or state.get("build") != build \
             or state.get("weights") != weights_hash(folder):

@@ -18,7 +18,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 
-import torch
+import numpy as np
 
 _TOP = "\U0010ffff"   # sorts after every character a token text holds
 
@@ -74,13 +74,13 @@ def token_texts(tokenizer, vocab_size: int) -> list[str | None]:
 @dataclass
 class FreeTables:
     """What free text with excluded characters E needs, per sorted position of the vocabulary."""
-    clean_from: torch.Tensor       # int32: 1 + index of the last excluded character (0: none)
-    clean_by_id: torch.Tensor      # bool over token ids: a text with no excluded character
+    clean_from: np.ndarray         # int32: 1 + index of the last excluded character (0: none)
+    clean_by_id: np.ndarray        # bool over token ids: a text with no excluded character
     # tokens "free chars, then an excluded character, then more" grouped by that tail (p >= 1
     # free characters first): the tail is walked through the grammar after the free segment
     tail_keys: list[str]
-    tail_ids: list[torch.Tensor]
-    tail_free: list[torch.Tensor]  # free characters before the tail, per token
+    tail_ids: list[np.ndarray]     # int64
+    tail_free: list[np.ndarray]    # int64: free characters before the tail, per token
 
 
 class VocabIndex:
@@ -92,9 +92,9 @@ class VocabIndex:
         entries = sorted((t, i) for i, t in enumerate(texts) if t)
         self.keys = [t for t, _ in entries]
         self.ids = [i for _, i in entries]
-        self.order = torch.tensor(self.ids, dtype=torch.long)
-        self.lens = torch.tensor([len(t) for t in self.keys], dtype=torch.int32)
-        self.lens_by_id = torch.tensor([len(t or "") for t in texts], dtype=torch.int32)
+        self.order = np.array(self.ids, dtype=np.int64)
+        self.lens = np.array([len(t) for t in self.keys], dtype=np.int32)
+        self.lens_by_id = np.array([len(t or "") for t in texts], dtype=np.int32)
         self.max_len = int(self.lens.max()) if self.keys else 0
         self._free: dict[frozenset[str], FreeTables] = {}
 
@@ -122,9 +122,9 @@ class VocabIndex:
                 ids, free = tails.setdefault(text[hits[0]:], ([], []))
                 ids.append(tid)
                 free.append(hits[0])
-        cf = torch.tensor(clean_from, dtype=torch.int32)
-        by_id = torch.zeros(self.vocab_size, dtype=torch.bool)
+        cf = np.array(clean_from, dtype=np.int32)
+        by_id = np.zeros(self.vocab_size, dtype=np.bool_)
         by_id[self.order[cf == 0]] = True
         keys = sorted(tails)
-        return FreeTables(cf, by_id, keys, [torch.tensor(tails[k][0]) for k in keys],
-                          [torch.tensor(tails[k][1]) for k in keys])
+        return FreeTables(cf, by_id, keys, [np.array(tails[k][0], dtype=np.int64) for k in keys],
+                          [np.array(tails[k][1], dtype=np.int64) for k in keys])

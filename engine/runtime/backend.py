@@ -1,8 +1,8 @@
 """What the generation loop, the engine and the cost profiler may ask of a runtime.
 
-Two runtimes implement it: ``transformer.CompactTransformer`` (torch on the CPU, dynamic shapes)
+Two runtimes implement it: ``transformer.CompactTransformer`` (the CPU: native kernels or numpy, dynamic shapes)
 and ``qnn.runtime.QnnTransformer`` (static-shape graphs on the HTP). Everything here is explicit
-on both, so callers never probe a model with ``getattr``: the torch runtime has no-op prefill
+on both, so callers never probe a model with ``getattr``: the CPU runtime has no-op prefill
 hooks, no switch status and no static decoding lengths.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Protocol
 
 if TYPE_CHECKING:
-    import torch
+    import numpy as np
 
     from .kv_cache import KVCache
     from ..model.config import ModelConfig
@@ -28,7 +28,7 @@ class Backend(Protocol):
     kernel: str                    # what computes the layers, for `hexa doctor`, bench and profiles
     kernel_build: str              # a digest of the native kernels' sources ("" if none)
     lm_head: object                # the output projection, [vocab, hidden]; rows index like a tensor
-    linear: Callable[..., torch.Tensor]   # linear(x, w, b=None) = x @ w.T + b, on lm_head rows too
+    linear: Callable[..., np.ndarray]   # linear(x, w, b=None) = x @ w.T + b, on lm_head rows too
     max_draft: int                 # most draft tokens one verification may feed
     prefill_graph: str             # the graph label prefill events report
     decode_lengths: tuple[int, ...]   # a static-shape backend's decoding graph lengths; () if dynamic
@@ -36,14 +36,14 @@ class Backend(Protocol):
     def new_cache(self, capacity: int) -> KVCache:
         """A KV cache for ``capacity`` positions (a static backend may refuse or round it)."""
 
-    def forward(self, tokens: torch.Tensor, positions: torch.Tensor, cache: KVCache,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: np.ndarray, positions: np.ndarray, cache: KVCache,
+                mask: np.ndarray | None = None) -> np.ndarray:
         """Hidden states [S, hidden] of ``tokens`` at ``positions``; their K/V pending in ``cache``."""
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def logits(self, hidden: np.ndarray) -> np.ndarray:
         """Next-token logits [S, vocab]."""
 
-    def head_logits(self, hidden: torch.Tensor, rows: int) -> torch.Tensor:
+    def head_logits(self, hidden: np.ndarray, rows: int) -> np.ndarray:
         """Approximate logits [S, rows] over the first ``rows`` ids, for calibration's ranking."""
 
     def begin_prefill(self, total_tokens: int) -> None:

@@ -6,29 +6,29 @@ an arbitrary subset (the accepted path of a draft tree), which is moved to the f
 """
 from __future__ import annotations
 
-import torch
+import numpy as np
 
 
 class KVCache:
     def __init__(self, layers: int, kv_heads: int, head_dim: int, capacity: int,
-                 dtype: torch.dtype = torch.float32):
+                 dtype=np.float32):
         shape = (layers, kv_heads, capacity, head_dim)
-        self.k = torch.zeros(shape, dtype=dtype)
-        self.v = torch.zeros(shape, dtype=dtype)
+        self.k = np.zeros(shape, dtype=dtype)
+        self.v = np.zeros(shape, dtype=dtype)
         self.capacity = capacity
         self.length = 0
 
     def room(self) -> int:
         return self.capacity - self.length
 
-    def commit(self, n_new: int, keep: list[int] | torch.Tensor | None = None) -> None:
+    def commit(self, n_new: int, keep: list[int] | np.ndarray | None = None) -> None:
         """Keep all ``n_new`` pending entries, or only those at offsets ``keep`` (ascending)."""
         if keep is None:
             self.length += n_new
             return
-        keep = torch.as_tensor(keep, dtype=torch.long)
-        n = int(keep.numel())
-        if n and not torch.equal(keep, torch.arange(n)):
+        keep = np.asarray(keep, dtype=np.int64)
+        n = int(keep.size)
+        if n and not np.array_equal(keep, np.arange(n)):
             src = keep + self.length
             dst = slice(self.length, self.length + n)
             self.k[:, :, dst] = self.k[:, :, src]

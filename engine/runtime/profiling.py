@@ -15,7 +15,7 @@ import time
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Callable
 
-import torch
+import numpy as np
 
 from ..files import atomic_write
 
@@ -95,18 +95,18 @@ class CostModel:
 def profile_cost_curve(model, past: int = 256, repeats: int = 3) -> CostCurve:
     """Time forward + logits for each size over a ``past``-token cache; keep each size's best time."""
     cache = model.new_cache(past + max(PROFILE_SIZES) + 1)
-    g = torch.Generator().manual_seed(0)
-    cache.k.normal_(generator=g)
-    cache.v.normal_(generator=g)
+    g = np.random.default_rng(0)
+    cache.k[...] = g.standard_normal(cache.k.shape, dtype=np.float32)
+    cache.v[...] = g.standard_normal(cache.v.shape, dtype=np.float32)
     cache.length = past
     points = []
     for n in PROFILE_SIZES:
         best = float("inf")
-        toks = torch.randint(0, 1000, (n,), generator=g)
-        mask = torch.ones(n, past + n, dtype=torch.bool).tril(past) if n > 1 else None
+        toks = g.integers(0, 1000, n, dtype=np.int64)
+        mask = np.tri(n, past + n, past, dtype=bool) if n > 1 else None
         for _ in range(repeats):
             t0 = time.perf_counter()
-            model.logits(model.forward(toks, torch.arange(past, past + n), cache, mask))
+            model.logits(model.forward(toks, np.arange(past, past + n, dtype=np.int64), cache, mask))
             best = min(best, (time.perf_counter() - t0) * 1000)
         points.append((n, best))
     return CostCurve(_monotone(points))
@@ -131,8 +131,8 @@ def _time_static_lengths(model, repeats: int, outside_graphs: bool) -> CostModel
     cache.length = model.context // 2
     cost = {}
     for S in lengths:
-        toks = torch.zeros(S, dtype=torch.long)
-        pos = torch.arange(cache.length, cache.length + S)
+        toks = np.zeros(S, dtype=np.int64)
+        pos = np.arange(cache.length, cache.length + S, dtype=np.int64)
         best = float("inf")
         for i in range(repeats + 1):           # the first run warms the graph
             before = model.graphs.ledger.snapshot() if outside_graphs else None
@@ -163,13 +163,13 @@ def device_cost_model(profile: DeviceCostProfile, n_blocks: int, graph_for: Call
 def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: int = 3) -> CostModel:
     if model.decode_lengths:             # a static-shape backend
         return profile_static_lengths(model)
-    model.logits(model.forward(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long),
+    model.logits(model.forward(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
                                model.new_cache(2)))          # warm the kernels once
     return CostModel({p: profile_cost_curve(model, p, repeats) for p in pasts})
 
 
 def profile_key(model, model_name: str, threads: int) -> str:
-    """What the cost depends on: model, kernel, threads, torch build and CPU."""
+    """What the cost depends on: model, kernel, threads, numpy build and CPU."""
     import hashlib
     import platform
 
@@ -180,7 +180,7 @@ def profile_key(model, model_name: str, threads: int) -> str:
     except OSError:
         pass
     raw = "|".join([model_name, model.kernel, model.kernel_build, str(threads),
-                    torch.__version__, platform.machine(), cpu])
+                    np.__version__, platform.machine(), cpu])
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 

@@ -12,10 +12,10 @@ The forward pass exists in four forms; each is kept for a job no other does:
 - the native layers (``_native_layers``): the same kernels called layer by layer, for passes
   longer than the fused pass takes (prefill chunks). Rows never interact in either, so tree rows
   equal plain steps bit for bit.
-- the torch layers (``_torch_layers``): heads the native pass does not take (their products still
-  go through the packed kernel), a model loaded without the native kernel (no C compiler, or
-  ``linear = "onednn"``/``"mkl"``), and the plain reference the native arithmetic is checked
-  against (tests/engine/test_foundation_model.py against transformers).
+- the reference layers (``_reference_layers``, numpy in fp32, ``reference.py``): a model loaded
+  without the native kernel (no C compiler, or ``linear = "numpy"``), and the plain reference the
+  native arithmetic is checked against (tests/engine/test_foundation_model.py against transformers).
+  No torch anywhere on the run path: its import alone held ~226 MB resident.
 - the ONNX graphs (``qnn/graphs.py``): the static-shape blocks the Hexagon NPU runs; QNN takes
   nothing else. They are built from this module's weights and checked against it.
 """
@@ -24,9 +24,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
+import numpy as np
 
+from . import reference as ref
 from .arithmetic import DECODE_CHOICES, LINEAR_CHOICES, library_linear  # noqa: F401
 from ..errors import EngineError
 from ..options import kv_f16
@@ -47,13 +47,13 @@ class Layer:
 
 
 class CompactTransformer:
-    """The torch runtime (``backend.Backend``): dynamic shapes, no graphs to switch."""
+    """The CPU runtime (``backend.Backend``): dynamic shapes, no graphs to switch."""
     max_draft = MAX_TREE
     prefill_graph = "torch:dynamic"
     decode_lengths: tuple[int, ...] = ()
     switch_status = None
 
-    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor], linear: str = "native",
+    def __init__(self, config: ModelConfig, weights: dict[str, np.ndarray], linear: str = "native",
                  decode: str = "int8"):
         p = "model."
         embed = weights[p + "embed_tokens.weight"]
@@ -63,14 +63,14 @@ class CompactTransformer:
             a = q + "self_attn."
             bias = None
             if config.attention_bias:
-                bias = torch.cat([weights[a + n + "_proj.bias"] for n in "qkv"])
+                bias = np.concatenate([weights[a + n + "_proj.bias"] for n in "qkv"])
             layers.append(Layer(
                 ln_in=weights[q + "input_layernorm.weight"],
-                wqkv=torch.cat([weights[a + n + "_proj.weight"] for n in "qkv"]).contiguous(),
+                wqkv=np.concatenate([weights[a + n + "_proj.weight"] for n in "qkv"]),
                 bqkv=bias,
                 wo=weights[a + "o_proj.weight"],
                 ln_post=weights[q + "post_attention_layernorm.weight"],
-                wgu=torch.cat([weights[q + "mlp.gate_proj.weight"], weights[q + "mlp.up_proj.weight"]]).contiguous(),
+                wgu=np.concatenate([weights[q + "mlp.gate_proj.weight"], weights[q + "mlp.up_proj.weight"]]),
                 wdown=weights[q + "mlp.down_proj.weight"],
             ))
         self._setup(config, embed, embed if config.tie_embeddings else weights["lm_head.weight"],
@@ -100,7 +100,7 @@ class CompactTransformer:
         model._use_packed(kernel, name)
         return model
 
-    def _setup(self, config: ModelConfig, embed, lm_head, norm: torch.Tensor, layers: list[Layer],
+    def _setup(self, config: ModelConfig, embed, lm_head, norm: np.ndarray, layers: list[Layer],
                linear: str, decode: str = "int8") -> None:
         self.config = c = config
         self.embed, self.lm_head, self.norm, self.layers = embed, lm_head, norm, layers
@@ -148,7 +148,7 @@ class CompactTransformer:
         library = self.linear
         self._packer = kernel
 
-        def linear(x: torch.Tensor, w, b: torch.Tensor | None = None) -> torch.Tensor:
+        def linear(x: np.ndarray, w, b: np.ndarray | None = None) -> np.ndarray:
             # a raw tensor is a calibration head subset, gathered per request
             return kernel.linear(x, w, b) if isinstance(w, PackedWeight) else library(x, w, b)
         self.linear = linear
@@ -161,8 +161,8 @@ class CompactTransformer:
             for L in self.layers:   # the fused pass reads these through raw pointers
                 for n in ("ln_in", "ln_post", "bqkv", "q_norm", "k_norm", "post_attn", "post_ffn"):
                     v = getattr(L, n)
-                    setattr(L, n, v.float().contiguous() if v is not None else None)
-            self.norm = self.norm.float().contiguous()
+                    setattr(L, n, np.ascontiguousarray(v, dtype=np.float32) if v is not None else None)
+            self.norm = np.ascontiguousarray(self.norm, dtype=np.float32)
             self.fused = FusedForward(kernel, self.config, self.layers, self.norm)
         self.kernel = f"{name} packed + {self._library}"
         self.kernel_build = kernel.build
@@ -170,9 +170,9 @@ class CompactTransformer:
     def _grow_rope(self, rows: int) -> None:
         """cos/sin tables (and the local layers' own) for positions [0, rows)."""
         def table(inv):
-            freqs = torch.outer(torch.arange(rows, dtype=torch.float32), inv)
-            emb = torch.cat([freqs, freqs], dim=-1)
-            return emb.cos(), emb.sin()
+            freqs = np.outer(np.arange(rows, dtype=np.float32), inv)
+            emb = np.concatenate([freqs, freqs], axis=-1)
+            return np.cos(emb), np.sin(emb)
         self.cos, self.sin = table(self._inv["global"])
         self.cos_local = self.sin_local = None
         if self._inv["local"] is not None:   # gemma3's sliding-window layers rotate with their own base
@@ -204,7 +204,7 @@ class CompactTransformer:
         """The model in the cache ``folder``; with a native ``kernel``, packed for it — read from
         the packed file an earlier start wrote (``packed_weights``) when there is one, else packed
         from the fp32 weights and that file written."""
-        from safetensors.torch import load_file
+        from safetensors.numpy import load_file
 
         from ..model import packed_weights
 
@@ -233,13 +233,13 @@ class CompactTransformer:
         self.kv = kv
 
     @property
-    def kv_dtype(self) -> torch.dtype:
+    def kv_dtype(self) -> type:
         """fp16 if asked, or for "auto" where the native kernels run the layers in int8
         arithmetic: a step's attention reads half the bytes, 46 KB a token of context for SmolLM2
         instead of 92 ("exact" keeps the fp32 arithmetic's reference values). Any pass reads back
         exactly what any pass wrote (one rounding, to nearest even, when it is written), so trees
         still equal plain steps and warm runs cold ones."""
-        return torch.float16 if kv_f16(self.kv, self.native is not None, self.exact) else torch.float32
+        return np.float16 if kv_f16(self.kv, self.native is not None, self.exact) else np.float32
 
     def begin_prefill(self, total_tokens: int) -> None:
         """Nothing to plan: every shape runs as it comes, prefill in decoding's arithmetic."""
@@ -258,73 +258,63 @@ class CompactTransformer:
         """What every pass computes with, for the status lines: "int8" or "exact"."""
         return "int8" if self.native is not None and not self.exact else "exact"
 
-    def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.config.rms_eps))
-
-    @staticmethod
-    def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        half = x.shape[-1] // 2
-        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        return x * cos + rotated * sin
-
-    @torch.inference_mode()
-    def forward(self, tokens: torch.Tensor, positions: torch.Tensor, cache: KVCache,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: np.ndarray, positions: np.ndarray, cache: KVCache,
+                mask: np.ndarray | None = None) -> np.ndarray:
         """Run ``tokens`` (1-D) at ``positions``; return final hidden states [S, hidden].
 
         New K/V go to cache slots [length, length+S) (pending until ``cache.commit``). ``mask`` is a
         bool [S, length+S] (True = may attend); None means causal over cache + new tokens.
         """
         c = self.config
+        tokens, positions = np.asarray(tokens, dtype=np.int64), np.asarray(positions, dtype=np.int64)
         S = tokens.shape[0]
         start, end = cache.length, cache.length + S
         if end > cache.capacity:
             raise ValueError("KV cache is full")
         if mask is None and S > 1:
-            mask = torch.ones(S, end, dtype=torch.bool).tril(start)
+            mask = np.tri(S, end, start, dtype=bool)
         if mask is not None:
             # one additive float mask per pass (not a bool mask converted in every layer), rows
-            # repeated for the query group folded into the sequence axis; 4-D so SDPA takes the
-            # fused CPU flash kernel instead of the math path (measured 2-5x faster attention)
-            if mask.dtype == torch.bool:
-                mask = torch.zeros(mask.shape, dtype=torch.float32).masked_fill_(~mask, float("-inf"))
+            # repeated for the query group folded into the sequence axis
+            if mask.dtype == np.bool_:
+                mask = np.where(mask, np.float32(0), np.float32(-np.inf))
             if self._group > 1:
-                mask = mask.repeat(self._group, 1)
-            mask = mask.view(1, 1, self._group * S, end)
+                mask = np.tile(mask, (self._group, 1))
+            mask = np.ascontiguousarray(mask, dtype=np.float32).reshape(self._group * S, end)
         if end > self._rope_rows:
             self._grow_rope(min(max(2 * self._rope_rows, end), max(c.max_positions, end)))
         cos, sin = self.cos[positions], self.sin[positions]
-        x = self.embed[tokens]
+        x = np.asarray(self.embed[tokens], dtype=np.float32)
         if c.embed_scale != 1.0:
-            x = x * c.embed_scale
+            x = x * np.float32(c.embed_scale)
         if self.native is not None:
-            mask2d = None if mask is None else mask.reshape(self._group * S, end).contiguous()
+            mask2d = mask
             local = None
             if c.local_layers:
                 local = (self.cos_local[positions], self.sin_local[positions],
                          self._window(mask2d, positions, start, end))
             if self.fused is not None and S <= self.fused.rows:
-                return self.fused(x.contiguous(), cos, sin, mask2d, cache.k, cache.v, start,
+                return self.fused(np.ascontiguousarray(x), cos, sin, mask2d, cache.k, cache.v, start,
                                   exact=self.exact, local=local)
             x = self._native_layers(x, cos, sin, cache, mask2d, local)
             return self.native.rmsnorm(x, self.norm, c.rms_eps)
-        x = self._torch_layers(x, cos.unsqueeze(0), sin.unsqueeze(0), cache, mask)
-        return self._rms(x, self.norm)
+        x = self._reference_layers(x, cos, sin, cache, mask)
+        return ref.rmsnorm(x, self.norm, c.rms_eps)
 
-    def _window(self, mask2d: torch.Tensor | None, positions: torch.Tensor, start: int, end: int
-                ) -> torch.Tensor | None:
+    def _window(self, mask2d: np.ndarray | None, positions: np.ndarray, start: int, end: int
+                ) -> np.ndarray | None:
         """The local layers' additive mask: ``mask2d`` (or all visible) with every key at least
         ``sliding_window`` positions behind its row's token hidden; None when none is."""
         W, S = self.config.sliding_window, len(positions)
-        keys = torch.cat([torch.arange(start), positions])          # a key's position: a tree's by depth
+        keys = np.concatenate([np.arange(start), positions])          # a key's position: a tree's by depth
         hide = (positions[:, None] - keys[None, :]) >= W
-        if not bool(hide.any()):
+        if not hide.any():
             return mask2d
-        add = torch.zeros(S, end).masked_fill_(hide, float("-inf")).repeat(self._group, 1)
-        return (add if mask2d is None else mask2d + add).contiguous()
+        add = np.tile(np.where(hide, np.float32(-np.inf), np.float32(0)), (self._group, 1))
+        return np.ascontiguousarray(add if mask2d is None else mask2d + add)
 
-    def _native_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
-                       mask2d: torch.Tensor | None, local=None) -> torch.Tensor:
+    def _native_layers(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, cache: KVCache,
+                       mask2d: np.ndarray | None, local=None) -> np.ndarray:
         """The layers with the native kernel doing everything, prefill chunks included: ~6 calls
         per layer instead of ~25 torch ops (``kernels/fused.py`` makes them one call for passes
         of up to 64 tokens). Every row of every kernel is computed alone, so a token's KV and
@@ -336,14 +326,14 @@ class CompactTransformer:
         c, k = self.config, self.native
         S = x.shape[0]
         start, end = cache.length, cache.length + S
-        x = x.contiguous()
+        x = np.ascontiguousarray(x)
         locals_ = set(c.local_layers)
         for i, L in enumerate(self.layers):
             cs, sn, mk = local if i in locals_ else (cos, sin, mask2d)
             qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv, exact=self.exact)
             q = k.rope_split(qkv, cs, sn, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5,
                              L.q_norm, L.k_norm, c.rms_eps)
-            q = q.view(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
+            q = q.reshape(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
             o = k.attention(q, cache.k[i], cache.v[i], end, mk, tokens=S, scaled=True, pass_keys=S)
             x = self._add(k, o, L.wo, L.post_attn, x)
             gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu, exact=self.exact)
@@ -351,54 +341,46 @@ class CompactTransformer:
             x = self._add(k, act, L.wdown, L.post_ffn, x)
         return x
 
-    def _add(self, k, h: torch.Tensor, w, norm: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor:
+    def _add(self, k, h: np.ndarray, w, norm: np.ndarray | None, x: np.ndarray) -> np.ndarray:
         """x + h @ w.T, or x + RMSNorm(h @ w.T) with gemma3's post norms (forward.c's project_add)."""
         if norm is None:
             return k.linear(h, w, residual=x, exact=self.exact)
-        return x.add_(k.rmsnorm(k.linear(h, w, exact=self.exact), norm, self.config.rms_eps))
+        x += k.rmsnorm(k.linear(h, w, exact=self.exact), norm, self.config.rms_eps)
+        return x
 
-    def _torch_layers(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache,
-                      mask: torch.Tensor | None) -> torch.Tensor:
+    def _reference_layers(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, cache: KVCache,
+                          mask: np.ndarray | None) -> np.ndarray:
+        """llama/qwen2 layers in numpy's fp32 arithmetic (``reference.py``), K/V into the cache
+        (fp32 values, or rounded once to fp16 as the native kernels write them)."""
         c = self.config
         S = x.shape[0]
         start, end = cache.length, cache.length + S
         lin = self.linear
         for i, L in enumerate(self.layers):
-            h = self._rms(x, L.ln_in)
-            qkv = lin(h, L.wqkv, L.bqkv)
-            q = qkv[:, :self._q].view(S, c.num_heads, c.head_dim).transpose(0, 1)
-            k = qkv[:, self._q:self._q + self._kv].view(S, c.num_kv_heads, c.head_dim).transpose(0, 1)
-            v = qkv[:, self._q + self._kv:].view(S, c.num_kv_heads, c.head_dim).transpose(0, 1)
-            q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
+            qkv = lin(ref.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv)
+            q = qkv[:, :self._q].reshape(S, c.num_heads, c.head_dim).transpose(1, 0, 2)
+            k = qkv[:, self._q:self._q + self._kv].reshape(S, c.num_kv_heads, c.head_dim).transpose(1, 0, 2)
+            v = qkv[:, self._q + self._kv:].reshape(S, c.num_kv_heads, c.head_dim).transpose(1, 0, 2)
+            q, k = ref.rope(q, cos, sin), ref.rope(k, cos, sin)
             cache.k[i, :, start:end] = k
             cache.v[i, :, start:end] = v
             # GQA without copying K/V: fold each kv head's query group into the sequence axis
             q = q.reshape(c.num_kv_heads, self._group * S, c.head_dim)
-            x = x + lin(self._sdpa(q, cache, i, end, mask), L.wo)
-            h = self._rms(x, L.ln_post)
-            gu = lin(h, L.wgu)
-            g, u = gu.chunk(2, dim=-1)
-            x = x + lin(F.silu(g) * u, L.wdown)
+            keys = cache.k[i, :, :end].astype(np.float32, copy=False)
+            values = cache.v[i, :, :end].astype(np.float32, copy=False)
+            o = ref.attention(q, keys, values, mask)
+            o = o.reshape(c.num_heads, S, c.head_dim).transpose(1, 0, 2).reshape(S, self._q)
+            x = x + lin(o, L.wo)
+            gu = lin(ref.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu)
+            g, u = np.split(gu, 2, axis=-1)
+            x = x + lin(ref.silu(g) * u, L.wdown)
         return x
 
-    def _sdpa(self, q: torch.Tensor, cache: KVCache, layer: int, end: int, mask: torch.Tensor | None
-              ) -> torch.Tensor:
-        """torch's attention of q [kv_heads, group*S, head_dim] over cache rows [0, end); returns the
-        token-major [S, heads*head_dim] rows the output projection reads."""
-        c = self.config
-        S = q.shape[1] // self._group
-        k, v = cache.k[layer, None, :, :end], cache.v[layer, None, :, :end]
-        if k.dtype != q.dtype:   # an fp16 cache, read back as the fp32 values it holds
-            k, v = k.float(), v.float()
-        o = F.scaled_dot_product_attention(q[None], k, v, attn_mask=mask)
-        return o.view(c.num_heads, S, c.head_dim).transpose(0, 1).reshape(S, self._q)
-
-    @torch.inference_mode()
-    def head_logits(self, hidden: torch.Tensor, rows: int) -> torch.Tensor:
+    def head_logits(self, hidden: np.ndarray, rows: int) -> np.ndarray:
         """Logits [S, rows] over the first ``rows`` vocabulary ids: what calibration ranks at every
         prompt position. They read the head's own first rows in place (no copy: the fp32 subset
         calibration gathered per request was 54 MB for a 3072-wide model), and with the native
-        kernel take decoding's integer products on 8-bit activations: ~2x torch's fp32 product
+        kernel take decoding's integer products on 8-bit activations: ~2x the fp32 product
         in 256-row prefill chunks (12 vs 23 ms for SmolLM2's 4096 x 576, 15 vs 27 ms for
         Gemma-3-270M's; drafts only steer what is verified, so any arithmetic would do)."""
         head = self._ranked.get(rows)
@@ -409,8 +391,7 @@ class CompactTransformer:
             return self._packer.linear(hidden, head, exact=False)[:, :rows]
         return self.linear(hidden, head)
 
-    @torch.inference_mode()
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def logits(self, hidden: np.ndarray) -> np.ndarray:
         if self.native is not None and not self.exact:
             return self.native.linear(hidden, self.lm_head, exact=False)
         return self.linear(hidden, self.lm_head)

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # (field, kept environment name, a good raw value, what it parses to, a bad raw value)
 KNOBS = [
-    ("engine_linear", "HEXA_LINEAR", "MKL", "mkl", "fast"),
+    ("engine_linear", "HEXA_LINEAR", "NUMPY", "numpy", "fast"),
     ("engine_decode", "HEXA_DECODE", "exact", "exact", "fp16"),
     ("engine_isa", "HEXA_ISA", "avx2", "avx2", "sse"),
     ("engine_kv", "HEXA_KV", "f16", "f16", "bf16"),
@@ -59,11 +59,11 @@ def test_a_bad_value_is_one_line_naming_the_variable(tmp_path, name, var, good, 
 
 def test_the_file_tables_and_their_errors(tmp_path):
     path = tmp_path / "config.toml"
-    path.write_text('max_tokens = 9\n[engine]\nlinear = "onednn"\nspin_us = 0\n[qnn]\nswitch = true\n'
+    path.write_text('max_tokens = 9\n[engine]\nlinear = "numpy"\nspin_us = 0\n[qnn]\nswitch = true\n'
                     '[memory]\nembed_threads = 2\n')
     loaded = load(path, env={"HEXA_SPIN_US": "30"})
     s = loaded.settings
-    assert (s.max_tokens, s.engine_linear, s.engine_spin_us, s.qnn_switch, s.memory_embed_threads) == (9, "onednn", 30, True, 2)
+    assert (s.max_tokens, s.engine_linear, s.engine_spin_us, s.qnn_switch, s.memory_embed_threads) == (9, "numpy", 30, True, 2)
     assert loaded.origins["engine_linear"] == "config.toml" and loaded.origins["engine_spin_us"] == "HEXA_SPIN_US"
     for text, words in [('[engine]\nlinea = "mkl"\n', "[engine] has no option 'linea' (known: linear, decode"),
                         ('linear = "mkl"\n', "unknown setting 'linear'"),
@@ -86,27 +86,27 @@ def test_hexa_qnn_soc_is_the_older_name_of_soc(tmp_path):
 def test_saving_writes_the_tables_and_keeps_the_rest(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('method = "sam"\n[engine]\nisa = "avx2"\n')
-    save_changes(path, {"engine_linear": "mkl", "qnn_shared": False, "max_tokens": 5})
+    save_changes(path, {"engine_linear": "numpy", "qnn_shared": False, "max_tokens": 5})
     assert tomllib.loads(path.read_text()) == {"method": "sam", "max_tokens": 5,
-                                                "engine": {"isa": "avx2", "linear": "mkl"}, "qnn": {"shared": False}}
+                                                "engine": {"isa": "avx2", "linear": "numpy"}, "qnn": {"shared": False}}
     save_changes(path, {"engine_linear": "native", "engine_isa": "auto", "qnn_shared": None})   # defaults: removed
     assert tomllib.loads(path.read_text()) == {"method": "sam", "max_tokens": 5}
     assert load(path, env={}).settings.engine_linear == "native"
 
 
 def test_the_options_objects_carry_the_settings(tmp_path):
-    s = load(tmp_path / "none.toml", env={"HEXA_LINEAR": "mkl", "HEXA_DECODE": "exact", "HEXA_ISA": "avx2",
+    s = load(tmp_path / "none.toml", env={"HEXA_LINEAR": "numpy", "HEXA_DECODE": "exact", "HEXA_ISA": "avx2",
                                           "HEXA_KV": "f32", "HEXA_SPIN_US": "7", "CC": "gcc", "HEXA_QNN_SWITCH": "off",
                                           "HEXA_QNN_EARLY_SWITCH": "on", "HEXA_QNN_SHARED": "0",
                                           "HEXA_EMBED_MODEL": str(ROOT), "HEXA_EMBED_THREADS": "3"}).settings
-    assert config.engine_options(s) == EngineOptions("mkl", "exact", "avx2", "f32", 7, False, True, False, "gcc")
+    assert config.engine_options(s) == EngineOptions("numpy", "exact", "avx2", "f32", 7, False, True, False, "gcc")
     assert config.memory_options(s) == MemoryOptions(ROOT, 3)
     assert config.engine_options(Settings()) == EngineOptions() and config.memory_options(Settings()) == MemoryOptions()
 
 
 # The engine and the memory read no environment variable: every knob comes through the settings.
-# Writing a process-wide default is allowed (engine/threads.py sets OMP_WAIT_POLICY before torch
-# loads; the memory sets the Hugging Face libraries' offline switches): ``os.environ.setdefault``.
+# Writing a process-wide default is allowed (engine/threads.py sets OMP_WAIT_POLICY before an OpenMP
+# library loads; the memory sets the Hugging Face libraries' offline switches): ``os.environ.setdefault``.
 # So is handing a copy of the environment to a child process (engine/bench/llamacpp.py's worker
 # inherits PATH and the rest; memory/bench_crash.py's child gets its knobs added to the copy): the
 # parent reads no knob from it.
@@ -160,18 +160,18 @@ def test_the_hexa_command_stops_the_same_way(tmp_path):
     """Once through a real process: the exit status and the one line a user sees."""
     t0 = time.monotonic()
     r = hexa("ask", "hi", env={"HEXA_LINEAR": "fast"}, home=tmp_path)
-    assert r.returncode == 2 and r.stderr == "hexa: HEXA_LINEAR=fast: expected one of native, onednn, mkl\n"
+    assert r.returncode == 2 and r.stderr == "hexa: HEXA_LINEAR=fast: expected one of native, numpy\n"
     assert not (tmp_path / "cache").exists() and time.monotonic() - t0 < 20
 
 
 @pytest.mark.slow
 def test_hexa_doctor_shows_every_knob_with_its_origin_and_fails_on_a_bad_one(tmp_path):
     # the user's cache: a fresh one would compile the kernels (~45 s)
-    r = hexa("doctor", env={"HEXA_LINEAR": "mkl", "HEXA_SPIN_US": "-5"}, home=tmp_path, dirs=("CONFIG", "DATA", "LOG"))
+    r = hexa("doctor", env={"HEXA_LINEAR": "numpy", "HEXA_SPIN_US": "-5"}, home=tmp_path, dirs=("CONFIG", "DATA", "LOG"))
     assert r.returncode == 1 and "HEXA_SPIN_US=-5: expected an integer between 0 and 1000000" in r.stdout
     rows = {line.split()[0]: line.split()[1:] for line in r.stdout.split("settings (value", 1)[1].splitlines()[1:]}
     assert set(rows) == {config.key(n) for n in config.specs()}
-    assert rows["engine.linear"][:2] == ["mkl", "HEXA_LINEAR"] and rows["engine.spin_us"][:2] == ["200", "default"]
+    assert rows["engine.linear"][:2] == ["numpy", "HEXA_LINEAR"] and rows["engine.spin_us"][:2] == ["200", "default"]
     assert rows["qnn.switch"][:2] == ["auto", "default"] and rows["memory.embed_model"][-1] == "[HEXA_EMBED_MODEL]"
 
 

@@ -1,16 +1,17 @@
 """Calibration policy: which methods calibrate and how wide, and the reduced vocabulary prefill
 ranks (its top tokens must map back to real ids)."""
-import torch
+import numpy as np
 
 from engine.decoding.calibration_policy import (DEFAULT, WIDE, CalibrationPolicy, TopKView, calibration_for,
                                                calibration_head)
 from engine.decoding.drafting.calibration import CalibrationConfig
+from engine.decoding.sampling import softmax
 from engine.methods import METHOD_SPECS
 
 
 class FakeModel:
     def __init__(self, V=50, H=4):
-        self.lm_head = torch.randn(V, H)
+        self.lm_head = np.random.default_rng(0).standard_normal((V, H), dtype=np.float32)
 
     def head_logits(self, hidden, rows):
         return hidden @ self.lm_head[:rows].T
@@ -23,7 +24,7 @@ def test_calibration_head_subset_holds_prompt_and_frequent_ids():
     m = FakeModel()
     extra_ids, extra = calibration_head(m, [40, 7, 40, 45], 5)
     assert extra_ids.tolist() == [7, 40, 45]          # the prompt's ids past the first 5
-    assert torch.equal(extra, m.lm_head[extra_ids])
+    assert np.array_equal(extra, m.lm_head[extra_ids])
     assert calibration_head(m, [1, 2], 5) == (None, None)   # all among the first ids
     assert calibration_head(m, [1, 2], 0) == (None, None)   # every id: the model's own head
 
@@ -34,15 +35,15 @@ def test_topk_view_maps_the_subset_back_to_vocabulary_ids():
     m = FakeModel(V=60, H=8)
     prompt = [3, 41, 57, 41]
     view = TopKView(m, prompt, CalibrationPolicy(CalibrationConfig(k=3), vocab=10))
-    hidden = torch.randn(5, 8)
+    hidden = np.random.default_rng(1).standard_normal((5, 8), dtype=np.float32)
     view.add(hidden[:2])
     view.add(hidden[2:])
     ids, probs = view.result()
     subset = list(range(10)) + [41, 57]
     full = hidden @ m.lm_head.T
-    best = torch.tensor(subset)[full[:, subset].argmax(-1)]
-    assert torch.equal(ids[:, 0], best) and ids.shape == probs.shape == (5, 3)
-    assert torch.allclose(probs[:, 0], torch.softmax(full[:, subset], -1).max(-1).values)
+    best = np.array(subset)[full[:, subset].argmax(-1)]
+    assert np.array_equal(ids[:, 0], best) and ids.shape == probs.shape == (5, 3)
+    assert np.allclose(probs[:, 0], softmax(full[:, subset]).max(-1))
 
 
 def test_each_method_gets_its_calibration_from_one_policy():
@@ -91,6 +92,6 @@ def test_head_logits_are_the_models_own_first_logits(engine):
     arithmetic: the very numbers of the model's logits for those ids."""
     m = engine.model
     ids = engine.encode("The committee met on Tuesday to discuss the budget. The budget was approved after a long debate.")
-    hidden = m.forward(torch.tensor(ids), torch.arange(len(ids)), m.new_cache(len(ids) + 1))
+    hidden = m.forward(np.array(ids, dtype=np.int64), np.arange(len(ids), dtype=np.int64), m.new_cache(len(ids) + 1))
     for rows in (4096, 1000):                      # whole panels of 16 rows, and not
-        assert torch.equal(m.head_logits(hidden, rows), m.logits(hidden)[:, :rows])
+        assert np.array_equal(m.head_logits(hidden, rows), m.logits(hidden)[:, :rows])

@@ -8,13 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
+import numpy as np
 
 from engine import Done, Step
 from engine.decoding.grammar import DONE, CharGrammar, Constraint, Free, Grammar
 from engine.events import DRAFT_SOURCES, SOURCES
 from engine.methods import METHODS
 from engine.model.vocab import VocabIndex
+from engine.decoding.sampling import softmax
 from support.scripted_backend import EOS, BigramBackend, Tokenizer
 from support.scripted_backend import FLAT_COST
 
@@ -49,12 +50,12 @@ def ids_of(v: VocabIndex, *texts: str) -> list[int]:
 
 
 def texts_allowed(c: Constraint, state) -> set:
-    return {c.vocab.texts[i] or i for i in torch.nonzero(c.allowed(state)).flatten().tolist()}
+    return {c.vocab.texts[i] or i for i in np.flatnonzero(c.allowed(state)).tolist()}
 
 
-def reference_mask(c: Constraint, state) -> torch.Tensor:
+def reference_mask(c: Constraint, state) -> np.ndarray:
     """Brute force: every token's text walked through the character automaton."""
-    m = torch.zeros(c.vocab.vocab_size, dtype=torch.bool)
+    m = np.zeros(c.vocab.vocab_size, dtype=np.bool_)
     for i, t in enumerate(c.vocab.texts):
         if t and c.chars.walk(state, t):
             m[i] = True
@@ -90,9 +91,9 @@ def test_masks_equal_brute_force_on_every_state_kind(vocab):
         state = c.chars.walk(c.start, prefix)
         assert state, prefix
         mask = c.allowed(state)
-        assert torch.equal(mask, reference_mask(c, state)), prefix
+        assert np.array_equal(mask, reference_mask(c, state)), prefix
         # advance agrees with the mask, token by token
-        for t in torch.nonzero(mask).flatten().tolist()[:200]:
+        for t in np.flatnonzero(mask).tolist()[:200]:
             assert c.advance(state, t) is not None
     start = c.allowed(c.start)
     assert not start[list(EOT)].any()
@@ -166,7 +167,9 @@ def test_mask_cost_is_small(vocab):
 # A character vocabulary for the bigram model: id -> text (2 is EOS).
 TEXTS = {0: "t", 1: "a", 3: "p", 4: "(", 5: ")", 16: "tap(", 17: "tap(1", 18: '")', 19: '"', 20: " ",
          21: 'done("', 22: "x", 23: "y", 24: "z", 25: "back()", 26: "b", 27: "o", 28: "k", 29: "ok"}
-TEXTS |= {6 + d: str(d) for d in range(10)} | {i: f"w{i}" for i in range(30, 64)}
+# 63 is "c": every prefix of every grammar here can go on (after "b", "a", no dead end that would
+# end a sampled answer early with the end-of-turn token, as ``Constraint`` allows there)
+TEXTS |= {6 + d: str(d) for d in range(10)} | {i: f"w{i}" for i in range(30, 63)} | {63: "c"}
 TAP = Grammar([[f"tap({i})"] for i in range(1, 10)] + [["back()"], ["done(\"", Free(8), "\")"]])
 
 
@@ -277,15 +280,15 @@ def test_scripted_sampling_distribution_is_the_constrained_one():
     exact: dict = {}
 
     def probs(tok, state):
-        return torch.softmax(c.mask_logits(head[:, tok][None], [state])[0], -1)
+        return softmax(c.mask_logits(head[:, tok][None], [state])[0])
     p1 = probs(ids[-1], c.start)
-    for x1 in torch.nonzero(p1).flatten().tolist():
+    for x1 in np.flatnonzero(p1).tolist():
         s1 = c.advance(c.start, x1)
         if x1 == EOS:
             exact[(x1,)] = exact.get((x1,), 0.0) + float(p1[x1])
             continue
         p2 = probs(x1, s1)
-        for x2 in torch.nonzero(p2).flatten().tolist():
+        for x2 in np.flatnonzero(p2).tolist():
             exact[(x1, x2)] = float(p1[x1] * p2[x2])
     trials = 400
     counts: dict = {}

@@ -107,7 +107,7 @@ def test_cancel_during_a_long_prefill_for_every_method(engine):
 
 
 def test_over_long_prompt_is_cut_with_a_notice(engine):
-    small = Engine(engine.model, engine.tokenizer, engine.folder, engine.model_name, "torch",
+    small = Engine(engine.model, engine.tokenizer, engine.folder, engine.model_name, engine.backend_name,
                    engine.threads, context_window=256, load_seconds=0)
     long_prompt = "Repeat after me. " + " ".join(f"item{i}" for i in range(600))
     events, done = run(small, long_prompt, max_new_tokens=32)

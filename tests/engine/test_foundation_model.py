@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
-import torch
+import torch   # transformers' reference only: the engine itself runs on numpy
 
 from engine import Engine, EngineError
 from engine.model.cache import MANIFEST, WEIGHTS, ensure_cached, is_valid
@@ -35,10 +36,11 @@ def _tiny_model(folder, engine, model_type: str):
 
 def _max_logit_diff(compact: CompactTransformer, hf_model, ids: list[int]) -> float:
     cache = compact.new_cache(len(ids) + 1)
-    ours = compact.logits(compact.forward(torch.tensor(ids), torch.arange(len(ids)), cache))
+    ours = compact.logits(compact.forward(np.array(ids), np.arange(len(ids)), cache))
     with torch.no_grad():
-        ref = hf_model(torch.tensor([ids])).logits[0]
-    return float((ours - ref).abs().max())
+        ref = hf_model(torch.tensor([ids])).logits[0].numpy()
+    assert ours.dtype == np.float32 and ours.shape == ref.shape
+    return float(np.abs(ours - ref).max())
 
 
 def test_embedded_model_is_found_without_importing_it():
@@ -113,11 +115,11 @@ def test_embedded_model_matches_transformers(engine, monkeypatch):
 
     # 64 greedy steps, EOS ignored on both sides, must give the same tokens
     cache = engine.model.new_cache(len(ids) + 65)
-    h = engine.model.forward(torch.tensor(ids), torch.arange(len(ids)), cache)
+    h = engine.model.forward(np.array(ids), np.arange(len(ids)), cache)
     cache.commit(len(ids))
     ours = [int(engine.model.logits(h[-1:])[0].argmax())]
     for _ in range(63):
-        h = engine.model.forward(torch.tensor(ours[-1:]), torch.tensor([cache.length]), cache)
+        h = engine.model.forward(np.array(ours[-1:]), np.array([cache.length]), cache)
         cache.commit(1)
         ours.append(int(engine.model.logits(h)[0].argmax()))
     with torch.no_grad():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
-import torch
 
 from engine import Done, Notice, Prefill, Step, Text
 from engine.events import SOURCES
@@ -129,11 +129,12 @@ def test_sampling_is_seeded_and_differs_from_greedy():
     greedy = run(engine, ids, max_new_tokens=12)[1].token_ids
     sampled = {}
     for seed in range(4):
-        a = run(engine, ids, max_new_tokens=12, temperature=1.0, seed=seed)[1].token_ids
-        b = run(engine, ids, max_new_tokens=12, temperature=1.0, seed=seed, method="hexa")[1].token_ids
-        assert a == run(engine, ids, max_new_tokens=12, temperature=1.0, seed=seed)[1].token_ids
-        assert len(a) == len(b) == 12
-        sampled[seed] = a
+        a = run(engine, ids, max_new_tokens=12, temperature=1.0, seed=seed)[1]
+        b = run(engine, ids, max_new_tokens=12, temperature=1.0, seed=seed, method="hexa")[1]
+        assert a.token_ids == run(engine, ids, max_new_tokens=12, temperature=1.0, seed=seed)[1].token_ids
+        # the cap, or EOS before it (a soft model gives EOS some probability at every step)
+        assert all(len(d.token_ids) == 12 or d.stop_reason == "eos" for d in (a, b))
+        sampled[seed] = a.token_ids
     assert len(set(sampled.values())) > 1                 # the seed matters
     assert any(s != greedy for s in sampled.values())     # and sampling is not greedy decoding
 
@@ -164,9 +165,9 @@ def test_topk_view_holds_vocabulary_ids():
     engine = scripted_engine()
     ids = [50, 51, 3]
     view = TopKView(engine.model, ids, DEFAULT)
-    view.add(torch.nn.functional.one_hot(torch.tensor(ids), 64).float())
+    view.add(np.eye(64, dtype=np.float32)[ids])
     top_ids, top_p = view.result()
     assert top_ids.shape == top_p.shape == (3, 4)
     # a 64-token vocabulary is ranked whole: the best guess is the model's own next token
-    logits = engine.model.logits(torch.nn.functional.one_hot(torch.tensor(ids), 64).float())
+    logits = engine.model.logits(np.eye(64, dtype=np.float32)[ids])
     assert top_ids[:, 0].tolist() == logits.argmax(-1).tolist()

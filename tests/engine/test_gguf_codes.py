@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
 from engine.bench.kernels import random_blocks as blocks
 from engine.model.gguf_codes import HEAD_F16, HEAD_K, NATIVE, decode, k_factors, pack, rebuild
 from engine.model.gguf_model import _unpermute
+
+
+def randn(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
 
 
 @pytest.mark.parametrize("kind", sorted(NATIVE))
@@ -41,16 +44,16 @@ def test_packed_codes_are_the_layout_the_kernels_read(kernel, kind):
 
     rows, K = 37, 256                        # a panel tail (37 = 2 x 16 + 5)
     d, m, q = decode(kind, blocks(kind, rows, K, seed=1), rows, K)
-    w = torch.from_numpy(rebuild(NATIVE[kind], d, m, q))
+    w = rebuild(NATIVE[kind], d, m, q)
     codes, bits = pack(NATIVE[kind], d, m, q, compact=False)
     assert bits == NATIVE[kind]
-    packed = PackedWeight(None, (rows, K), (torch.from_numpy(codes), bits), kernel)
-    assert torch.equal(packed[torch.arange(rows)], w)          # hexa_unpack_rows reads them back
-    x = torch.randn(3, K)
-    assert torch.allclose(kernel.linear(x, packed), x @ w.T, atol=1e-4)
+    packed = PackedWeight(None, (rows, K), (codes, bits), kernel)
+    assert np.array_equal(packed[np.arange(rows)], w)          # hexa_unpack_rows reads them back
+    x = randn(3, K)
+    assert np.allclose(kernel.linear(x, packed), x @ w.T, atol=1e-4)
     fp32 = kernel.pack(w)
     if fp32.quant is not None and fp32.bits == NATIVE[kind]:   # hexa_pack_quant recovered the same codes
-        assert torch.equal(kernel.linear(x, packed), kernel.linear(x, fp32))
+        assert np.array_equal(kernel.linear(x, packed), kernel.linear(x, fp32))
 
 
 def test_parts_of_several_types_keep_their_weights_in_layout_7(kernel):
@@ -67,10 +70,10 @@ def test_parts_of_several_types_keep_their_weights_in_layout_7(kernel):
     rows = len(want)
     codes, bits = pack(7, d, m, q, m2)
     assert bits == 7                                            # K-quant and fp32 heads: no compact form
-    packed = PackedWeight(None, (rows, K), (torch.from_numpy(codes), bits), kernel)
-    assert torch.equal(packed[torch.arange(rows)], torch.from_numpy(want))
-    x = torch.randn(5, K)
-    assert torch.allclose(kernel.linear(x, packed), x @ torch.from_numpy(want).T, atol=1e-4)
+    packed = PackedWeight(None, (rows, K), (codes, bits), kernel)
+    assert np.array_equal(packed[np.arange(rows)], want)
+    x = randn(5, K)
+    assert np.allclose(kernel.linear(x, packed), x @ want.T, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", sorted(NATIVE))
@@ -88,14 +91,14 @@ def test_compact_heads_give_the_fp32_heads_bits_in_fewer_bytes(kernel, kind, row
     small, compact_bits = pack(NATIVE[kind], d, m, q, k=k_factors(kind, data, rows, K))
     assert compact_bits == NATIVE[kind] | (HEAD_K if kind.endswith("_K") else HEAD_F16)
     assert small.nbytes == kernel.fn["hexa_quant_bytes"](compact_bits, rows, K) < full.nbytes
-    a = PackedWeight(None, (rows, K), (torch.from_numpy(full), bits), kernel)
-    b = PackedWeight(None, (rows, K), (torch.from_numpy(small), compact_bits), kernel)
-    ids = torch.tensor([0, rows - 1, 16, 5])
-    assert torch.equal(a[ids], b[ids])
+    a = PackedWeight(None, (rows, K), (full, bits), kernel)
+    b = PackedWeight(None, (rows, K), (small, compact_bits), kernel)
+    ids = np.array([0, rows - 1, 16, 5])
+    assert np.array_equal(a[ids], b[ids])
     for M in (1, 3, 8, 13, 40):
-        x = torch.randn(M, K)
+        x = randn(M, K, seed=M)
         for exact in (True, False):
-            assert torch.equal(kernel.linear(x, a, exact=exact), kernel.linear(x, b, exact=exact)), (M, exact)
+            assert np.array_equal(kernel.linear(x, a, exact=exact), kernel.linear(x, b, exact=exact)), (M, exact)
 
 
 def test_compact_bytes_per_weight():

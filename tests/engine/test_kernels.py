@@ -2,57 +2,63 @@
 build, clear fallback."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 
+from engine.runtime import reference as ref
 from engine.runtime.kernels import host_isa, native_kernel
 
 pytestmark = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 
 
+def randn(g: np.random.Generator, *shape: int) -> np.ndarray:
+    return g.standard_normal(shape, dtype=np.float32)
+
+
 @pytest.mark.parametrize("K", [576, 83, 8, 5])
 @pytest.mark.parametrize("N", [1536, 100, 21, 16, 3])
 @pytest.mark.parametrize("M", [1, 2, 3, 4, 5, 9, 70])
-def test_matches_torch(kernel, M, K, N):
-    g = torch.Generator().manual_seed(K * N + M)
-    x, w, b = torch.randn(M, K, generator=g), torch.randn(N, K, generator=g), torch.randn(N, generator=g)
+def test_matches_the_reference(kernel, M, K, N):
+    g = np.random.default_rng(K * N + M)
+    x, w, b = randn(g, M, K), randn(g, N, K), randn(g, N)
     packed = kernel.pack(w)
-    assert torch.allclose(kernel.linear(x, packed, b), F.linear(x, w, b), atol=1e-4, rtol=1e-5)
-    assert torch.allclose(kernel.linear(x, packed), F.linear(x, w), atol=1e-4, rtol=1e-5)
+    assert np.allclose(kernel.linear(x, packed, b), ref.linear(x, w, b), atol=1e-4, rtol=1e-5)
+    assert np.allclose(kernel.linear(x, packed), ref.linear(x, w), atol=1e-4, rtol=1e-5)
 
 
 def test_rows_do_not_depend_on_the_batch(kernel):
     """Bitwise: a row's output is the same alone, in any batch size and at any offset — what
     makes tree verification reproduce sequential greedy decoding exactly. Covers every tile
     shape (1-3 rows across several panels, 1-6 row tiles) and a ragged last panel group."""
-    g = torch.Generator().manual_seed(1)
-    x, w = torch.randn(300, 576, generator=g), torch.randn(1000, 576, generator=g)
+    g = np.random.default_rng(1)
+    x, w = randn(g, 300, 576), randn(g, 1000, 576)
     packed = kernel.pack(w)
     full = kernel.linear(x, packed)
     for m in (1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 33, 64, 256):
         for start in (0, 1, 300 - m):
-            assert torch.equal(kernel.linear(x[start:start + m], packed), full[start:start + m]), (m, start)
+            assert np.array_equal(kernel.linear(x[start:start + m], packed), full[start:start + m]), (m, start)
 
 
 def test_packed_rows_read_back(kernel):
     """The embedding lookup and the calibration head index the packed output projection."""
-    w = torch.randn(50, 7)
+    w = randn(np.random.default_rng(0), 50, 7)
     packed = kernel.pack(w)
-    ids = torch.tensor([0, 15, 16, 17, 49, 3, 3])
-    assert torch.equal(packed[ids], w[ids])
-    assert torch.equal(packed[[49]], w[[49]])
+    ids = np.array([0, 15, 16, 17, 49, 3, 3])
+    assert np.array_equal(packed[ids], w[ids])
+    assert np.array_equal(packed[[49]], w[[49]])
     assert packed.shape == w.shape and packed.nbytes == 64 * 7 * 4     # padded to whole panels
 
 
 def test_non_contiguous_input_is_accepted(kernel):
-    x, w = torch.randn(576, 6).t(), torch.randn(64, 576)
-    assert torch.allclose(kernel.linear(x, kernel.pack(w)), F.linear(x, w), atol=1e-4)
+    g = np.random.default_rng(0)
+    x, w = randn(g, 576, 6).T, randn(g, 64, 576)
+    assert not x.flags.c_contiguous
+    assert np.allclose(kernel.linear(x, kernel.pack(w)), ref.linear(x, w), atol=1e-4)
 
 
 def test_wrong_width_is_an_error_not_a_crash(kernel):
     with pytest.raises(ValueError, match="features"):
-        kernel.linear(torch.randn(2, 5), kernel.pack(torch.randn(4, 6)))
+        kernel.linear(np.ones((2, 5), np.float32), kernel.pack(np.ones((4, 6), np.float32)))
 
 
 @pytest.mark.slow                  # compiles the kernels: up to two minutes on 2 cores
@@ -82,128 +88,127 @@ def test_engine_decodes_with_it(real_engine):
 
 
 @pytest.mark.parametrize("length", [1, 5, 128, 129, 700])
-def test_attention_matches_torch_and_rows_do_not_depend_on_the_batch(kernel, length):
-    g = torch.Generator().manual_seed(length)
+def test_attention_matches_the_reference_and_rows_do_not_depend_on_the_batch(kernel, length):
+    g = np.random.default_rng(length)
     rows = 3 * 8                                   # a GQA group of 3 x an 8-token tree
-    q = torch.randn(3, rows, 64, generator=g)
-    k, v = torch.randn(3, 800, 64, generator=g), torch.randn(3, 800, 64, generator=g)
-    mask = torch.zeros(rows, length)
-    mask[1::2, length // 2 + 1:] = float("-inf")   # half the rows see only the first half
-    ref = F.scaled_dot_product_attention(q[None], k[None, :, :length], v[None, :, :length],
-                                         attn_mask=mask[None, None])[0]
+    q = randn(g, 3, rows, 64)
+    k, v = randn(g, 3, 800, 64), randn(g, 3, 800, 64)
+    mask = np.zeros((rows, length), np.float32)
+    mask[1::2, length // 2 + 1:] = -np.inf         # half the rows see only the first half
+    expected = ref.attention(q, k[:, :length], v[:, :length], mask)
     out = kernel.attention(q, k, v, length, mask)
-    assert torch.allclose(out, ref, atol=1e-5)
+    assert np.allclose(out, expected, atol=1e-5)
     for r in range(rows):                          # bitwise: alone, unmasked keys only, or in the batch
-        assert torch.equal(kernel.attention(q[:, r:r + 1], k, v, length, mask[r:r + 1])[:, 0], out[:, r])
-    assert torch.equal(kernel.attention(q[:, :1], k, v, length, None)[:, 0], out[:, 0])
+        assert np.array_equal(kernel.attention(q[:, r:r + 1], k, v, length, mask[r:r + 1])[:, 0], out[:, r])
+    assert np.array_equal(kernel.attention(q[:, :1], k, v, length, None)[:, 0], out[:, 0])
 
 
 def test_causal_prefill_attention_skips_masked_keys_without_changing_a_bit(kernel):
     # a 100-token prefill chunk after 190 cached tokens: rows span several 48-row work items and
     # keys span three 128-key chunks, most of the last ones masked (the kernel leaves those out)
-    g = torch.Generator().manual_seed(11)
+    g = np.random.default_rng(11)
     start, S, group = 190, 100, 3
     L = start + S
-    q = torch.randn(2, group * S, 64, generator=g)
-    k, v = torch.randn(2, 400, 64, generator=g), torch.randn(2, 400, 64, generator=g)
-    causal = torch.where(torch.arange(L)[None] <= torch.arange(start, L)[:, None], 0.0, float("-inf"))
-    mask = causal.repeat(group, 1)
+    q = randn(g, 2, group * S, 64)
+    k, v = randn(g, 2, 400, 64), randn(g, 2, 400, 64)
+    causal = np.where(np.arange(L)[None] <= np.arange(start, L)[:, None], np.float32(0), np.float32(-np.inf))
+    mask = np.tile(causal, (group, 1))
     out = kernel.attention(q, k, v, L, mask)
-    ref = F.scaled_dot_product_attention(q[None], k[None, :, :L], v[None, :, :L], attn_mask=mask[None, None])[0]
-    assert torch.allclose(out, ref, atol=1e-5)
+    expected = ref.attention(q, k[:, :L], v[:, :L], mask)
+    assert np.allclose(out, expected, atol=1e-5)
     for r in (0, 47, 48, 150, 299):                # alone, over exactly the keys it sees
         seen = start + r % S + 1
-        assert torch.equal(kernel.attention(q[:, r:r + 1], k, v, seen, None)[:, 0], out[:, r])
+        assert np.array_equal(kernel.attention(q[:, r:r + 1], k, v, seen, None)[:, 0], out[:, r])
 
 
 def test_attention_rejects_other_head_sizes(kernel):
     with pytest.raises(ValueError, match="heads of"):
-        kernel.attention(torch.randn(1, 2, 32), torch.randn(1, 9, 32), torch.randn(1, 9, 32), 9, None)
+        kernel.attention(*(np.ones((1, n, 32), np.float32) for n in (2, 9, 9)), 9, None)
     with pytest.raises(ValueError, match="heads of"):
-        kernel.attention(torch.randn(1, 2, 96), torch.randn(1, 9, 96), torch.randn(1, 9, 96), 9, None)
+        kernel.attention(*(np.ones((1, n, 96), np.float32) for n in (2, 9, 9)), 9, None)
 
 
 def test_attention_writes_token_major_rows_for_the_output_projection(kernel):
-    g = torch.Generator().manual_seed(3)
+    g = np.random.default_rng(3)
     S, group, H = 4, 3, 2                          # 4 tokens, 3 query heads per kv head, 2 kv heads
-    q = torch.randn(H, group * S, 64, generator=g)
-    k, v = torch.randn(H, 300, 64, generator=g), torch.randn(H, 300, 64, generator=g)
+    q = randn(g, H, group * S, 64)
+    k, v = randn(g, H, 300, 64), randn(g, H, 300, 64)
     heads = kernel.attention(q, k, v, 290, None)                    # [H, group*S, 64]
     tokens = kernel.attention(q, k, v, 290, None, tokens=S)          # [S, H*group*64]
-    expected = heads.view(H * group, S, 64).transpose(0, 1).reshape(S, -1)
-    assert torch.equal(tokens, expected)
-    assert torch.equal(kernel.attention(q * 0.125, k, v, 290, None, scaled=True), heads)
+    expected = heads.reshape(H * group, S, 64).transpose(1, 0, 2).reshape(S, -1)
+    assert tokens.shape == expected.shape and np.array_equal(tokens, expected)
+    assert np.array_equal(kernel.attention(q * np.float32(0.125), k, v, 290, None, scaled=True), heads)
 
 
 def test_linear_adds_into_the_residual_in_place(kernel):
-    g = torch.Generator().manual_seed(4)
-    x, w, b = torch.randn(5, 40, generator=g), torch.randn(48, 40, generator=g), torch.randn(48, generator=g)
+    g = np.random.default_rng(4)
+    x, w, b = randn(g, 5, 40), randn(g, 48, 40), randn(g, 48)
     packed = kernel.pack(w)
-    res = torch.randn(5, 48, generator=g)
+    res = randn(g, 5, 48)
     expected = res + kernel.linear(x, packed, b)
     out = kernel.linear(x, packed, b, residual=res)
-    assert out is res and torch.equal(out, expected)
+    assert out is res and np.array_equal(out, expected)
     with pytest.raises(ValueError, match="residual"):
-        kernel.linear(x, packed, residual=torch.zeros(5, 47))
+        kernel.linear(x, packed, residual=np.zeros((5, 47), np.float32))
 
 
 @pytest.mark.parametrize("M", [1, 3, 70])
-def test_rmsnorm_and_silu_match_torch_and_do_not_depend_on_the_batch(kernel, M):
-    g = torch.Generator().manual_seed(M)
-    x, w = torch.randn(M, 576, generator=g) * 3, torch.randn(576, generator=g)
-    ref = w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5))
+def test_rmsnorm_and_silu_match_the_reference_and_do_not_depend_on_the_batch(kernel, M):
+    g = np.random.default_rng(M)
+    x, w = randn(g, M, 576) * np.float32(3), randn(g, 576)
     out = kernel.rmsnorm(x, w, 1e-5)
-    assert torch.allclose(out, ref, atol=1e-5, rtol=1e-5)
-    gu = torch.randn(M, 2 * 1536, generator=g) * 4
-    g_, u = gu.chunk(2, dim=-1)
+    assert np.allclose(out, ref.rmsnorm(x, w, 1e-5), atol=1e-5, rtol=1e-5)
+    gu = randn(g, M, 2 * 1536) * np.float32(4)
+    g_, u = np.split(gu, 2, axis=-1)
     act = kernel.silu_mul(gu)
-    assert torch.allclose(act, F.silu(g_) * u, atol=1e-5, rtol=1e-5)
+    assert np.allclose(act, ref.silu(g_) * u, atol=1e-5, rtol=1e-5)
     for m in range(M):
-        assert torch.equal(kernel.rmsnorm(x[m:m + 1], w, 1e-5)[0], out[m])
-        assert torch.equal(kernel.silu_mul(gu[m:m + 1])[0], act[m])
+        assert np.array_equal(kernel.rmsnorm(x[m:m + 1], w, 1e-5)[0], out[m])
+        assert np.array_equal(kernel.silu_mul(gu[m:m + 1])[0], act[m])
 
 
 def test_rope_split_rotates_q_and_k_and_fills_the_cache(kernel):
-    from engine.runtime.transformer import CompactTransformer
-
-    g = torch.Generator().manual_seed(5)
+    g = np.random.default_rng(5)
     S, Hq, Hkv, start = 5, 9, 3, 7
-    qkv = torch.randn(S, (Hq + 2 * Hkv) * 64, generator=g)
-    angles = torch.randn(S, 64, generator=g)
-    cos, sin = angles.cos(), angles.sin()
-    kc, vc = torch.zeros(Hkv, 20, 64), torch.zeros(Hkv, 20, 64)
+    qkv = randn(g, S, (Hq + 2 * Hkv) * 64)
+    angles = randn(g, S, 64)
+    cos, sin = np.cos(angles), np.sin(angles)
+    kc, vc = np.zeros((Hkv, 20, 64), np.float32), np.zeros((Hkv, 20, 64), np.float32)
     q = kernel.rope_split(qkv, cos, sin, Hq, kc, vc, start, 0.125)
-    heads = qkv.view(S, Hq + 2 * Hkv, 64).transpose(0, 1)
-    rope = CompactTransformer._rope
-    assert torch.equal(q, rope(heads[:Hq], cos, sin) * 0.125)            # same operations, same bits
-    assert torch.equal(kc[:, start:start + S], rope(heads[Hq:Hq + Hkv], cos, sin))
-    assert torch.equal(vc[:, start:start + S], heads[Hq + Hkv:])
+    heads = qkv.reshape(S, Hq + 2 * Hkv, 64).transpose(1, 0, 2)
+    assert np.array_equal(q, ref.rope(heads[:Hq], cos, sin) * np.float32(0.125))   # same operations, same bits
+    assert np.array_equal(kc[:, start:start + S], ref.rope(heads[Hq:Hq + Hkv], cos, sin))
+    assert np.array_equal(vc[:, start:start + S], heads[Hq + Hkv:])
     assert not kc[:, :start].any() and not kc[:, start + S:].any()     # nothing else written
     with pytest.raises(ValueError, match="cache"):
         kernel.rope_split(qkv, cos, sin, Hq, kc, vc, 18, 1.0)            # would run past the cache
 
 
-def test_native_layers_match_the_torch_layers(real_engine, monkeypatch):
-    """The fused native path computes the same model as the torch glue (to fp32 rounding), in
+def test_native_layers_match_the_reference_layers(real_engine, monkeypatch):
+    """The fused native path computes the same model as the numpy reference layers (to fp32 rounding), in
     the exact arithmetic (decoding's integer dot products are checked in test_kernels_fused)."""
     model = real_engine.model
     monkeypatch.setattr(model, "exact", True)     # and so an fp32 cache (kv_dtype)
     assert model.native is not None
-    tokens = torch.randint(0, model.config.vocab_size, (70,), generator=torch.Generator().manual_seed(6))
+    tokens = np.random.default_rng(6).integers(0, model.config.vocab_size, 70)
 
     def run():
         cache = model.new_cache(80)
-        first = model.forward(tokens[:66], torch.arange(66), cache)      # a prefill chunk (flash attention)
+        first = model.forward(tokens[:66], np.arange(66), cache)         # a prefill chunk (native layers)
         cache.commit(66)
-        return first[-1:], model.forward(tokens[66:], torch.arange(66, 70), cache)   # a 4-token step
+        return first[-1:], model.forward(tokens[66:], np.arange(66, 70), cache)      # a 4-token step
     native = run()
+    calls = []
+    reference_layers = model._reference_layers
+    monkeypatch.setattr(model, "_reference_layers", lambda *a: calls.append(1) or reference_layers(*a))
     kernel, model.native = model.native, None
     try:
         plain = run()
     finally:
         model.native = kernel
+    assert len(calls) == 2                         # both passes ran the reference layers
     for a, b in zip(native, plain):
-        assert torch.allclose(model.logits(a), model.logits(b), atol=1e-3)
+        assert np.allclose(model.logits(a), model.logits(b), atol=1e-3)
 
 
 def test_calls_from_several_threads_take_turns(kernel):
@@ -211,15 +216,15 @@ def test_calls_from_several_threads_take_turns(kernel):
     queue instead of mixing their jobs."""
     import threading
 
-    g = torch.Generator().manual_seed(7)
-    w = kernel.pack(torch.randn(200, 64, generator=g))
-    inputs = [torch.randn(m, 64, generator=g) for m in (1, 5, 9)]
+    g = np.random.default_rng(7)
+    w = kernel.pack(randn(g, 200, 64))
+    inputs = [randn(g, m, 64) for m in (1, 5, 9)]
     expected = [kernel.linear(x, w) for x in inputs]
     failures = []
 
     def hammer(x, want):
         for _ in range(300):
-            if not torch.equal(kernel.linear(x, w), want):
+            if not np.array_equal(kernel.linear(x, w), want):
                 failures.append(x.shape[0])
                 return
     threads = [threading.Thread(target=hammer, args=pair) for pair in zip(inputs, expected)]

@@ -2,16 +2,18 @@
 their codes gives the fp32 kernel's results bit for bit; anything else keeps the fp32 path only."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-import torch
 
+from engine.runtime import reference
 from engine.runtime.kernels import QUANT_ROWS, PackedWeight, host_isa
 
 pytestmark = pytest.mark.skipif(host_isa()[1] is not None, reason=f"{host_isa()[1]}")
 
 
-def gguf_weights(fmt: str, N: int, K: int, seed: int = 0) -> torch.Tensor:
+def gguf_weights(fmt: str, N: int, K: int, seed: int = 0) -> np.ndarray:
     """Quantize random weights as llama.cpp does (fp16 scales per 32 inputs) and dequantize them
     as gguf does (numpy, fp32): what the model cache holds for a Q4_1 / Q8_0 model."""
     rng = np.random.default_rng(seed)
@@ -20,10 +22,10 @@ def gguf_weights(fmt: str, N: int, K: int, seed: int = 0) -> torch.Tensor:
         lo, hi = w.min(-1, keepdims=True), w.max(-1, keepdims=True)
         d, m = ((hi - lo) / 15).astype(np.float16).astype(np.float32), lo.astype(np.float16).astype(np.float32)
         q = np.clip(np.floor((w - m) / np.maximum(d, 1e-30) + 0.5), 0, 15)
-        return torch.from_numpy((d * q + m).astype(np.float32).reshape(N, K))
+        return (d * q + m).astype(np.float32).reshape(N, K)
     d = (np.abs(w).max(-1, keepdims=True) / 127).astype(np.float16).astype(np.float32)
     q = np.round(w / np.maximum(d, 1e-30)).astype(np.int8)
-    return torch.from_numpy((d * q).astype(np.float32).reshape(N, K))
+    return (d * q).astype(np.float32).reshape(N, K)
 
 
 def fp32_only(p: PackedWeight) -> PackedWeight:
@@ -34,7 +36,7 @@ def codes_only(p: PackedWeight) -> PackedWeight:
     return PackedWeight(None, tuple(p.shape), (p.quant, p.bits), p.kernel)
 
 
-def bits(kernel, w: torch.Tensor) -> int:
+def bits(kernel, w: np.ndarray) -> int:
     found = kernel.pack_quantized(w)
     return found[1] if found else 0
 
@@ -54,10 +56,11 @@ def test_constant_blocks_and_zero_rows_are_quantized(kernel):
 @pytest.mark.parametrize("why", ["random", "one changed weight", "a negative zero", "width not a multiple of 32",
                                  "nan"])
 def test_other_weights_get_no_quantized_copy(kernel, why):
-    w = {"random": torch.randn(32, 64),
-         "width not a multiple of 32": gguf_weights("Q4_1", 32, 96)[:, :80].contiguous()}.get(why, gguf_weights("Q8_0", 32, 64))
+    w = {"random": np.random.default_rng(0).standard_normal((32, 64), dtype=np.float32),
+         "width not a multiple of 32": np.ascontiguousarray(gguf_weights("Q4_1", 32, 96)[:, :80])
+         }.get(why, gguf_weights("Q8_0", 32, 64))
     if why == "one changed weight":
-        w[7, 9] = torch.nextafter(w[7, 9], torch.tensor(10.0))
+        w[7, 9] = np.nextafter(w[7, 9], np.float32(10.0))
     if why == "a negative zero":      # == would accept it; the kernel would rebuild +0
         w[2, 3] = -0.0 if w[2, 3] == 0 else w[2, 3]
         w[2, 3 + 32] = -0.0
@@ -73,16 +76,16 @@ def test_other_weights_get_no_quantized_copy(kernel, why):
 def test_quantized_kernel_gives_the_fp32_kernels_bits(kernel, fmt, M, N):
     """Every tile shape (1-6 rows, 1-3 leftover rows across panels), a ragged last panel, bias
     and in-place residual: bit-identical to the fp32 kernel on the same weights."""
-    g = torch.Generator().manual_seed(M * 1000 + N)
+    g = np.random.default_rng(M * 1000 + N)
     w = gguf_weights(fmt, N, 576, seed=N)
     packed = kernel.pack(w, keep_fp32=True)
     assert packed.bits == (4 if fmt == "Q4_1" else 8) and M <= QUANT_ROWS
-    x, b = torch.randn(M, 576, generator=g), torch.randn(N, generator=g)
-    assert torch.equal(kernel.linear(x, packed, b), kernel.linear(x, fp32_only(packed), b))
-    r = torch.randn(M, N, generator=g)
-    r2 = r.clone()
-    assert torch.equal(kernel.linear(x, packed, residual=r), kernel.linear(x, fp32_only(packed), residual=r2))
-    assert torch.allclose(kernel.linear(x, packed, b), torch.nn.functional.linear(x, w, b), atol=1e-3, rtol=1e-4)
+    x, b = g.standard_normal((M, 576), dtype=np.float32), g.standard_normal(N, dtype=np.float32)
+    assert np.array_equal(kernel.linear(x, packed, b), kernel.linear(x, fp32_only(packed), b))
+    r = g.standard_normal((M, N), dtype=np.float32)
+    r2 = r.copy()
+    assert np.array_equal(kernel.linear(x, packed, residual=r), kernel.linear(x, fp32_only(packed), residual=r2))
+    assert np.allclose(kernel.linear(x, packed, b), reference.linear(x, w, b), atol=1e-3, rtol=1e-4)
 
 
 @pytest.mark.parametrize("fmt", ["Q4_1", "Q8_0"])
@@ -90,12 +93,12 @@ def test_quantized_kernel_gives_the_fp32_kernels_bits(kernel, fmt, M, N):
 def test_codes_alone_give_the_fp32_kernels_bits_for_prefill_chunks(kernel, fmt, M):
     """More rows than QUANT_ROWS rebuild each work item's panels from the codes once and run the
     fp32 tiles on them: still the fp32 kernel's bits, so the codes can be a weight's only copy."""
-    g = torch.Generator().manual_seed(M)
+    g = np.random.default_rng(M)
     packed = kernel.pack(gguf_weights(fmt, 40, 576, seed=M), keep_fp32=True)
-    x, b, r = torch.randn(M, 576, generator=g), torch.randn(40, generator=g), torch.randn(M, 40, generator=g)
-    assert torch.equal(kernel.linear(x, codes_only(packed), b), kernel.linear(x, fp32_only(packed), b))
-    r2 = r.clone()
-    assert torch.equal(kernel.linear(x, codes_only(packed), residual=r), kernel.linear(x, fp32_only(packed), residual=r2))
+    x, b, r = (g.standard_normal(shape, dtype=np.float32) for shape in ((M, 576), (40,), (M, 40)))
+    assert np.array_equal(kernel.linear(x, codes_only(packed), b), kernel.linear(x, fp32_only(packed), b))
+    r2 = r.copy()
+    assert np.array_equal(kernel.linear(x, codes_only(packed), residual=r), kernel.linear(x, fp32_only(packed), residual=r2))
 
 
 @pytest.mark.parametrize("fmt", ["Q4_1", "Q8_0"])
@@ -103,8 +106,8 @@ def test_rows_read_back_from_codes(kernel, fmt):
     w = gguf_weights(fmt, 40, 96, seed=3)
     packed = kernel.pack(w)
     assert packed.data is None
-    ids = torch.tensor([[0, 17], [39, 5]])
-    assert torch.equal(packed[ids], w[ids])
+    ids = np.array([[0, 17], [39, 5]])
+    assert packed[ids].shape == (2, 2, 96) and np.array_equal(packed[ids], w[ids])
 
 
 def test_engine_weights_keep_only_their_source_codes(real_engine):
@@ -118,4 +121,4 @@ def test_engine_weights_keep_only_their_source_codes(real_engine):
     assert model.lm_head.bits == 8 | HEAD_F16 and model.lm_head.data is None and model.embed is model.lm_head
     N, K = slots[0].shape
     assert slots[0].nbytes / (N * K * 4) == pytest.approx(0.15625, rel=0.01)
-    assert model.lm_head.nbytes / (model.lm_head.shape.numel() * 4) == pytest.approx(0.265625, rel=0.01)
+    assert model.lm_head.nbytes / (math.prod(model.lm_head.shape) * 4) == pytest.approx(0.265625, rel=0.01)

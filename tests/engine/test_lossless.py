@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+import numpy as np
 
 from engine import Done, Step
 from engine.methods import METHODS
@@ -71,23 +71,23 @@ def exact_two_token_distribution(engine, ids) -> dict[tuple[int, int], float]:
     cache = model.new_cache(len(ids) + 64)
     model.begin_prefill(len(ids))   # the prompt in prefill's arithmetic, decoding passes in theirs
     try:
-        h = model.forward(torch.tensor(ids), torch.arange(len(ids)), cache)
+        h = model.forward(np.array(ids, dtype=np.int64), np.arange(len(ids), dtype=np.int64), cache)
         p1 = processed_probs(model.logits(h[-1:])[0], TEMPERATURE, 1.0)
     finally:
         model.end_prefill()
     cache.commit(len(ids))
-    firsts = [int(t) for t in torch.nonzero(p1 > 1e-3).flatten()]
+    firsts = [int(t) for t in np.flatnonzero(p1 > 1e-3)]
     # one pass: all candidate first tokens as siblings (each attends the past and itself)
     n = len(firsts)
-    mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), torch.eye(n, dtype=torch.bool)], 1)
-    h2 = model.forward(torch.tensor(firsts), torch.full((n,), cache.length), cache, mask)
+    mask = np.concatenate([np.ones((n, cache.length), dtype=np.bool_), np.eye(n, dtype=np.bool_)], 1)
+    h2 = model.forward(np.array(firsts, dtype=np.int64), np.full(n, cache.length, dtype=np.int64), cache, mask)
     p2 = processed_probs(model.logits(h2), TEMPERATURE, 1.0)
     dist: dict = {}
     for i, x1 in enumerate(firsts):
         if x1 in engine.eos_ids:                 # generation ends: the outcome is just "EOS"
             dist[("eos",)] = dist.get(("eos",), 0.0) + float(p1[x1])
             continue
-        for x2 in torch.nonzero(p2[i] > 1e-3).flatten().tolist():
+        for x2 in np.flatnonzero(p2[i] > 1e-3).tolist():
             key = (x1, "eos") if x2 in engine.eos_ids else (x1, x2)
             dist[key] = dist.get(key, 0.0) + float(p1[x1] * p2[i, x2])
     return dist

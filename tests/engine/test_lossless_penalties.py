@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
-import torch
 
 from engine.decoding.penalties import Penalties
 from engine.decoding.penalty_run import PenaltyRun
@@ -60,23 +60,24 @@ def exact_two_token_distribution(engine, ids) -> dict[tuple, float]:
     cache = model.new_cache(len(ids) + 64)
     model.begin_prefill(len(ids))
     try:
-        h = model.forward(torch.tensor(ids), torch.arange(len(ids)), cache)
+        h = model.forward(np.array(ids, dtype=np.int64), np.arange(len(ids), dtype=np.int64), cache)
         raw1 = model.logits(h[-1:])[0]
     finally:
         model.end_prefill()
     cache.commit(len(ids))
     p1 = processed_probs(PenaltyRun(PEN, ids, breakers).first(raw1), TEMPERATURE, 1.0, TOP_K, MIN_P)
-    firsts = [int(t) for t in torch.nonzero(p1 > 1e-3).flatten()]
+    firsts = [int(t) for t in np.flatnonzero(p1 > 1e-3)]
     n = len(firsts)
-    mask = torch.cat([torch.ones(n, cache.length, dtype=torch.bool), torch.eye(n, dtype=torch.bool)], 1)
-    raw2 = model.logits(model.forward(torch.tensor(firsts), torch.full((n,), cache.length), cache, mask))
+    mask = np.concatenate([np.ones((n, cache.length), dtype=np.bool_), np.eye(n, dtype=np.bool_)], 1)
+    raw2 = model.logits(model.forward(np.array(firsts, dtype=np.int64), np.full(n, cache.length, dtype=np.int64),
+                                      cache, mask))
     dist: dict = {}
     for i, x1 in enumerate(firsts):
         if x1 in engine.eos_ids:
             dist[("eos",)] = dist.get(("eos",), 0.0) + float(p1[x1])
             continue
         p2 = processed_probs(PenaltyRun(PEN, ids + [x1], breakers).first(raw2[i]), TEMPERATURE, 1.0, TOP_K, MIN_P)
-        for x2 in torch.nonzero(p2 > 1e-3).flatten().tolist():
+        for x2 in np.flatnonzero(p2 > 1e-3).tolist():
             key = (x1, "eos") if x2 in engine.eos_ids else (x1, x2)
             dist[key] = dist.get(key, 0.0) + float(p1[x1] * p2[x2])
     return dist
@@ -118,7 +119,7 @@ def test_the_penalised_distribution_differs_from_the_plain_one(engine):
     ids = engine.chat_ids([{"role": "user", "content": "Continue: " + PROMPT}]) + engine.encode(PROMPT)
     model = engine.model
     cache = model.new_cache(len(ids) + 4)
-    raw = model.logits(model.forward(torch.tensor(ids), torch.arange(len(ids)), cache)[-1:])[0]
+    raw = model.logits(model.forward(np.array(ids, dtype=np.int64), np.arange(len(ids), dtype=np.int64), cache)[-1:])[0]
     plain = processed_probs(raw, TEMPERATURE, 1.0)
     pen = processed_probs(PenaltyRun(PEN, ids, engine.breakers(PEN.dry_breakers)).first(raw), TEMPERATURE, 1.0)
-    assert 0.5 * float((plain - pen).abs().sum()) > 0.2      # total variation distance
+    assert 0.5 * float(np.abs(plain - pen).sum()) > 0.2      # total variation distance

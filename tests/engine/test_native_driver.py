@@ -210,7 +210,7 @@ def test_x86_with_unreadable_cpuinfo_says_so(machine):
     assert isa is None and "/proc/cpuinfo" in why
 
 
-def test_windows_on_arm_keeps_torch_with_its_reason(machine):
+def test_windows_on_arm_keeps_the_reference_layers_with_its_reason(machine):
     machine("ARM64", system="Windows")
     isa, why = host_isa()
     assert isa is None and "Windows" in why

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-import torch
 
 qai_hub = pytest.importorskip("qai_hub")
 
@@ -35,7 +34,7 @@ def tiny_model(layers: int = 3) -> CompactTransformer:
     config = ModelConfig("llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_layers=layers,
                          num_heads=2, num_kv_heads=1, head_dim=8, rms_eps=1e-5, max_positions=64,
                          tie_embeddings=True, attention_bias=False, rope={"rope_theta": 10000.0})
-    g = torch.Generator().manual_seed(0)
+    g = np.random.default_rng(0)
     shapes = {"model.embed_tokens.weight": (32, 16), "model.norm.weight": (16,)}
     for i in range(layers):
         p = f"model.layers.{i}."
@@ -44,7 +43,8 @@ def tiny_model(layers: int = 3) -> CompactTransformer:
                        p + "self_attn.v_proj.weight": (8, 16), p + "self_attn.o_proj.weight": (16, 16),
                        p + "mlp.gate_proj.weight": (32, 16), p + "mlp.up_proj.weight": (32, 16),
                        p + "mlp.down_proj.weight": (16, 32)})
-    return CompactTransformer(config, {k: torch.randn(s, generator=g) for k, s in shapes.items()}, "mkl")
+    return CompactTransformer(config, {k: g.standard_normal(s, dtype=np.float32) for k, s in shapes.items()},
+                              "numpy")
 
 
 # blocks of 2 layers, so the last block (1 layer) has other cache shapes than the first

@@ -7,18 +7,17 @@ import random
 
 import numpy as np
 import pytest
-import torch
 
 from engine.decoding.drafting.tree import Candidate, TreeBuilder
 from engine.decoding.penalties import Penalties, breaker_ids
 from engine.decoding.penalty_run import PenaltyRun, dry_matches
-from engine.decoding.sampling import processed_probs
+from engine.decoding.sampling import draw, processed_probs
 
 V = 12
 
 
-def row(values: dict[int, float]) -> torch.Tensor:
-    x = torch.zeros(V)
+def row(values: dict[int, float]) -> np.ndarray:
+    x = np.zeros(V, dtype=np.float32)
     for k, v in values.items():
         x[k] = v
     return x
@@ -67,19 +66,53 @@ def test_dry_repeat_is_cut_at_the_latest_breaker_and_breakers_are_never_penalise
 
 
 def test_top_k_and_min_p_by_hand():
-    logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+    logits = np.log(np.array([0.5, 0.3, 0.15, 0.05], dtype=np.float32))
     k2 = processed_probs(logits, 1.0, 1.0, top_k=2)
     assert k2.tolist() == pytest.approx([0.625, 0.375, 0, 0])
     # min_p 0.2: keep p >= 0.1 (0.2 x the top 0.5), before temperature
     mp = processed_probs(logits, 2.0, 1.0, min_p=0.2)
-    kept = torch.tensor([0.5, 0.3, 0.15]) ** 0.5
+    kept = np.array([0.5, 0.3, 0.15], dtype=np.float32) ** 0.5
     assert mp.tolist() == pytest.approx((kept / kept.sum()).tolist() + [0.0], abs=1e-6)
 
 
+def test_top_p_keeps_the_sorted_prefix_and_ties_by_ascending_id():
+    """Against a full stable sort (equal probabilities: the lower id first), on peaked, flat and
+    tied distributions, with and without top-k before it."""
+    g = np.random.default_rng(3)
+    for trial in range(60):
+        V = int(g.choice([7, 3000, 49152]))
+        logits = (g.standard_normal(V) * g.choice([0.2, 2.0, 8.0])).astype(np.float32)
+        if trial % 3 == 0:
+            logits = np.round(logits)                       # many equal probabilities
+        top_p, top_k = float(g.choice([0.2, 0.9, 0.99])), int(g.choice([0, 40]))
+        base = processed_probs(logits, 0.8, 1.0, top_k)
+        order = np.argsort(-base, kind="stable")
+        sp = base[order]
+        want = np.zeros_like(base)
+        want[order] = np.where(np.cumsum(sp) - sp >= top_p, 0.0, sp)
+        got = processed_probs(logits, 0.8, top_p, top_k)
+        assert np.array_equal(got > 0, want > 0) and np.allclose(got, want / want.sum(), atol=1e-7)
+    tie = processed_probs(np.log(np.array([0.2, 0.4, 0.2, 0.2], dtype=np.float32)), 1.0, 0.7)
+    assert tie.tolist() == pytest.approx([0.25, 0.5, 0.25, 0.0], abs=1e-6)   # of the 0.2s, ids 0 and 2
+
+
+def test_draw_follows_the_weights_and_never_picks_a_zero():
+    g = np.random.default_rng(0)
+    w = np.zeros(5000, dtype=np.float32)
+    w[[3, 1023, 1024, 4999]] = [0.1, 0.2, 0.3, 0.4]        # block edges (blocks of 1024) included
+    n = 40000
+    counts = np.bincount([draw(w, g) for _ in range(n)], minlength=len(w))
+    assert counts.sum() == counts[[3, 1023, 1024, 4999]].sum()
+    assert np.allclose(counts[[3, 1023, 1024, 4999]] / n, [0.1, 0.2, 0.3, 0.4], atol=0.01)
+    assert draw(np.array([0.0, 0.0, 2.0], dtype=np.float32), g) == 2
+    with pytest.raises(ValueError):
+        draw(np.zeros(4, dtype=np.float32), g)
+
+
 # ---- the batched tree pass against a naive reference ---------------------------------------
-def naive(logits: torch.Tensor, ctx: list[int], p: Penalties, breakers: frozenset[int]) -> torch.Tensor:
+def naive(logits: np.ndarray, ctx: list[int], p: Penalties, breakers: frozenset[int]) -> np.ndarray:
     """llama.cpp's definitions, written the slow obvious way for one context."""
-    out = logits.clone()
+    out = logits.copy()
     win = ctx if p.repeat_last_n < 0 else ctx[max(0, len(ctx) - p.repeat_last_n):] if p.repeat_last_n else []
     for t in set(win):
         c = win.count(t)
@@ -112,6 +145,7 @@ def naive(logits: torch.Tensor, ctx: list[int], p: Penalties, breakers: frozense
 ])
 def test_every_tree_node_is_penalised_after_its_own_path(p):
     rng = random.Random(7)
+    nrng = np.random.default_rng(7)
     breakers = frozenset({0})
     for trial in range(30):
         ctx = [rng.randrange(V) for _ in range(rng.randrange(1, 25))]
@@ -122,10 +156,10 @@ def test_every_tree_node_is_penalised_after_its_own_path(p):
             toks = [rng.randrange(1, 4) for _ in range(rng.randrange(1, 8))]   # small alphabet: repeats
             b.add(Candidate(toks, [0.9] * len(toks), "context"))
         tree = b.build(16)
-        logits = torch.randn(tree.size, V)
-        got = run.apply_tree(logits.clone(), tree)
+        logits = nrng.standard_normal((tree.size, V), dtype=np.float32)
+        got = run.apply_tree(logits.copy(), tree)
         for i in range(tree.size):
             path = [tree.token_list[k] for k in tree.path_to(i)[1:]]
             want = naive(logits[i], ctx + path, p, breakers)
-            assert torch.allclose(got[i], want, atol=1e-5), (trial, i, ctx, path)
+            assert np.allclose(got[i], want, atol=1e-5), (trial, i, ctx, path)
     assert math.isfinite(float(got.sum()))

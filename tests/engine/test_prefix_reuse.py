@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
-import torch
 
 from engine import Done, Prefill
 from engine.runtime.kv_cache import KVCache
@@ -130,9 +130,9 @@ def test_a_long_first_turn_makes_the_second_turns_first_token_faster(engine, dev
 # ---- the store alone ----------------------------------------------------------------------------
 def filled_cache(n: int, seed: int) -> KVCache:
     cache = KVCache(layers=2, kv_heads=1, head_dim=4, capacity=n + 8)
-    g = torch.Generator().manual_seed(seed)
-    cache.k[:, :, :n] = torch.randn(2, 1, n, 4, generator=g)
-    cache.v[:, :, :n] = torch.randn(2, 1, n, 4, generator=g)
+    g = np.random.default_rng(seed)
+    cache.k[:, :, :n] = g.standard_normal((2, 1, n, 4), dtype=np.float32)
+    cache.v[:, :, :n] = g.standard_normal((2, 1, n, 4), dtype=np.float32)
     cache.length = n
     return cache
 
@@ -164,25 +164,25 @@ def test_store_lookup_rules_and_restore():
     assert n == 30
     fresh = KVCache(2, 1, 4, 64)
     entry.restore(fresh, n)
-    assert fresh.length == 30 and torch.equal(fresh.k[:, :, :30], cache.k[:, :, :30])
-    assert torch.equal(fresh.v[:, :, :30], cache.v[:, :, :30]) and not fresh.k[:, :, 30:].any()
+    assert fresh.length == 30 and np.array_equal(fresh.k[:, :, :30], cache.k[:, :, :30])
+    assert np.array_equal(fresh.v[:, :, :30], cache.v[:, :, :30]) and not fresh.k[:, :, 30:].any()
     assert store.lookup(ids[:MIN_REUSE - 1] + [7, 8]) == (None, 0)    # too short to be worth it
     assert store.lookup(ids + [1], view_key=(4, 4096)) == (None, 0)   # no view rows kept for it
-    cache.k.add_(1.0)                                 # the kept rows are a copy
-    assert not torch.equal(entry.k, cache.k[:, :, :40])
+    cache.k += 1.0                                    # the kept rows are a copy
+    assert not np.array_equal(entry.k, cache.k[:, :, :40])
 
 
 def test_store_keeps_one_entry_per_conversation_and_its_view_rows():
     store = PrefixStore(budget_tokens=1000)
     turn1, turn2 = list(range(50)), list(range(50)) + [7] * 30
-    view = (torch.arange(80 * 4).view(80, 4), torch.rand(80, 4))
+    view = (np.arange(80 * 4).reshape(80, 4), np.random.default_rng(0).random((80, 4), dtype=np.float32))
     store.put(turn1, filled_cache(50, 6), (view[0][:50], view[1][:50]), (4, 4096))
     store.put(turn2, filled_cache(80, 7), view, (4, 4096))
     assert len(store) == 1 and store.tokens == 80      # turn 2 covers turn 1
     store.put(turn1, filled_cache(50, 8))               # covered already (a view is not needed)
     assert len(store) == 1
     entry, n = store.lookup(turn2 + [1], view_key=(4, 4096))
-    assert n == 80 and torch.equal(entry.view_head(n)[0], view[0])
+    assert n == 80 and np.array_equal(entry.view_head(n)[0], view[0])
     assert store.lookup(turn2 + [1], view_key=(8, 0)) == (None, 0)   # rows made another way
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
-import torch
 
 from engine.errors import EngineError
 from engine.model.config import ModelConfig
@@ -140,7 +140,7 @@ def tiny_model(layers: int = 2, hidden: int = 256, inter: int = 512) -> CompactT
                          num_layers=layers, num_heads=heads, num_kv_heads=kv, head_dim=dim, rms_eps=1e-5,
                          max_positions=128, tie_embeddings=True, attention_bias=False,
                          rope={"rope_theta": 10000.0})
-    g = torch.Generator().manual_seed(0)
+    g = np.random.default_rng(0)
     shapes = {"model.embed_tokens.weight": (64, hidden), "model.norm.weight": (hidden,)}
     for i in range(layers):
         p = f"model.layers.{i}."
@@ -151,7 +151,8 @@ def tiny_model(layers: int = 2, hidden: int = 256, inter: int = 512) -> CompactT
                    p + "self_attn.o_proj.weight": (hidden, heads * dim),
                    p + "mlp.gate_proj.weight": (inter, hidden), p + "mlp.up_proj.weight": (inter, hidden),
                    p + "mlp.down_proj.weight": (hidden, inter)}
-    return CompactTransformer(config, {k: torch.randn(s, generator=g) * 0.05 for k, s in shapes.items()}, "mkl")
+    return CompactTransformer(config, {k: g.standard_normal(s, dtype=np.float32) * np.float32(0.05)
+                                       for k, s in shapes.items()}, "numpy")
 
 
 def _ep_nodes(ctx: Path) -> list[dict]:
@@ -178,8 +179,8 @@ def test_each_block_becomes_one_binary_holding_all_its_graphs_and_one_weight_cop
     assert not list(folder.glob(".build-*"))                     # no leftovers
 
     graph_names = set()
-    fp16_weights = 2 * sum(w.numel() for w in (cpu.layers[0].wqkv, cpu.layers[0].wo,
-                                               cpu.layers[0].wgu, cpu.layers[0].wdown))
+    fp16_weights = 2 * sum(w.size for w in (cpu.layers[0].wqkv, cpu.layers[0].wo,
+                                            cpu.layers[0].wgu, cpu.layers[0].wdown))
     for bi, (a, b) in enumerate([(0, 1), (1, 2)]):
         blob = bins[bi].read_bytes()
         names = set()
@@ -221,10 +222,10 @@ def test_on_the_emulator_a_named_device_gets_separate_graphs_that_run(tmp_path):
     assert notes[0].startswith("--soc 69: the emulator here runs separate SM8750 graphs")
     assert "soc 69 SM8750, separate context binaries" in q.kernel and q.progressive
     assert q.folder.name.startswith("Tiny-sm8750-separate-") and not list(q.folder.glob("*.bin"))
-    ids = torch.tensor([3, 1, 4, 1, 5])
-    out = q.forward(ids, torch.arange(5), q.new_cache(32))
-    ref = cpu.forward(ids, torch.arange(5), cpu.new_cache(32))
-    assert torch.allclose(out, ref, atol=2e-3 * ref.abs().max().item())   # fp16 on the emulated SM8750
+    ids = np.array([3, 1, 4, 1, 5], np.int64)
+    out = q.forward(ids, np.arange(5, dtype=np.int64), q.new_cache(32))
+    ref = cpu.forward(ids, np.arange(5, dtype=np.int64), cpu.new_cache(32))
+    assert np.allclose(out, ref, atol=2e-3 * float(np.abs(ref).max()))   # fp16 on the emulated SM8750
 
 
 def test_the_engine_on_a_snapdragon_compiles_each_block_into_one_binary_first(tmp_path, monkeypatch):

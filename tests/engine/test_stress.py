@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-import torch
+import numpy as np
 
 from engine.decoding.drafting.tree import assemble, root_only
 from engine.bench.stress import RandomTrees, Recorder, stress
@@ -48,25 +48,25 @@ def test_random_trees_keep_the_inner_tree_and_add_valid_decoys():
             assert t.parent_list[i] < i
             kids = [t.token_list[c] for c in t.children[i]]
             assert len(kids) == len(set(kids))
-            assert torch.equal(t.mask[i].nonzero().flatten(), torch.tensor(t.path_to(i)))
+            assert np.array_equal(np.flatnonzero(t.mask[i]), np.array(t.path_to(i), np.int64))
     assert len(sizes) > 5, "sizes do not vary"
 
 
 def test_recorder_paths_follow_the_tree_mask():
     class Model:
         def forward(self, tokens, positions, cache, mask=None):
-            return torch.zeros(len(tokens), 2)
+            return np.zeros((len(tokens), 2), np.float32)
 
         def logits(self, hidden):
-            return torch.arange(len(hidden), dtype=torch.float32)[:, None]
+            return np.arange(len(hidden), dtype=np.float32)[:, None]
 
     class Cache:
         length = 10
     rec = Recorder(Model())
     tree = assemble([1, 2, 3, 4], [-1, 0, 0, 2], ["root"] + ["context"] * 3, [1.0] * 4, [1.0] * 4)
-    mask = torch.cat([torch.ones(4, 10, dtype=torch.bool), tree.mask], 1)
+    mask = np.concatenate([np.ones((4, 10), bool), tree.mask], 1)
     rec.logits(rec.forward(tree.tokens, tree.depths + 10, Cache(), mask))
-    rec.logits(rec.forward(root_only(9).tokens, torch.tensor([10]), Cache()))
+    rec.logits(rec.forward(root_only(9).tokens, np.array([10], np.int64), Cache()))
     rows = [(pos, start, path) for pos, start, path, _ in rec.rows()]
     assert rows == [(10, 10, [1]), (11, 10, [1, 2]), (11, 10, [1, 3]), (12, 10, [1, 3, 4]), (10, 10, [9])]
 

@@ -1,14 +1,19 @@
 """Tree verification on the real model: one pass over a flattened draft tree (tree mask, depth
 positions) gives the same logits as feeding each root-to-node path sequentially."""
-import torch
+import numpy as np
 
 from engine.decoding.drafting.accept import greedy_accept
 from engine.decoding.drafting.tree import Candidate, TreeBuilder
 
 
+def arr(values) -> np.ndarray:
+    """Token ids or positions as the engine takes them."""
+    return np.array(values, dtype=np.int64)
+
+
 def prefill(model, ids):
     cache = model.new_cache(len(ids) + 64)
-    model.forward(torch.tensor(ids), torch.arange(len(ids)), cache)
+    model.forward(arr(ids), arr(range(len(ids))), cache)
     cache.commit(len(ids))
     return cache
 
@@ -18,10 +23,10 @@ def sequential_logits(model, ids, path_tokens):
     cache = prefill(model, ids)
     out = []
     for t in path_tokens:
-        h = model.forward(torch.tensor([t]), torch.tensor([cache.length]), cache)
+        h = model.forward(arr([t]), arr([cache.length]), cache)
         cache.commit(1)
         out.append(model.logits(h)[0])
-    return torch.stack(out), cache
+    return np.stack(out), cache
 
 
 def test_tree_logits_equal_sequential_and_kv_keeps_the_accepted_path(engine):
@@ -43,7 +48,7 @@ def test_tree_logits_equal_sequential_and_kv_keeps_the_accepted_path(engine):
 
     cache = prefill(model, past)
     L = cache.length
-    mask = torch.cat([torch.ones(tree.size, L, dtype=torch.bool), tree.mask], dim=1)
+    mask = np.concatenate([np.ones((tree.size, L), dtype=np.bool_), tree.mask], axis=1)
     hidden = model.forward(tree.tokens, tree.depths + L, cache, mask)
     tree_logits = model.logits(hidden)
 
@@ -54,9 +59,9 @@ def test_tree_logits_equal_sequential_and_kv_keeps_the_accepted_path(engine):
     for leaf in leaves:
         seq_cache.truncate(L)
         for node in tree.path_to(leaf):
-            h = model.forward(tree.tokens[node:node + 1], torch.tensor([seq_cache.length]), seq_cache)
+            h = model.forward(tree.tokens[node:node + 1], arr([seq_cache.length]), seq_cache)
             seq_cache.commit(1)
-            assert torch.allclose(tree_logits[node], model.logits(h)[0], atol=1e-4, rtol=0), node
+            assert np.allclose(tree_logits[node], model.logits(h)[0], atol=1e-4, rtol=0), node
             checked.add(node)
     assert checked == set(range(tree.size))
 
@@ -66,10 +71,10 @@ def test_tree_logits_equal_sequential_and_kv_keeps_the_accepted_path(engine):
     assert cache.length == L + len(path)
     # the compacted cache continues exactly like a sequentially built one
     ref_logits, ref_cache = sequential_logits(model, past, [tree.token_list[i] for i in path])
-    assert torch.allclose(cache.k[:, :, :cache.length], ref_cache.k[:, :, :cache.length], atol=1e-4)
-    nxt_a = model.logits(model.forward(torch.tensor([bonus]), torch.tensor([cache.length]), cache))[0]
-    nxt_b = model.logits(model.forward(torch.tensor([bonus]), torch.tensor([ref_cache.length]), ref_cache))[0]
-    assert torch.allclose(nxt_a, nxt_b, atol=1e-4, rtol=0)
+    assert np.allclose(cache.k[:, :, :cache.length], ref_cache.k[:, :, :cache.length], atol=1e-4)
+    nxt_a = model.logits(model.forward(arr([bonus]), arr([cache.length]), cache))[0]
+    nxt_b = model.logits(model.forward(arr([bonus]), arr([ref_cache.length]), ref_cache))[0]
+    assert np.allclose(nxt_a, nxt_b, atol=1e-4, rtol=0)
     assert int(ref_logits[-1].argmax()) == bonus
 
 
@@ -80,7 +85,7 @@ def test_multi_token_pass_matches_single_token_passes(engine):
                         "it was launched from Florida by a Saturn V rocket.")
     past, feed = ids[:8], ids[8:32]
     cache = prefill(model, past)
-    batch = model.logits(model.forward(torch.tensor(feed), torch.arange(8, 8 + len(feed)), cache))
+    batch = model.logits(model.forward(arr(feed), arr(range(8, 8 + len(feed))), cache))
     seq, _ = sequential_logits(model, past, feed)
-    assert torch.equal(batch.argmax(-1), seq.argmax(-1))
-    assert (batch - seq).abs().max() < 1e-3
+    assert np.array_equal(batch.argmax(-1), seq.argmax(-1))
+    assert np.abs(batch - seq).max() < 1e-3

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
+import numpy as np
 
 from engine.runtime.backend import Backend
 from engine.engine import Engine
@@ -48,8 +47,8 @@ class BigramBackend:
     switch_status = None
 
     def __init__(self, script: dict[int, int] | None = None, margin: float = 6.0, seed: int = 0):
-        g = torch.Generator().manual_seed(seed)
-        head = torch.randn(V, V, generator=g)            # head[j, i]: score of j after i
+        g = np.random.default_rng(seed)
+        head = g.standard_normal((V, V), dtype=np.float32)   # head[j, i]: score of j after i
         for i in range(V):
             head[(script or {}).get(i, successor(i)), i] += margin
         self.lm_head = head
@@ -58,23 +57,24 @@ class BigramBackend:
         self.prefills = 0                                # begin_prefill calls not yet ended
 
     @staticmethod
-    def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-        return F.linear(x, w, b)
+    def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+        y = np.ascontiguousarray(x @ np.asarray(w, dtype=np.float32).T, dtype=np.float32)
+        return y if b is None else y + b
 
     def new_cache(self, capacity: int) -> KVCache:
         return KVCache(1, 1, 1, capacity)
 
-    def forward(self, tokens: torch.Tensor, positions: torch.Tensor, cache: KVCache,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: np.ndarray, positions: np.ndarray, cache: KVCache,
+                mask: np.ndarray | None = None) -> np.ndarray:
         if cache.length + tokens.shape[0] > cache.capacity:
             raise ValueError("KV cache is full")
         self.fed.append(int(tokens.shape[0]))
-        return F.one_hot(tokens, V).float()
+        return np.eye(V, dtype=np.float32)[np.asarray(tokens, dtype=np.int64)]
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def logits(self, hidden: np.ndarray) -> np.ndarray:
         return self.linear(hidden, self.lm_head)
 
-    def head_logits(self, hidden: torch.Tensor, rows: int) -> torch.Tensor:
+    def head_logits(self, hidden: np.ndarray, rows: int) -> np.ndarray:
         return self.linear(hidden, self.lm_head[:rows])
 
     def begin_prefill(self, total_tokens: int) -> None:

@@ -11,15 +11,16 @@ Both return (accepted node indices, root first; bonus token from the last accept
 """
 from __future__ import annotations
 
-import torch
+import numpy as np
 
 from ...events import BONUS_SOURCE
+from ..sampling import RowProbs, draw
 from .tree import DraftTree
 
 
-def greedy_accept(tree: DraftTree, next_ids: torch.Tensor | list[int]) -> tuple[list[int], int]:
+def greedy_accept(tree: DraftTree, next_ids: np.ndarray | list[int]) -> tuple[list[int], int]:
     """``next_ids[i]`` is the model's argmax for the token following node i."""
-    nxt = next_ids.tolist() if isinstance(next_ids, torch.Tensor) else list(next_ids)
+    nxt = next_ids.tolist() if isinstance(next_ids, np.ndarray) else list(next_ids)
     toks, children = tree.token_list, tree.children
     path = [0]
     cur = 0
@@ -34,13 +35,16 @@ def greedy_accept(tree: DraftTree, next_ids: torch.Tensor | list[int]) -> tuple[
             return path, int(want)
 
 
-def sample_accept(tree: DraftTree, probs: torch.Tensor,
-                  generator: torch.Generator | None = None) -> tuple[list[int], int]:
-    """``probs[i]`` is the model's (temperature/top-p processed) next-token distribution at node i.
+def sample_accept(tree: DraftTree, probs: np.ndarray | RowProbs,
+                  generator: np.random.Generator | None = None) -> tuple[list[int], int]:
+    """``probs[i]`` is the model's (temperature/top-p processed) next-token distribution at node i
+    (an array, or rows computed as they are read: ``sampling.RowProbs``).
 
     Children are tried in decreasing estimated acceptance (any fixed order is exact; this one
-    maximizes the chance of going deeper).
+    maximizes the chance of going deeper). One uniform draw of ``generator`` per child tried and
+    one for the bonus token (``sampling.draw``); None: a freshly seeded generator.
     """
+    rng = generator if generator is not None else np.random.default_rng()
     toks, children, cum = tree.token_list, tree.children, tree.cum
     path = [0]
     cur = 0
@@ -53,12 +57,12 @@ def sample_accept(tree: DraftTree, probs: torch.Tensor,
         for c in kids:
             x = toks[c]
             px = float((residual if residual is not None else p)[x])
-            u = float(torch.rand((), generator=generator))
+            u = rng.random()
             if mass > 0 and u * mass < px:
                 accepted = c
                 break
             if residual is None:
-                residual = p.clone()
+                residual = p.copy()
             residual[x] = 0.0
             mass -= px
         if accepted >= 0:
@@ -66,9 +70,9 @@ def sample_accept(tree: DraftTree, probs: torch.Tensor,
             path.append(cur)
             continue
         dist = residual if residual is not None else p
-        if mass <= 1e-12:              # numerically all mass on rejected children: fall back to p
-            dist = p
-        bonus = int(torch.multinomial(dist, 1, generator=generator))
+        if mass <= 1e-12 or (residual is not None and not residual.any()):
+            dist = p                   # numerically all mass on rejected children: fall back to p
+        bonus = draw(dist, rng)
         return path, bonus
 
 

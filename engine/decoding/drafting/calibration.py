@@ -23,7 +23,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Sequence
 
-import torch
+import numpy as np
 
 
 @dataclass
@@ -61,18 +61,18 @@ class CalibratedTree:
         self.stats = CalibrationStats(0.0, 0, 0, 0, 0)
 
     @classmethod
-    def build(cls, prompt_ids: Sequence[int] | torch.Tensor, topk_ids: torch.Tensor,
-              topk_probs: torch.Tensor, config: CalibrationConfig | None = None) -> "CalibratedTree":
+    def build(cls, prompt_ids: Sequence[int] | np.ndarray, topk_ids: np.ndarray,
+              topk_probs: np.ndarray, config: CalibrationConfig | None = None) -> "CalibratedTree":
         cfg = config or CalibrationConfig()
         t0 = time.perf_counter()
         self = cls(cfg)
-        prompt = prompt_ids.tolist() if isinstance(prompt_ids, torch.Tensor) else list(prompt_ids)
+        prompt = prompt_ids.tolist() if isinstance(prompt_ids, np.ndarray) else list(prompt_ids)
         T = len(prompt)
         if topk_ids.shape[0] != T or topk_probs.shape != topk_ids.shape:
             raise ValueError(f"top-k view must be [T={T}, k], got {tuple(topk_ids.shape)} / {tuple(topk_probs.shape)}")
         k = min(cfg.k, topk_ids.shape[1])
         ids = topk_ids[:, :k].tolist()
-        prs = topk_probs[:, :k].float().tolist()
+        prs = np.asarray(topk_probs[:, :k], dtype=np.float32).tolist()
         thr = cfg.p_threshold
 
         # ---- Sample: P(t | key) averaged over the key's occurrences -------------------------

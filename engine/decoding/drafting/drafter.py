@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import torch
+import numpy as np
 
 from ...events import DRAFT_SOURCES
 from .calibration import CalibratedTree, CalibrationConfig, CalibrationStats
@@ -52,7 +52,7 @@ def build_history(sequences: Sequence[Sequence[int]]) -> SuffixAutomaton:
 
 
 class Drafter:
-    def __init__(self, prompt_ids: Sequence[int] | torch.Tensor,
+    def __init__(self, prompt_ids: Sequence[int] | np.ndarray,
                  history_sources: Sequence[Sequence[int]] | SuffixAutomaton | None = None,
                  use_context: bool = True, use_history: bool = True, use_calibration: bool = True,
                  use_reuse: bool = True, calibration: CalibrationConfig | None = None, *,
@@ -67,7 +67,7 @@ class Drafter:
         sources, which the first does not hold); both are matched and both offer candidates."""
         if mode not in ("tree", "linear"):
             raise ValueError(f"mode must be 'tree' or 'linear', not {mode!r}")
-        prompt = prompt_ids.tolist() if isinstance(prompt_ids, torch.Tensor) else [int(t) for t in prompt_ids]
+        prompt = prompt_ids.tolist() if isinstance(prompt_ids, np.ndarray) else [int(t) for t in prompt_ids]
         self.linear = mode == "linear"
         self.use_context, self.use_history = use_context, use_history
         self.use_calibration = use_calibration and not self.linear
@@ -118,7 +118,7 @@ class Drafter:
             for _, m in self._hist:
                 m.feed(t)
 
-    def set_calibration(self, topk_ids: torch.Tensor, topk_probs: torch.Tensor) -> CalibrationStats | None:
+    def set_calibration(self, topk_ids: np.ndarray, topk_probs: np.ndarray) -> CalibrationStats | None:
         """Build the calibrated tree from the prefill top-k view ([T, k] for the T prompt tokens)."""
         if not self.use_calibration:
             return None
@@ -195,7 +195,7 @@ class Drafter:
 
     # ---- learning from verification ------------------------------------------------------------
     def observe(self, accepted_tokens: Sequence[int], tree: DraftTree | None = None,
-                next_ids: torch.Tensor | Sequence[int] | None = None) -> list[int]:
+                next_ids: np.ndarray | Sequence[int] | None = None) -> list[int]:
         """Commit this step's emitted tokens (accepted drafts + bonus) and learn from the tree.
 
         ``next_ids[i]``: the model's argmax after tree node i (used for draft reuse).  Returns
@@ -260,7 +260,7 @@ class Drafter:
                 st[2] += 1
 
     def _record_reuse(self, tree: DraftTree, last: int, next_ids) -> None:
-        y = next_ids.tolist() if isinstance(next_ids, torch.Tensor) else list(next_ids)
+        y = next_ids.tolist() if isinstance(next_ids, np.ndarray) else list(next_ids)
         best: tuple[int, list[int], list[int]] | None = None
         stack = [(c, [tree.token_list[c]], [y[last]]) for c in tree.children[last]]
         while stack:                             # every rejected branch below the last accepted node

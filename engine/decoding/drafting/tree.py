@@ -12,7 +12,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-import torch
+import numpy as np
 
 
 @dataclass(slots=True)
@@ -26,16 +26,17 @@ class Candidate:
 class DraftTree:
     """A flattened, verification-ready tree.  Index 0 is the root; parents precede children.
 
-    tokens  LongTensor[1+n]        feed these (root first)
-    depths  LongTensor[1+n]        root 0; position of node i = past_len + depths[i]
-    parents LongTensor[1+n]        -1 for the root
-    mask    BoolTensor[1+n, 1+n]   mask[i, j]: node i may attend node j (j is i or an ancestor of i);
-                                   the engine adds "every cached past position is visible"
+    tokens  int64[1+n]         feed these (root first)
+    depths  int64[1+n]         root 0; position of node i = past_len + depths[i]
+    parents int64[1+n]         -1 for the root
+    mask    bool[1+n, 1+n]     mask[i, j]: node i may attend node j (j is i or an ancestor of i);
+                               the engine adds "every cached past position is visible"
+    (numpy arrays)
     """
-    tokens: torch.Tensor
-    depths: torch.Tensor
-    parents: torch.Tensor
-    mask: torch.Tensor
+    tokens: np.ndarray
+    depths: np.ndarray
+    parents: np.ndarray
+    mask: np.ndarray
     sources: list[str]            # per node; "root" for node 0
     cum: list[float]              # estimated cumulative acceptance probability per node (root 1.0)
     token_list: list[int]         # python mirrors, for the acceptance walk
@@ -55,7 +56,7 @@ class DraftTree:
     def max_depth(self) -> int:
         return int(self.depths.max()) if self.size else 0
 
-    def positions(self, past_len: int) -> torch.Tensor:
+    def positions(self, past_len: int) -> np.ndarray:
         return self.depths + past_len
 
     def expected_accepted(self) -> float:
@@ -288,10 +289,10 @@ def assemble(tokens: list[int], parents: list[int], sources: list[str], cum: lis
         rows.append(row)
         flat.extend(row)
     return DraftTree(
-        tokens=torch.tensor(tokens, dtype=torch.long),
-        depths=torch.tensor(deps, dtype=torch.long),
-        parents=torch.tensor(parents, dtype=torch.long),
-        mask=torch.tensor(flat, dtype=torch.bool).view(m, m),
+        tokens=np.array(tokens, dtype=np.int64),
+        depths=np.array(deps, dtype=np.int64),
+        parents=np.array(parents, dtype=np.int64),
+        mask=np.array(flat, dtype=np.bool_).reshape(m, m),
         sources=list(sources), cum=list(cum), token_list=list(tokens), parent_list=list(parents),
         children=children, raw_step=list(raw_step),
     )

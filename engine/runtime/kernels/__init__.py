@@ -5,8 +5,8 @@ whose ``pack(w)`` turns an fp32 weight [N, K] into a ``PackedWeight`` once, at l
 ``linear(x, packed, b)`` computes ``x @ w.T + b``, and whose ``attention``, ``rmsnorm``,
 ``rope_split`` and ``silu_mul`` run the rest of a decoder layer (``CompactTransformer``); or None
 with the reason it is not available (not x86 with AVX2/FMA, no C compiler, a failed build or
-self-check). Callers keep torch's own linear
-then: hexa stays lossless either way, since plain and speculative decoding share whichever kernel
+self-check). Callers keep the reference layers' numpy
+arithmetic then: hexa stays lossless either way, since plain and speculative decoding share whichever kernel
 is in use.
 """
 from __future__ import annotations
@@ -21,10 +21,11 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-import torch
+import numpy as np
 
 from ...options import EngineOptions
 from .binding import HEADER
+from .arrays import contiguous, ptr, strides
 from .fused import kv_f16
 
 KERNELS = Path(__file__).parent
@@ -71,10 +72,10 @@ class PackedWeight:
     Otherwise ``data`` holds the fp32 panels, bits is 0."""
     __slots__ = ("data", "shape", "quant", "bits", "kernel")
 
-    def __init__(self, data: torch.Tensor | None, shape: tuple[int, int],
-                 quant: tuple[torch.Tensor, int] | None = None, kernel: "NativeKernel | None" = None):
+    def __init__(self, data: np.ndarray | None, shape: tuple[int, int],
+                 quant: tuple[np.ndarray, int] | None = None, kernel: "NativeKernel | None" = None):
         self.data = data
-        self.shape = torch.Size(shape)
+        self.shape = tuple(int(n) for n in shape)
         self.quant, self.bits = quant if quant is not None else (None, 0)
         self.kernel = kernel
         if data is None and self.quant is None:
@@ -84,17 +85,13 @@ class PackedWeight:
     def nbytes(self) -> int:
         return (self.data.nbytes if self.data is not None else 0) + (self.quant.nbytes if self.quant is not None else 0)
 
-    def __getitem__(self, ids) -> torch.Tensor:
-        ids = torch.as_tensor(ids, dtype=torch.long)
+    def __getitem__(self, ids) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
         if self.data is not None:
-            return self.data.view(-1, self.shape[1], PANEL)[ids // PANEL, :, ids % PANEL]
-        flat = ids.reshape(-1).contiguous()
+            return self.data.reshape(-1, self.shape[1], PANEL)[ids // PANEL, :, ids % PANEL]
+        flat = np.ascontiguousarray(ids.reshape(-1))
         out = self.kernel.unpack_rows(self.quant, self.bits, self.shape, flat)
-        return out.view(*ids.shape, self.shape[1])
-
-
-def _ptr(t: torch.Tensor | None):
-    return None if t is None else t.data_ptr()
+        return out.reshape(*ids.shape, self.shape[1])
 
 
 class NativeKernel:
@@ -106,17 +103,17 @@ class NativeKernel:
         self.fn = HEADER.bind(lib)
         self.threads = threads
 
-    def pack(self, w: torch.Tensor, keep_fp32: bool = False) -> PackedWeight:
+    def pack(self, w: np.ndarray, keep_fp32: bool = False) -> PackedWeight:
         """Pack a weight [N, K]: as its codes alone when it is exactly Q4_1 or Q8_0 (5x / 3.5x
         fewer bytes, the same bits out of every product), else as fp32 panels. ``keep_fp32``
         keeps the fp32 panels beside the codes (tests compare the two kernels)."""
-        w = w.to(torch.float32).contiguous()
+        w = np.ascontiguousarray(w, dtype=np.float32)
         N, K = w.shape
         quant = self.pack_quantized(w)
         data = None
         if quant is None or keep_fp32:
-            data = torch.empty(-(-N // PANEL) * PANEL * K, dtype=torch.float32)
-            self.fn["hexa_pack"](w.data_ptr(), data.data_ptr(), N, K, self.threads)
+            data = np.empty(-(-N // PANEL) * PANEL * K, dtype=np.float32)
+            self.fn["hexa_pack"](ptr(w), ptr(data), N, K, self.threads)
         return PackedWeight(data, (N, K), quant, self)
 
     def first_rows(self, w: PackedWeight, n: int) -> PackedWeight:
@@ -128,111 +125,110 @@ class NativeKernel:
         quant = None if w.quant is None else (w.quant[:self.fn["hexa_quant_bytes"](w.bits, n, K)], w.bits)
         return PackedWeight(data, (n, K), quant, self)
 
-    def pack_quantized(self, w: torch.Tensor) -> tuple[torch.Tensor, int] | None:
+    def pack_quantized(self, w: np.ndarray) -> tuple[np.ndarray, int] | None:
         """(codes, bits) of a weight [N, K] that is exactly Q4_1 or Q8_0 (every block checked
         bit for bit by ``hexa_pack_quant``), in ``quant_gemm.c``'s layout; None otherwise."""
         N, K = w.shape
         if K % QUANT_BLOCK:
             return None
         for bits in (4, 8):
-            out = torch.empty(-(-N // PANEL) * (K // QUANT_BLOCK) * self.fn["hexa_quant_block_bytes"](bits),
-                              dtype=torch.uint8)
-            if self.fn["hexa_pack_quant"](w.data_ptr(), out.data_ptr(), N, K, bits, self.threads):
+            out = np.empty(-(-N // PANEL) * (K // QUANT_BLOCK) * self.fn["hexa_quant_block_bytes"](bits),
+                           dtype=np.uint8)
+            if self.fn["hexa_pack_quant"](ptr(w), ptr(out), N, K, bits, self.threads):
                 return out, bits
         return None
 
-    def unpack_rows(self, codes: torch.Tensor, bits: int, shape: tuple[int, int], rows: torch.Tensor) -> torch.Tensor:
+    def unpack_rows(self, codes: np.ndarray, bits: int, shape: tuple[int, int], rows: np.ndarray) -> np.ndarray:
         N, K = shape
-        rows = rows.to(torch.int64).contiguous()
-        out = torch.empty(rows.numel(), K, dtype=torch.float32)
-        self.fn["hexa_unpack_rows"](codes.data_ptr(), rows.data_ptr(), rows.numel(), N, K, bits, out.data_ptr())
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        out = np.empty((rows.size, K), dtype=np.float32)
+        self.fn["hexa_unpack_rows"](ptr(codes), ptr(rows), rows.size, N, K, bits, ptr(out))
         return out
 
-    def linear(self, x: torch.Tensor, w: PackedWeight, b: torch.Tensor | None = None,
-               residual: torch.Tensor | None = None, exact: bool = True) -> torch.Tensor:
+    def linear(self, x: np.ndarray, w: PackedWeight, b: np.ndarray | None = None,
+               residual: np.ndarray | None = None, exact: bool = True) -> np.ndarray:
         """``x @ w.T + b``; with ``residual`` (contiguous [M, N]), adds the product to it in place
         and returns it (the residual stream's update, without a separate add). The codes and the
         fp32 panels give identical bits, so which copy a call reads never changes a result.
         ``exact=False``: a weight with codes takes integer dot products on 8-bit activations
         (``quant_dot.c``, the decoding arithmetic) instead."""
-        x = x.contiguous()
+        x = np.ascontiguousarray(x, dtype=np.float32)
         M, K = x.shape
         N = w.shape[0]
         if K != w.shape[1]:
             raise ValueError(f"linear: input has {K} features, weight expects {w.shape[1]}")
-        if residual is not None and (residual.shape != (M, N) or not residual.is_contiguous()):
+        if residual is not None and (residual.shape != (M, N) or not residual.flags.c_contiguous
+                                     or residual.dtype != np.float32):
             raise ValueError("linear: the residual must be a contiguous [rows, outputs] tensor")
-        y = torch.empty(M, N, dtype=torch.float32) if residual is None else residual
-        if b is not None:
-            b = b.contiguous()
+        y = np.empty((M, N), dtype=np.float32) if residual is None else residual
+        b = contiguous(b)
         if w.quant is not None and not exact:
-            self.fn["hexa_linear_dot"](x.data_ptr(), w.quant.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(),
-                                       M, N, K, w.bits, self.threads)
+            self.fn["hexa_linear_dot"](ptr(x), ptr(w.quant), ptr(b), ptr(residual), ptr(y), M, N, K, w.bits,
+                                       self.threads)
         elif w.quant is not None and (w.data is None or M <= QUANT_ROWS):
-            self.fn["hexa_linear_quant"](x.data_ptr(), w.quant.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(),
-                                         M, N, K, w.bits, self.threads)
+            self.fn["hexa_linear_quant"](ptr(x), ptr(w.quant), ptr(b), ptr(residual), ptr(y), M, N, K, w.bits,
+                                         self.threads)
         else:
-            self.fn["hexa_linear"](x.data_ptr(), w.data.data_ptr(), _ptr(b), _ptr(residual), y.data_ptr(), M, N, K,
-                                   self.threads)
+            self.fn["hexa_linear"](ptr(x), ptr(w.data), ptr(b), ptr(residual), ptr(y), M, N, K, self.threads)
         return y
 
-    def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, length: int,
-                  mask: torch.Tensor | None, tokens: int = 0, scaled: bool = False, pass_keys: int = 0) -> torch.Tensor:
+    def attention(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, length: int,
+                  mask: np.ndarray | None, tokens: int = 0, scaled: bool = False, pass_keys: int = 0) -> np.ndarray:
         """Softmax attention of q [H, R, D] (D in HEAD_DIMS) over the first ``length`` rows of one
         layer's cache k/v [H, capacity, D]; ``mask`` is additive [R, length] or None. Returns [H, R, D];
         with ``tokens`` = S (the R rows being R/S query heads of S tokens), token-major [S, R/S*H*D].
         ``scaled``: q already carries the 1/sqrt(D) factor. ``pass_keys``: the last keys are the
         pass's own tokens (a tree): chunked by each row's logical positions (``keys.h``)."""
         H, R, D = q.shape
-        if D not in HEAD_DIMS or k.stride(2) != 1 or k.stride(1) != D or k.stride() != v.stride():
+        ks = strides(k)
+        if D not in HEAD_DIMS or ks[2] != 1 or ks[1] != D or k.strides != v.strides:
             raise ValueError(f"attention: needs heads of {HEAD_DIMS} dims and a row-major cache")
         if tokens and R % tokens:
             raise ValueError("attention: rows are not a whole number of query heads")
-        q = (q if scaled else q * D ** -0.5).contiguous()
-        out = torch.empty((tokens, H * R // tokens * D) if tokens else (H, R, D), dtype=torch.float32)
-        if mask is not None:
-            mask = mask.contiguous()
-        self.fn["hexa_attention"](q.data_ptr(), k.data_ptr(), v.data_ptr(), _ptr(mask), out.data_ptr(), H, R, length,
-                                  D, k.stride(0), tokens, pass_keys, kv_f16(k, v), self.threads)
+        q = np.ascontiguousarray(q if scaled else q * np.float32(D ** -0.5), dtype=np.float32)
+        out = np.empty((tokens, H * R // tokens * D) if tokens else (H, R, D), dtype=np.float32)
+        mask = contiguous(mask)
+        self.fn["hexa_attention"](ptr(q), ptr(k), ptr(v), ptr(mask), ptr(out), H, R, length, D, ks[0], tokens,
+                                  pass_keys, kv_f16(k, v), self.threads)
         return out
 
-    def rmsnorm(self, x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        self.fn["hexa_rmsnorm"](x.data_ptr(), w.data_ptr(), out.data_ptr(), x.shape[0], x.shape[1], eps, self.threads)
+    def rmsnorm(self, x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        out = np.empty_like(x)
+        self.fn["hexa_rmsnorm"](ptr(x), ptr(contiguous(w)), ptr(out), x.shape[0], x.shape[1], eps, self.threads)
         return out
 
-    def silu_mul(self, gu: torch.Tensor) -> torch.Tensor:
+    def silu_mul(self, gu: np.ndarray) -> np.ndarray:
         """silu(g) * u for rows [g | u]."""
         M, F2 = gu.shape
-        out = torch.empty(M, F2 // 2, dtype=torch.float32)
-        self.fn["hexa_silu_mul"](gu.contiguous().data_ptr(), out.data_ptr(), M, F2 // 2, self.threads)
+        out = np.empty((M, F2 // 2), dtype=np.float32)
+        self.fn["hexa_silu_mul"](ptr(contiguous(gu)), ptr(out), M, F2 // 2, self.threads)
         return out
 
-    def gelu_mul(self, gu: torch.Tensor) -> torch.Tensor:
+    def gelu_mul(self, gu: np.ndarray) -> np.ndarray:
         """gelu_tanh(g) * u for rows [g | u]."""
         M, F2 = gu.shape
-        out = torch.empty(M, F2 // 2, dtype=torch.float32)
-        self.fn["hexa_gelu_mul"](gu.contiguous().data_ptr(), out.data_ptr(), M, F2 // 2, self.threads)
+        out = np.empty((M, F2 // 2), dtype=np.float32)
+        self.fn["hexa_gelu_mul"](ptr(contiguous(gu)), ptr(out), M, F2 // 2, self.threads)
         return out
 
-    def rope_split(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, heads: int,
-                   k_cache: torch.Tensor, v_cache: torch.Tensor, start: int, q_scale: float,
-                   q_norm: torch.Tensor | None = None, k_norm: torch.Tensor | None = None,
-                   eps: float = 1e-6) -> torch.Tensor:
+    def rope_split(self, qkv: np.ndarray, cos: np.ndarray, sin: np.ndarray, heads: int,
+                   k_cache: np.ndarray, v_cache: np.ndarray, start: int, q_scale: float,
+                   q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
+                   eps: float = 1e-6) -> np.ndarray:
         """Rotate q and k of ``qkv`` [S, (heads + 2*kv_heads)*D] (cos/sin [S, D]), after a per-head
         RMSNorm by ``q_norm``/``k_norm`` where given; write k and v to one layer's cache
         [kv_heads, capacity, D] at rows start..start+S-1; return q [heads, S, D] times ``q_scale``."""
         S = qkv.shape[0]
         kv_heads, D = k_cache.shape[0], k_cache.shape[2]
-        if D not in HEAD_DIMS or qkv.shape[1] != (heads + 2 * kv_heads) * D or k_cache.stride() != v_cache.stride() \
-                or k_cache.stride(1) != D or start + S > k_cache.shape[1]:
+        ks = strides(k_cache)
+        if D not in HEAD_DIMS or qkv.shape[1] != (heads + 2 * kv_heads) * D or k_cache.strides != v_cache.strides \
+                or ks[1] != D or ks[2] != 1 or start + S > k_cache.shape[1]:
             raise ValueError("rope_split: shapes do not match the cache")
-        q = torch.empty(heads, S, D, dtype=torch.float32)
-        cos, sin = cos.contiguous(), sin.contiguous()
-        self.fn["hexa_rope_split"](qkv.contiguous().data_ptr(), cos.data_ptr(), sin.data_ptr(), q.data_ptr(),
-                                   k_cache.data_ptr(), v_cache.data_ptr(), S, heads, kv_heads, D, k_cache.stride(0),
-                                   start, q_scale, _ptr(q_norm), _ptr(k_norm), eps, kv_f16(k_cache, v_cache),
+        q = np.empty((heads, S, D), dtype=np.float32)
+        self.fn["hexa_rope_split"](ptr(contiguous(qkv)), ptr(contiguous(cos)), ptr(contiguous(sin)), ptr(q),
+                                   ptr(k_cache), ptr(v_cache), S, heads, kv_heads, D, ks[0], start, q_scale,
+                                   ptr(contiguous(q_norm)), ptr(contiguous(k_norm)), eps, kv_f16(k_cache, v_cache),
                                    self.threads)
         return q
 
@@ -269,7 +265,7 @@ def host_isa(prefer: str = "auto") -> tuple[str | None, str | None]:
     if machine in ("aarch64", "arm64", "armv8l"):
         if platform.system() == "Windows":
             # pool.c's workers sleep on Linux futexes; a Windows pool is not written yet
-            return None, "no native kernels for Windows on ARM yet (torch's kernels are used)"
+            return None, "no native kernels for Windows on ARM yet (the reference layers' numpy arithmetic is used)"
         if machine == "armv8l":
             return None, "a 32-bit ARM Python on a 64-bit CPU: the NEON kernels need a 64-bit (aarch64) Python"
         if prefer not in ("auto", "neon"):
@@ -299,38 +295,42 @@ def _build(out: Path, isa: str, cc: str | None = None) -> str | None:
 
 
 def _self_check(kernel: NativeKernel) -> str | None:
-    g = torch.Generator().manual_seed(0)
-    x, w, b = (torch.randn(s, generator=g) for s in ((7, 83), (21, 83), (21,)))
+    from .. import reference as ref
+
+    g = np.random.default_rng(0)
+
+    def randn(*shape):
+        return g.standard_normal(shape, dtype=np.float32)
+    x, w, b = randn(7, 83), randn(21, 83), randn(21)
     packed = kernel.pack(w)
     y = kernel.linear(x, packed, b)
-    if not torch.allclose(y, torch.nn.functional.linear(x, w, b), atol=1e-4):
+    if not np.allclose(y, ref.linear(x, w, b), atol=1e-4):
         return "the kernel's self-check gave wrong results"
-    if not all(torch.equal(kernel.linear(x[i:i + 1], packed, b)[0], y[i]) for i in range(len(x))):
+    if not all(np.array_equal(kernel.linear(x[i:i + 1], packed, b)[0], y[i]) for i in range(len(x))):
         return "the kernel's self-check found results that depend on the batch size"
-    if not torch.equal(packed[torch.tensor([0, 17, 20])], w[[0, 17, 20]]):
+    if not np.array_equal(packed[[0, 17, 20]], w[[0, 17, 20]]):
         return "the kernel's self-check could not read packed rows back"
-    codes = torch.randint(0, 16, (21, 64), generator=g).float()
+    codes = g.integers(0, 16, (21, 64)).astype(np.float32)
     codes[:, ::32], codes[:, 1::32] = 0, 15            # each block's extremes, as Q4_1 has them
-    d, m = (t.half().float().repeat_interleave(32, 1) for t in (torch.rand(21, 2, generator=g), torch.randn(21, 2, generator=g)))
+    d, m = (t.astype(np.float16).astype(np.float32).repeat(32, axis=1)
+            for t in (g.random((21, 2), dtype=np.float32), randn(21, 2)))
     both = kernel.pack(codes * d + m, keep_fp32=True)
     fp32, quant = PackedWeight(both.data, (21, 64)), PackedWeight(None, (21, 64), (both.quant, both.bits), kernel)
     for rows in (3, QUANT_ROWS + 8):   # codes rebuilt per tile, and per call into fp32 panels
-        xq = torch.randn(rows, 64, generator=g)
-        if both.bits != 4 or not torch.equal(kernel.linear(xq, quant), kernel.linear(xq, fp32)):
+        xq = randn(rows, 64)
+        if both.bits != 4 or not np.array_equal(kernel.linear(xq, quant), kernel.linear(xq, fp32)):
             return "the quantized kernel's self-check gave results that differ from the fp32 kernel"
-    if not torch.equal(quant[torch.tensor([0, 20])], fp32[torch.tensor([0, 20])]):
+    if not np.array_equal(quant[[0, 20]], fp32[[0, 20]]):
         return "the quantized kernel's self-check could not read rows back from codes"
-    q, kc, vc = (torch.randn(s, generator=g) for s in ((2, 6, 64), (2, 300, 64), (2, 300, 64)))
-    mask = torch.zeros(6, 290).index_fill_(1, torch.tensor([5, 289]), float("-inf"))
-    ref = torch.nn.functional.scaled_dot_product_attention(q[None], kc[None, :, :290], vc[None, :, :290],
-                                                           attn_mask=mask[None, None])[0]
-    if not torch.allclose(kernel.attention(q, kc, vc, 290, mask), ref, atol=1e-5):
+    q, kc, vc = randn(2, 6, 64), randn(2, 300, 64), randn(2, 300, 64)
+    mask = np.zeros((6, 290), dtype=np.float32)
+    mask[:, [5, 289]] = -np.inf
+    if not np.allclose(kernel.attention(q, kc, vc, 290, mask), ref.attention(q, kc[:, :290], vc[:, :290], mask),
+                       atol=1e-5):
         return "the attention kernel's self-check gave wrong results"
-    x, gu = torch.randn(3, 70, generator=g), torch.randn(3, 40, generator=g)
-    norm = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
-    act = torch.nn.functional.silu(gu[:, :20]) * gu[:, 20:]
-    if not (torch.allclose(kernel.rmsnorm(x, torch.ones(70), 1e-5), norm, atol=1e-5)
-            and torch.allclose(kernel.silu_mul(gu), act, atol=1e-5)):
+    x, gu = randn(3, 70), randn(3, 40)
+    if not (np.allclose(kernel.rmsnorm(x, np.ones(70, np.float32), 1e-5), ref.rmsnorm(x, 1, 1e-5), atol=1e-5)
+            and np.allclose(kernel.silu_mul(gu), ref.silu(gu[:, :20]) * gu[:, 20:], atol=1e-5)):
         return "the layer-glue kernels' self-check gave wrong results"
     return None
 

@@ -53,6 +53,11 @@ class _Builder:
         return self.const(np.array(dims, dtype=np.int64), "shape")
 
 
+def _f32(w) -> np.ndarray:
+    """A raw (unpacked) weight of the CPU model as the float32 array a graph constant holds."""
+    return np.asarray(w, dtype=np.float32)
+
+
 def _rms(b: _Builder, x: str, weight: np.ndarray, eps: float) -> str:
     """RMSNorm, written so that no fp16 intermediate overflows or falls into the subnormals.
 
@@ -98,10 +103,10 @@ def build_block(model: CompactTransformer, first: int, last: int, S: int, C: int
     new_k, new_v = [], []
     for j, i in enumerate(range(first, last)):
         L = model.layers[i]
-        h = _rms(b, x, L.ln_in.numpy(), c.rms_eps)
-        qkv = b.op("MatMul", [h, b.const(L.wqkv.numpy().T, f"wqkv{i}")])
+        h = _rms(b, x, _f32(L.ln_in), c.rms_eps)
+        qkv = b.op("MatMul", [h, b.const(_f32(L.wqkv).T, f"wqkv{i}")])
         if L.bqkv is not None:
-            qkv = b.op("Add", [qkv, b.const(L.bqkv.numpy(), f"bqkv{i}")])
+            qkv = b.op("Add", [qkv, b.const(_f32(L.bqkv), f"bqkv{i}")])
         ax = b.const(np.array([-1], np.int64), "axis")
         cut = [b.const(np.array([v], np.int64), "idx") for v in (0, nq, nq + nkv, nq + 2 * nkv)]
         q = b.op("Slice", [qkv, cut[0], cut[1], ax])
@@ -128,15 +133,15 @@ def build_block(model: CompactTransformer, first: int, last: int, S: int, C: int
         o = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v_all])   # [KV, G*S, D]
         o = b.op("Transpose", [b.op("Reshape", [o, b.shape([KV, G, S, D])])], perm=[2, 0, 1, 3])
         o = b.op("Reshape", [o, b.shape([S, nq])])
-        x = b.op("Add", [x, b.op("MatMul", [o, b.const(L.wo.numpy().T, f"wo{i}")])])
-        h = _rms(b, x, L.ln_post.numpy(), c.rms_eps)
-        gu = b.op("MatMul", [h, b.const(L.wgu.numpy().T, f"wgu{i}")])
+        x = b.op("Add", [x, b.op("MatMul", [o, b.const(_f32(L.wo).T, f"wo{i}")])])
+        h = _rms(b, x, _f32(L.ln_post), c.rms_eps)
+        gu = b.op("MatMul", [h, b.const(_f32(L.wgu).T, f"wgu{i}")])
         inter = L.wdown.shape[1]
         cg = [b.const(np.array([v_], np.int64), "idx") for v_ in (0, inter, 2 * inter)]
         g = b.op("Slice", [gu, cg[0], cg[1], ax])
         u = b.op("Slice", [gu, cg[1], cg[2], ax])
         act = b.op("Mul", [b.op("Mul", [g, b.op("Sigmoid", [g])]), u])
-        x = b.op("Add", [x, b.op("MatMul", [act, b.const(L.wdown.numpy().T, f"wdown{i}")])])
+        x = b.op("Add", [x, b.op("MatMul", [act, b.const(_f32(L.wdown).T, f"wdown{i}")])])
     n = last - first
     b.nodes.append(helper.make_node("Identity", [x], ["x_out"]))
     b.nodes.append(helper.make_node("Concat", new_k, ["k_new"], axis=0))

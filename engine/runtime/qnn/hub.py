@@ -6,7 +6,7 @@ of the block's weights, downloaded into ``<cache>/npu/<device>/<model>-<key>/`` 
 (the jobs: an interrupted run resumes waiting instead of uploading again). ``profile_device`` times
 each graph in a profiling job on the device and stores a ``DeviceCostProfile`` for ``--cost-profile``.
 AI Hub's errors become one-line ``EngineError``s. The token and network check before the first call
-is the CLI's (``app.cli.npu``): importing this module already costs seconds (torch, onnx, qai_hub).
+is the CLI's (``app.cli.npu``): importing this module already costs seconds (onnx, qai_hub).
 """
 from __future__ import annotations
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from ...errors import EngineError
 from ..kv_cache import KVCache
+from ..reference import rmsnorm
 from ..transformer import CompactTransformer
 from .blocks import BlockGraphs, SwitchStatus
 from .cost_profile import DeviceCostProfile, load as load_cost_profile
@@ -111,7 +111,7 @@ class QnnTransformer:
         c = self.config
         return KVCache(c.num_layers, c.num_kv_heads, c.head_dim, self.context)
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def logits(self, hidden: np.ndarray) -> np.ndarray:
         return self.cpu.logits(hidden)
 
     def graph_for(self, n: int) -> int:
@@ -119,17 +119,17 @@ class QnnTransformer:
         i = bisect_left(self.lengths, n)
         return self.lengths[i] if i < len(self.lengths) else self.lengths[-1]
 
-    @torch.inference_mode()
-    def forward(self, tokens: torch.Tensor, positions: torch.Tensor, cache: KVCache,
-                mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: np.ndarray, positions: np.ndarray, cache: KVCache,
+                mask: np.ndarray | None = None) -> np.ndarray:
         """Same contract as ``CompactTransformer.forward``: new K/V pending at [length, length+n)."""
+        tokens, positions = np.asarray(tokens, dtype=np.int64), np.asarray(positions, dtype=np.int64)
         n = tokens.shape[0]
         start = cache.length
         if start + n > cache.capacity:
             raise ValueError("KV cache is full")
         if mask is None:
-            mask = torch.ones(n, start + n, dtype=torch.bool).tril(start)
-        h = self.cpu.embed[tokens]
+            mask = np.tri(n, start + n, start, dtype=bool)
+        h = np.asarray(self.cpu.embed[tokens], dtype=np.float32)
         G1, G2 = self.prefill_length, self.decode_lengths[-1]
         if self._in_prefill:
             # chunk-major, as the switching plan counts: each G1-sized chunk through every block
@@ -148,7 +148,7 @@ class QnnTransformer:
                     self.graphs.after_chunk_block(bi)
                 self.graphs.end_chunk()
                 out.append(hs)
-            h = torch.cat(out)
+            h = np.concatenate(out)
         else:
             inputs = _GraphInputs(self, positions, start, mask)
             for bi in range(len(self.blocks)):
@@ -158,9 +158,9 @@ class QnnTransformer:
                     self.graphs.ensure_g2(bi)
                     S = self.graph_for(min(n, G2))
                 h = self._block(bi, S, h, cache, inputs)
-        return self.cpu._rms(h, self.cpu.norm)
+        return rmsnorm(h, self.cpu.norm, self.config.rms_eps)
 
-    def _block(self, bi: int, S: int, h: torch.Tensor, cache: KVCache, inputs: _GraphInputs) -> torch.Tensor:
+    def _block(self, bi: int, S: int, h: np.ndarray, cache: KVCache, inputs: _GraphInputs) -> np.ndarray:
         """Rows ``h`` through block ``bi`` on its S-token graph, S rows at a time; their K/V go to
         the cache slots ``inputs`` was made for."""
         a, b = self.blocks[bi]
@@ -170,19 +170,19 @@ class QnnTransformer:
             # padding rows repeat the last token: all-zero rows would make RMSNorm divide by zero,
             # and NaN keys would poison real rows' attention even under the mask
             xs = np.empty((S, h.shape[1]), np.float32)
-            xs[:p] = h[o:o + p].numpy()
+            xs[:p] = h[o:o + p]
             xs[p:] = xs[p - 1]
             feed["x"] = xs
-            feed["past_k"] = cache.k[a:b].numpy()
-            feed["past_v"] = cache.v[a:b].numpy()
+            feed["past_k"] = cache.k[a:b]
+            feed["past_v"] = cache.v[a:b]
             t0 = time.perf_counter()
             x_out, k_new, v_new = graph.run(feed)
             self.graphs.note_run(bi, S, (time.perf_counter() - t0) * 1000)
             at = inputs.at + o
-            cache.k[a:b, :, at:at + p] = torch.from_numpy(k_new[:, :, :p])
-            cache.v[a:b, :, at:at + p] = torch.from_numpy(v_new[:, :, :p])
-            out.append(torch.from_numpy(x_out[:p].copy()))
-        return torch.cat(out) if len(out) > 1 else out[0]
+            cache.k[a:b, :, at:at + p] = k_new[:, :, :p]
+            cache.v[a:b, :, at:at + p] = v_new[:, :, :p]
+            out.append(x_out[:p].copy())
+        return np.concatenate(out) if len(out) > 1 else out[0]
 
 
 class _GraphInputs:
@@ -190,7 +190,7 @@ class _GraphInputs:
 
     They are the same for every block, so each S is built once per feed, not once per block."""
 
-    def __init__(self, model: QnnTransformer, positions: torch.Tensor, at: int, mask: torch.Tensor):
+    def __init__(self, model: QnnTransformer, positions: np.ndarray, at: int, mask: np.ndarray):
         self.model, self.positions, self.at, self.mask = model, positions, at, mask
         self._by_length: dict[int, list[tuple[int, int, dict]]] = {}
 
@@ -206,14 +206,14 @@ class _GraphInputs:
         mask = self.mask[o:o + s, :at + s]
         positions = self.positions[o:o + s]
         pad = S - s
-        pos = torch.cat([positions, positions[-1:].expand(pad)]) if pad else positions
+        pos = np.concatenate([positions, np.repeat(positions[-1:], pad)]) if pad else positions
         add = np.full((S, C + S), MASKED, np.float32)
-        add[:s, :at][mask[:, :at].numpy()] = 0.0
-        add[:s, C:C + s][mask[:, at:at + s].numpy()] = 0.0
+        add[:s, :at][mask[:, :at]] = 0.0
+        add[:s, C:C + s][mask[:, at:at + s]] = 0.0
         add[np.arange(s, S), C + np.arange(s, S)] = 0.0      # padding rows see only themselves
         if int(pos.max()) >= m.cpu._rope_rows:   # the tables grow on demand (transformer._grow_rope)
             m.cpu._grow_rope(int(pos.max()) + 1)
-        return {"cos": m.cpu.cos[pos].numpy(), "sin": m.cpu.sin[pos].numpy(),
+        return {"cos": np.asarray(m.cpu.cos[pos], np.float32), "sin": np.asarray(m.cpu.sin[pos], np.float32),
                 "mask": np.tile(add, (m._group, 1))}
 
 

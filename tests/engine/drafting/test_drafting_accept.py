@@ -1,4 +1,4 @@
-import torch
+import numpy as np
 
 from engine.decoding.drafting.accept import accepted_sources, greedy_accept, sample_accept
 from engine.decoding.drafting.tree import Candidate, DraftTree, TreeBuilder
@@ -27,15 +27,15 @@ def test_greedy_accept_longest_path_and_bonus():
     n1, n13 = node_of(t, [1]), node_of(t, [1, 3])
     nxt = [0] * t.size
     nxt[0], nxt[n1], nxt[n13] = 1, 3, 4
-    path, bonus = greedy_accept(t, torch.tensor(nxt))
+    path, bonus = greedy_accept(t, np.array(nxt))
     assert path == [0, n1, n13] and bonus == 4
     assert accepted_sources(t, path) == ("context", "history", "model")
     nxt[0] = 4                                   # root prediction matches no child
     assert greedy_accept(t, nxt) == ([0], 4)
 
 
-def run_trials(tree: DraftTree, probs: torch.Tensor, rule, trials: int, seed: int) -> dict:
-    g = torch.Generator().manual_seed(seed)
+def run_trials(tree: DraftTree, probs: np.ndarray, rule, trials: int, seed: int) -> dict:
+    g = np.random.default_rng(seed)
     counts: dict = {}
     for _ in range(trials):
         path, bonus = rule(tree, probs, g)
@@ -45,7 +45,7 @@ def run_trials(tree: DraftTree, probs: torch.Tensor, rule, trials: int, seed: in
     return counts
 
 
-def exact_distribution(tree: DraftTree, probs: torch.Tensor) -> dict:
+def exact_distribution(tree: DraftTree, probs: np.ndarray) -> dict:
     """First token ~ p_root; if it is a tree child, the second ~ that node's distribution."""
     dist = {}
     for x in range(V):
@@ -78,11 +78,11 @@ def chi2_quantile_999(df: int) -> float:
     return df * (1 - 2 / (9 * df) + z * (2 / (9 * df)) ** 0.5) ** 3
 
 
-def make_probs(seed: int, size: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    p = torch.rand(size, V, generator=g) ** 2
+def make_probs(seed: int, size: int) -> np.ndarray:
+    g = np.random.default_rng(seed)
+    p = g.random((size, V), dtype=np.float32) ** 2
     p[:, 4] = 0.0                                  # a zero-probability token (top-p style)
-    return p / p.sum(-1, keepdim=True)
+    return p / p.sum(-1, keepdims=True)
 
 
 def test_sample_accept_is_lossless():
@@ -105,7 +105,7 @@ def biased_accept(tree, probs, g):
         am = int(p.argmax())
         nxt = next((c for c in tree.children[cur] if tree.token_list[c] == am), None)
         if nxt is None:
-            return path, int(torch.multinomial(p, 1, generator=g))
+            return path, int(g.choice(V, p=p / p.sum(dtype=np.float64)))
         path.append(nxt)
         cur = nxt
 
@@ -113,7 +113,7 @@ def biased_accept(tree, probs, g):
 def test_statistical_test_has_power():
     tree = two_level_tree()
     probs = make_probs(0, tree.size)
-    probs[0] = torch.tensor([0.1, 0.45, 0.45, 0.0, 0.0])   # root argmax is a child -> rule is biased
+    probs[0] = np.array([0.1, 0.45, 0.45, 0.0, 0.0])   # root argmax is a child -> rule is biased
     n = 20000
     counts = run_trials(tree, probs, biased_accept, n, seed=2)
     stat, df = chi_square(counts, exact_distribution(tree, probs), n)
@@ -123,9 +123,9 @@ def test_statistical_test_has_power():
 def test_sample_accept_point_mass_behaves_like_greedy():
     tree = two_level_tree()
     n1, n12 = node_of(tree, [1]), node_of(tree, [1, 2])
-    probs = torch.zeros(tree.size, V)
+    probs = np.zeros((tree.size, V), dtype=np.float32)
     probs[:, 3] = 1.0
-    probs[0] = torch.nn.functional.one_hot(torch.tensor(1), V).float()
-    probs[n1] = torch.nn.functional.one_hot(torch.tensor(2), V).float()
-    path, bonus = sample_accept(tree, probs, torch.Generator().manual_seed(0))
+    probs[0] = np.eye(V, dtype=np.float32)[1]
+    probs[n1] = np.eye(V, dtype=np.float32)[2]
+    path, bonus = sample_accept(tree, probs, np.random.default_rng(0))
     assert path == [0, n1, n12] and bonus == 3

@@ -1,12 +1,13 @@
 import pytest
-import torch
+import numpy as np
 
 from engine.decoding.drafting.calibration import CalibratedTree, CalibrationConfig
+from engine.decoding.sampling import softmax
 
 
 def view(rows: list[list[tuple[int, float]]]):
-    ids = torch.tensor([[t for t, _ in r] for r in rows], dtype=torch.long)
-    probs = torch.tensor([[p for _, p in r] for r in rows], dtype=torch.float)
+    ids = np.array([[t for t, _ in r] for r in rows], dtype=np.int64)
+    probs = np.array([[p for _, p in r] for r in rows], dtype=np.float32)
     return ids, probs
 
 
@@ -63,11 +64,11 @@ def test_order2_keys_and_backoff():
 
 
 def test_path_probabilities_are_products_and_sorted():
-    torch.manual_seed(0)
+    g = np.random.default_rng(0)
     T, k = 200, 4
-    prompt = [int(x) for x in torch.randint(0, 30, (T,))]
-    ids = torch.randint(0, 30, (T, k))
-    probs = torch.softmax(torch.randn(T, k) * 2, -1)
+    prompt = [int(x) for x in g.integers(0, 30, T)]
+    ids = g.integers(0, 30, (T, k))
+    probs = softmax(g.standard_normal((T, k), dtype=np.float32) * 2)
     ct = CalibratedTree.build(prompt, ids, probs, CalibrationConfig(k=4, p_threshold=0.1, min_cum=0.02))
     for key in list(ct.roots)[:20]:
         paths = ct.lookup(list(key), max_paths=50)
@@ -84,7 +85,7 @@ def test_path_probabilities_are_products_and_sorted():
 
 def test_shape_mismatch_is_rejected():
     with pytest.raises(ValueError):
-        CalibratedTree.build([1, 2, 3], torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 4))
+        CalibratedTree.build([1, 2, 3], np.zeros((2, 4), dtype=np.int64), np.zeros((2, 4), dtype=np.float32))
 
 
 def test_trees_are_searched_on_first_use_and_do_not_depend_on_the_order():

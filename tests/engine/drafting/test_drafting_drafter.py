@@ -1,7 +1,7 @@
 import random
 
 import pytest
-import torch
+import numpy as np
 
 from engine.decoding.drafting import Drafter, build_history, greedy_accept
 from engine.bench.drafting import OracleModel, simulate, synthetic_request
@@ -30,9 +30,9 @@ def step(d: Drafter, model: OracleModel, gen: list[int], budget=16, max_depth=8)
     tree = d.propose(budget, max_depth)
     paths = [[tree.token_list[j] for j in tree.path_to(i)[1:]] for i in range(tree.size)]
     next_ids = [model.predict(gen, p) for p in paths]
-    path, bonus = greedy_accept(tree, torch.tensor(next_ids))
+    path, bonus = greedy_accept(tree, np.array(next_ids))
     emitted = [tree.token_list[i] for i in path[1:]] + [bonus]
-    assert d.observe(emitted, tree, torch.tensor(next_ids)) == path
+    assert d.observe(emitted, tree, np.array(next_ids)) == path
     gen += emitted
     return tree, path
 
@@ -49,7 +49,8 @@ def test_tree_shape_budget_and_root(request_data):
     lin.observe([target[0]])
     t = lin.propose(budget=32)
     assert t.n <= 5 and all(len(c) <= 1 for c in t.children)
-    assert lin.set_calibration(torch.zeros(len(prompt), 4, dtype=torch.long), torch.zeros(len(prompt), 4)) is None
+    empty = np.zeros((len(prompt), 4), dtype=np.int64), np.zeros((len(prompt), 4), dtype=np.float32)
+    assert lin.set_calibration(*empty) is None
 
 
 def test_propose_needs_a_committed_token():
@@ -94,10 +95,10 @@ def test_calibrated_source_follows_model_phrasing():
     # predictions at every 7), so the calibrated tree drafts 50 51 after 7.
     prompt = [7, 8, 9, 1, 7, 8, 9, 2, 7, 8, 9, 3, 50, 51, 4]
     T = len(prompt)
-    ids = torch.zeros(T, 4, dtype=torch.long)
-    probs = torch.tensor([[0.7, 0.1, 0.1, 0.1]]).expand(T, 4).clone()
+    ids = np.zeros((T, 4), dtype=np.int64)
+    probs = np.tile(np.array([[0.7, 0.1, 0.1, 0.1]], dtype=np.float32), (T, 1))
     for i, t in enumerate(prompt):
-        ids[i] = torch.tensor([{7: 50, 50: 51}.get(t, prompt[min(i + 1, T - 1)]), 900, 901, 902])
+        ids[i] = [{7: 50, 50: 51}.get(t, prompt[min(i + 1, T - 1)]), 900, 901, 902]
     target = [7, 50, 51, 4, 6]
     model = OracleModel(prompt, target)
     d = Drafter(prompt, None, use_history=False, use_reuse=False)
