@@ -121,8 +121,12 @@ def test_packed_model_file_round_trips_and_is_refused_for_other_weights(real_eng
     (folder / "manifest.json").write_text('{"files": {"model.safetensors": {"sha256": "def"}}}')
     assert packed_weights.load(folder, "build1") is None          # other weights
     (folder / "manifest.json").write_text('{"files": {"model.safetensors": {"sha256": "abc"}}}')
+    assert np.array_equal(state["layers"][0]["ln_in"], model.layers[0].ln_in) and state["norm"].dtype == np.float32
     path = packed_weights.path_for(folder, "build1")
-    path.write_bytes(path.read_bytes()[:1000])                     # truncated
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-100])                                 # truncated in the last array
+    assert packed_weights.load(folder, "build1") is None
+    path.write_bytes(whole[:1000])                                 # truncated in the index
     assert packed_weights.load(folder, "build1") is None
 
 
