@@ -90,7 +90,7 @@ class TopKView:
             if self.extra is not None:
                 logits = np.concatenate([logits, self.model.linear(hidden, self.extra)], axis=-1)
         probs = softmax(logits)
-        p, i = topk(probs, self.k)       # largest first; equal probabilities by ascending column
+        p, i = top_by_blocks(probs, self.k)       # largest first
         self._ids.append(i if self.vocab is None else self.vocab[i])
         self._probs.append(p)
 
@@ -99,3 +99,29 @@ class TopKView:
         if not self._ids:
             return None
         return np.concatenate(self._ids), np.concatenate(self._probs)
+
+
+def top_by_blocks(x: np.ndarray, k: int, block: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """``topk`` of each row of ``x`` [R, n] through its blocks of ``block`` columns: the k largest
+    values lie in the k blocks with the largest maxima, so only those blocks' k*block values are
+    ranked (a 256 x 8,900 prefill chunk: ~4 ms against 24 for ``np.argpartition`` over every
+    column; torch's topk took 2.9). Among values tied at the k-th place, which are kept may differ
+    from ``topk``'s: calibration only steers drafts, so no output depends on it."""
+    R, n = x.shape
+    if n < 4 * k * block:
+        return topk(x, k)
+    full = n - n % block
+    blocks_of = x[:, :full].reshape(R, -1, block)
+    maxima = blocks_of[:, :, 0].copy()
+    for j in range(1, block):   # column by column: numpy's max over a short last axis was 3x slower
+        np.maximum(maxima, blocks_of[:, :, j], out=maxima)
+    if full < n:   # the last, shorter block
+        maxima = np.concatenate([maxima, x[:, full:].max(axis=-1, keepdims=True)], axis=1)
+    nb = maxima.shape[1]
+    blocks = np.sort(np.argpartition(maxima, nb - k, axis=-1)[:, nb - k:], axis=-1)   # columns ascending
+    cols = (blocks[:, :, None] * block + np.arange(block)).reshape(R, -1)
+    past = cols >= n                     # the last block's columns beyond the row
+    values = np.take_along_axis(x, np.minimum(cols, n - 1), axis=-1)
+    values[past] = -np.inf
+    values, at = topk(values, k)
+    return values, np.take_along_axis(cols, at, axis=-1)

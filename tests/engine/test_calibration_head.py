@@ -95,3 +95,19 @@ def test_head_logits_are_the_models_own_first_logits(engine):
     hidden = m.forward(np.array(ids, dtype=np.int64), np.arange(len(ids), dtype=np.int64), m.new_cache(len(ids) + 1))
     for rows in (4096, 1000):                      # whole panels of 16 rows, and not
         assert np.array_equal(m.head_logits(hidden, rows), m.logits(hidden)[:, :rows])
+
+
+def test_the_top_by_blocks_equals_topk_where_no_values_tie():
+    """Calibration's top-k through block maxima: the same values and columns as ``topk`` on rows
+    without ties, the largest in the short last block included, and small rows through topk."""
+    import numpy as np
+
+    from engine.decoding.calibration_policy import top_by_blocks
+    from engine.decoding.sampling import topk
+
+    g = np.random.default_rng(3)
+    for n, k in ((8900, 8), (4097, 4), (49152, 16), (100, 8)):
+        x = g.permutation(256 * n).reshape(256, n).astype(np.float64)   # distinct values
+        x[:5, -1] = 1e9 + np.arange(5)                                  # in the last, short block
+        got, want = top_by_blocks(x, k), topk(x, k)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (n, k)
