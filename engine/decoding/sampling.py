@@ -24,10 +24,10 @@ _BLOCK = 1024          # ``draw`` finds the block, then the index within it
 
 def softmax(x: np.ndarray) -> np.ndarray:
     """Softmax over the last axis in float32 (the max subtracted first; -inf gives 0)."""
-    return _softmax_(np.array(x, dtype=np.float32))
+    return softmax_in_place(np.array(x, dtype=np.float32))
 
 
-def _softmax_(x: np.ndarray) -> np.ndarray:
+def softmax_in_place(x: np.ndarray) -> np.ndarray:
     """``softmax`` of a float32 array, computed in it."""
     x -= x.max(-1, keepdims=True)
     np.exp(x, out=x)
@@ -99,7 +99,7 @@ def _probs_row(logits: np.ndarray, temperature: float, top_p: float, top_k: int,
         logits[logits < kth_largest(logits, top_k)] = -np.inf
     if min_p > 0.0:
         logits[logits < logits.max() + np.float32(math.log(min_p))] = -np.inf
-    probs = _softmax_(logits / np.float32(max(temperature, 1e-5)))
+    probs = softmax_in_place(logits / np.float32(max(temperature, 1e-5)))
     if top_p < 1.0:
         probs = _top_p_row(probs, top_p)
     return probs
