@@ -129,7 +129,6 @@ def test_the_checks_can_fail(tmp_path):
     assert imports_of("a", known["a"], known) == {"b"} and imports_of("b", known["b"], known) == {"a"}
 
 
-
 # ---- the engine runs on numpy: torch's import alone held ~226 MB resident (more than the embedded
 # model and its KV cache); only code that converts or exports models, or runs transformers as a
 # benchmark peer, may load it, from inside its functions
@@ -169,6 +168,7 @@ def test_the_torch_rule_can_fail(tmp_path):
                                    "class A:\n    from safetensors.torch import load_file\n"
                                    "def f():\n    import transformers\n")
     assert loads_torch(tmp_path / "a.py") == ["safetensors.torch", "torch.nn"]
+
 
 def test_the_ui_agent_is_a_pure_adb_client():
     """agents.ui talks to a phone over adb only: it never imports the virtual phone or the
