@@ -22,8 +22,9 @@ async def test_send_streams_text_and_updates_panels(real_engine, tmp_path):
         assert views[1].text.strip() and views[1].stats.new_tokens > 0
         assert "tok" in str(views[1].query_one(".footer").render())
         assert screen.metrics.steps and screen.metrics.done is not None
-        figures = str(screen.query_one("#acc-figures").render())
-        assert f"({screen.metrics.steps} steps)" in figures
+        # the panels are redrawn half a frame after the last text (screens/base.py, drain): an
+        # answer that ends within one frame is idle before they are
+        await wait(pilot, lambda: f"({screen.metrics.steps} steps)" in str(screen.query_one("#acc-figures").render()))
         stored = app.runtime.memory.messages(screen.session_id)
         assert [m.role for m in stored] == ["user", "assistant"] and stored[1].token_ids
         app._probe()   # the Device panel shows the engine's own memory: the weights as codes
