@@ -14,7 +14,8 @@ import numpy as np
 
 from ..runtime.backend import Backend
 from .drafting.calibration import CalibrationConfig
-from .sampling import softmax_in_place, topk
+from ..runtime.reference import softmax_in_place
+from .sampling import topk
 from ..methods import MethodSpec
 
 

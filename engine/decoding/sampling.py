@@ -17,22 +17,11 @@ import math
 
 import numpy as np
 
+from ..runtime.reference import softmax_in_place
+
 _SUBSAMPLE = 8192      # a selection first ranks about this many strided entries (a lower bound)
 _TOP_P_FIRST = 256     # top-p first sorts the entries at least as large as the 256th largest
 _BLOCK = 1024          # ``draw`` finds the block, then the index within it
-
-
-def softmax(x: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis in float32 (the max subtracted first; -inf gives 0)."""
-    return softmax_in_place(np.array(x, dtype=np.float32))
-
-
-def softmax_in_place(x: np.ndarray) -> np.ndarray:
-    """``softmax`` of a float32 array, computed in it."""
-    x -= x.max(-1, keepdims=True)
-    np.exp(x, out=x)
-    x /= x.sum(-1, keepdims=True)
-    return x
 
 
 def kth_largest(x: np.ndarray, k: int):

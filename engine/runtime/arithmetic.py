@@ -11,7 +11,7 @@ from . import reference
 LINEAR_CHOICES, DECODE_CHOICES = _options.LINEAR_CHOICES, _options.DECODE_CHOICES
 
 
-def library_linear(choice: str = "native") -> tuple[Callable, str]:
+def library_linear() -> tuple[Callable, str]:
     """(linear, name) of the library kernel: numpy's fp32 product (its BLAS). The native kernels
     fall back to it for weights they did not pack (a calibration head subset); ``linear =
     "numpy"`` runs every product on it. (torch's oneDNN and MKL linears were the choices here

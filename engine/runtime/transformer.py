@@ -110,7 +110,7 @@ class CompactTransformer:
         self._q = c.num_heads * c.head_dim
         self._kv = c.num_kv_heads * c.head_dim
         self._group = c.num_heads // c.num_kv_heads
-        self.linear, self._library = library_linear(linear)
+        self.linear, self._library = library_linear()
         self.native = None       # the native kernel, when it runs whole layers (64-dim heads)
         self._packer = None      # the native kernel, whenever it computes the products
         self._ranked: dict[int, object] = {}   # head_logits' rows (views of lm_head), by count

@@ -5,7 +5,7 @@ import numpy as np
 from engine.decoding.calibration_policy import (DEFAULT, WIDE, CalibrationPolicy, TopKView, calibration_for,
                                                calibration_head)
 from engine.decoding.drafting.calibration import CalibrationConfig
-from engine.decoding.sampling import softmax
+from engine.runtime.reference import softmax
 from engine.methods import METHOD_SPECS
 
 

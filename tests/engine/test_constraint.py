@@ -15,7 +15,7 @@ from engine.decoding.grammar import DONE, CharGrammar, Constraint, Free, Grammar
 from engine.events import DRAFT_SOURCES, SOURCES
 from engine.methods import METHODS
 from engine.model.vocab import VocabIndex
-from engine.decoding.sampling import softmax
+from engine.runtime.reference import softmax
 from support.scripted_backend import EOS, BigramBackend, Tokenizer
 from support.scripted_backend import FLAT_COST
 

@@ -2,7 +2,7 @@ import pytest
 import numpy as np
 
 from engine.decoding.drafting.calibration import CalibratedTree, CalibrationConfig
-from engine.decoding.sampling import softmax
+from engine.runtime.reference import softmax
 
 
 def view(rows: list[list[tuple[int, float]]]):
