@@ -105,6 +105,8 @@ class Engine:
             from .runtime.kernels import native_kernel
 
             kernel, why_not = native_kernel(Path(cache_dir), n_threads, progress, options)
+            if kernel is not None:
+                _threads.quiet_blas()
         if direct and kernel is None:   # the reference layers run the fp32 conversion
             direct = False
             folder = ensure_cached(source, Path(cache_dir) / "models", progress)
