@@ -34,8 +34,9 @@ def configure(threads: int | None = None) -> int:
 
 def quiet_blas() -> None:
     """One BLAS thread while the native kernels run the products (what is left for numpy's BLAS is
-    small: calibration's extra head rows). OpenBLAS's threads spin after each call, and on two
-    cores they took one from the native pool: a 256-token prefill chunk right after a 256 x 576 x 75
+    small: calibration's extra head rows). OpenBLAS's threads spin after each call (99-104 ms of CPU
+    burned in a 300 ms sleep after one small product), and on two cores they took one from the
+    native pool: a 256-token prefill chunk right after a 256 x 576 x 75
     numpy product took 270 ms against 220 (median of 12, 2026-11-28), which made calibrating
     prefill 15-25% slower than prefill without it."""
     from threadpoolctl import threadpool_limits
