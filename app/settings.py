@@ -169,8 +169,8 @@ class Settings:
     memory_embed_model: str | None = option(None, "another local sentence-transformers folder to embed "
                                             "with (default: the bundled all-MiniLM-L6-v2)",
                                             section="memory", env="HEXA_EMBED_MODEL", folder=True)
-    memory_embed_threads: int | None = option(None, "threads the embedder computes with (default: "
-                                              "numpy's or torch's own)", low=1, section="memory",
+    memory_embed_threads: int | None = option(None, "threads the embedder computes a document's "
+                                              "chunks with (default: every core)", low=1, section="memory",
                                               env="HEXA_EMBED_THREADS")
 
     @property

@@ -21,7 +21,6 @@ import mmap
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -127,7 +126,7 @@ class BertEncoder:
     def __init__(self, folder: Path, threads: int | None = None):
         from tokenizers import Tokenizer
 
-        self.threads = threads            # None: numpy's own BLAS threads for short batches
+        self.threads = threads            # workers for long batches (each with one BLAS thread)
         self.workers = max(1, threads or os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hexa-embed") if self.workers > 1 else None
         self._blas = ThreadpoolController()
@@ -243,10 +242,12 @@ class BertEncoder:
                     e = encs[i].ids
                     ids[r, :len(e)] = e
                     mask[r, :len(e)] = 1
-                # a short batch (a query) is one slice of rows: numpy's own BLAS threads, no pool
-                # (6 ms a query against 10-16 ms through the pool with one BLAS thread)
+                # a short batch (a query) is one slice of rows, no pool, and one BLAS thread too:
+                # with two, OpenBLAS's second thread spins ~100 ms after the last product, a core
+                # taken from the engine as it prefills the prompt this query was for (a 256-token
+                # chunk in the engine's process right after a query: 230 against 179 ms, median of
+                # 12; with one thread 181 against 188). The query itself: ~12 ms against ~10.
                 parallel = self._pool is not None and ids.size >= 2 * ROWS
-                blas = 1 if parallel else self.threads
-                with self._blas.limit(limits=blas, user_api="blas") if blas else nullcontext():
+                with self._blas.limit(limits=1, user_api="blas"):
                     out[idx] = self._forward(ids, mask, parallel)
         return out

@@ -13,8 +13,9 @@ from pathlib import Path
 class MemoryOptions:
     """``embed_model``: another local sentence-transformers folder instead of the bundled
     all-MiniLM-L6-v2 (None: the bundled one). ``embed_threads``: the threads an embedding is
-    computed with — numpy's BLAS for each call on the bundled model, torch's (process-wide) when
-    another folder loads (None: leave them); useful for one-shot processes on a busy CPU,
-    where one thread beats two that wait on each other."""
+    computed with — on the bundled model, the workers a long batch (a document's chunks) is split
+    over, each with one BLAS thread (a query always runs on one); torch's (process-wide) when
+    another folder loads (None: the CPU count, or torch's own); useful for one-shot processes on
+    a busy CPU, where one thread beats two that wait on each other."""
     embed_model: Path | None = None
     embed_threads: int | None = None

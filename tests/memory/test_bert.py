@@ -88,3 +88,20 @@ def _st(folder):
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(folder), device="cpu")
+
+
+def test_a_query_leaves_no_blas_thread_spinning(folder):
+    """A query runs on one BLAS thread: with numpy's two, OpenBLAS's second thread spun ~100 ms
+    after the last product, a core taken from the engine prefilling the prompt the query was for.
+    Measured as this process's CPU time while it sleeps right after a query (in a fresh process:
+    BLAS threads once started would keep their own settings)."""
+    code = ("import resource, time; from memory.bert import BertEncoder; from memory.embeddings import model_path\n"
+            "e = BertEncoder(model_path()); burned = []\n"
+            "cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])\n"
+            "for _ in range(3):\n"
+            "    e.encode(['where did we leave the dragon story?'], batch_size=32)\n"
+            "    c = cpu(); time.sleep(0.3); burned.append(cpu() - c)\n"
+            "print(max(burned) * 1000)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert float(out.stdout) < 30, f"{float(out.stdout):.0f} ms of CPU burned while idle after a query"
