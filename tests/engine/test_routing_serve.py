@@ -33,3 +33,7 @@ def test_an_answer_moves_to_hexa_serve_by_token_ids(engine):
     # the server went on from the device's exact ids: the device's own start is kept whole
     own = list(engine.generate(engine.chat_ids(QUESTION), max_new_tokens=kept, reuse=False))[-1].text
     assert out.text.startswith(own)
+    # and, the same model greedy on both sides (prefill computes each row as a decoding step
+    # does), the whole answer is the one the device alone would have given
+    alone = list(engine.generate(engine.chat_ids(QUESTION), max_new_tokens=40, reuse=False))[-1].text
+    assert out.text == alone
