@@ -28,7 +28,9 @@ async def test_sessions_new_rename_continue_delete(real_engine, tmp_path):
         screen, memory = app.screen, app.runtime.memory
         await chat(pilot, "First chat")
         first = screen.session_id
-        assert first is not None and titles(screen) == ["First chat"]
+        assert first is not None
+        # the sidebar is refreshed after the answer is saved, as the later steps wait for it too
+        await wait(pilot, lambda: titles(screen) == ["First chat"], 10)
 
         await pilot.press("ctrl+n")                          # new session
         await wait(pilot, lambda: screen.session_id is None and screen.query_one(Transcript).messages() == [], 10)
