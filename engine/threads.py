@@ -39,7 +39,4 @@ def quiet_blas() -> None:
     native pool: a 256-token prefill chunk right after a 256 x 576 x 75
     numpy product took 270 ms against 220 (median of 12, 2026-11-28), which made calibrating
     prefill 15-25% slower than prefill without it."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(1, user_api="blas")
-
+    configure(1)

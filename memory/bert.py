@@ -126,8 +126,7 @@ class BertEncoder:
     def __init__(self, folder: Path, threads: int | None = None):
         from tokenizers import Tokenizer
 
-        self.threads = threads            # workers for long batches (each with one BLAS thread)
-        self.workers = max(1, threads or os.cpu_count() or 1)
+        self.workers = max(1, threads or os.cpu_count() or 1)   # long batches' (one BLAS thread each)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hexa-embed") if self.workers > 1 else None
         self._blas = ThreadpoolController()
         self._lock = threading.Lock()
