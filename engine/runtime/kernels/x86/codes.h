@@ -32,6 +32,20 @@ static inline void quads_codes(const uint8_t *cp, int planes, int g, __m256i *w)
     }
 }
 
+/* The 8-bit codes (layouts 7 and 8: [32 inputs][16 columns] int8 at cp) of inputs 4g .. 4g+3 in
+   quads_codes' order, each biased by 128 into an unsigned byte u = q + 128: vpdpbusd multiplies
+   unsigned bytes by signed ones, so the int16 pairs' q * xq become u * xq - 128 * xq (quant_dot.c) */
+static inline void quads_bytes(const uint8_t *cp, int g, __m256i *w) {
+    const __m128i *c = (const __m128i *)cp + 4 * g, bias = _mm_set1_epi8((char)0x80);
+    const __m128i i0 = _mm_xor_si128(_mm_loadu_si128(c), bias), i1 = _mm_xor_si128(_mm_loadu_si128(c + 1), bias);
+    const __m128i i2 = _mm_xor_si128(_mm_loadu_si128(c + 2), bias), i3 = _mm_xor_si128(_mm_loadu_si128(c + 3), bias);
+    /* a 16-bit lane per column: inputs 0, 1 (columns 0-7 | 8-15), then inputs 2, 3 */
+    const __m128i l01 = _mm_unpacklo_epi8(i0, i1), h01 = _mm_unpackhi_epi8(i0, i1);
+    const __m128i l23 = _mm_unpacklo_epi8(i2, i3), h23 = _mm_unpackhi_epi8(i2, i3);
+    w[0] = _mm256_set_m128i(_mm_unpacklo_epi16(h01, h23), _mm_unpacklo_epi16(l01, l23));   /* 0-3 | 8-11 */
+    w[1] = _mm256_set_m128i(_mm_unpackhi_epi16(h01, h23), _mm_unpackhi_epi16(l01, l23));   /* 4-7 | 12-15 */
+}
+
 /* A whole block's codes u as [32 inputs][16 columns] bytes (the exact kernels' order): the quads
    of each group, each 128-bit lane's 4 x 4 bytes transposed, then the two halves' columns joined */
 static inline void block_codes(const uint8_t *cp, int planes, uint8_t *u) {

@@ -43,6 +43,7 @@ struct dot_job {
     const float *dx, *sx;   /* [M][K/32]: block scale, and scale * sum of the block's codes */
     const int32_t *qs;      /* [M][K/16]: the sum of each 16 codes (the planes' CODE_OFFSET times it) */
     int M, N, K, P, bits;
+    int pairs;              /* the codes are int16 pairs (8-bit codes, DOT_Q8), else int8 (quads) */
 };
 
 /* max|x| of a block as quantize_block's chain of fmaxf gives it, on the bits: a float >= 0
@@ -69,8 +70,18 @@ static inline int block_amax(const float *xb, float *amax) {
    block_amax called fmaxf(|x|, amax). Through a pointer, that order stays. */
 static float (*volatile fmaxf_call)(float, float) = fmaxf;
 
-/* 8-bit codes (layouts 7 and 8) are summed as int16 pairs, the nibbles and planes as bytes */
+/* 8-bit codes (layouts 7 and 8) are summed as int16 pairs (DOT_Q8), the nibbles and planes as
+   bytes. With VNNI, tiles over pre (more than ONE_Q8 rows) take 8-bit codes as bytes too, biased
+   by 128 (quads_bytes, DOT_NIB's B7 and B8): 4 inputs a vpdpbusd where vpdpwssd takes 2, and
+   vpdpbusd never saturates. A 256-row Q8_0 product took 0.69-0.74x the time (two builds
+   alternated in one process, same bits); one tile of 1-8 rows, which decodes its own codes,
+   stays on pairs, where biasing and transposing would be paid in every tile. */
 #define BYTE_CODES(bits) (CODES(bits) == 7 || CODES(bits) == 8)
+#ifdef HEXA_VNNI
+#define PAIRS(bits, M) (BYTE_CODES(bits) && (M) <= ONE_Q8)
+#else
+#define PAIRS(bits, M) BYTE_CODES(bits)
+#endif
 
 /* The sum of 16 int8 codes, exactly: each biased by 128 into 0..255 (xor 0x80), summed by
    psadbw in two halves of 8. GCC made the plain loop 16 byte extractions, which were over half
@@ -81,10 +92,9 @@ static inline int32_t half_sum(const int8_t *q) {
     return _mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4) - 16 * 128;
 }
 
-/* x row [K] -> its block scales and codes (quantize.h): the int8 codes as they are for the
-   nibbles and planes, with the sum of each 16 (qs), as pairs of int16 (sign-extended: the same
-   values) in int32 for 8-bit codes */
-static void quantize_row(const float *x, int K, int bits, void *codes, float *dx, float *sx, int32_t *qs) {
+/* x row [K] -> its block scales and codes (quantize.h): the int8 codes as they are, with the sum
+   of each 16 (qs), or as pairs of int16 (sign-extended: the same values) in int32 for DOT_Q8 */
+static void quantize_row(const float *x, int K, int pairs, void *codes, float *dx, float *sx, int32_t *qs) {
     for (int b = 0; b < K / QB; b++) {
         int8_t q[QB];
         float amax;
@@ -93,7 +103,7 @@ static void quantize_row(const float *x, int K, int bits, void *codes, float *dx
             for (int i = 0; i < QB; i++) amax = fmaxf_call(fabsf(x[b * QB + i]), amax);
         }
         quantize_scaled(x + b * QB, amax, q, dx + b, sx + b);
-        if (!BYTE_CODES(bits)) {
+        if (!pairs) {
             memcpy((int8_t *)codes + b * QB, q, QB);
             for (int h = 0; h < 2; h++)
                 qs[2 * b + h] = half_sum(q + h * QB / 2);
@@ -241,14 +251,27 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 #define BITS_P5 5
 #define BITS_P6 6
 #define BITS_P9 9
+#define BITS_B7 7   /* with VNNI, the 8-bit codes as biased bytes (quads_bytes): u = q + 128 */
+#define BITS_B8 8
 #define PL_(FMT) PLANES(BITS_##FMT)
-#define OFF_(FMT) CODE_OFFSET(BITS_##FMT)
+#define OFF_(FMT) (BYTE_CODES(BITS_##FMT) ? 128 : CODE_OFFSET(BITS_##FMT))
 #define SPL_(FMT) SPLIT_SCALE(BITS_##FMT)
 #define MIN_(FMT) (MIN_AT(BITS_##FMT) >= 0)
 #define RUN_(FMT) (8 >> PL_(FMT))
+/* With VNNI the quad sums are int32 from the start: straight into isum (the 6-row tiles' int16
+   runs beside them took 36 of the 32 registers), and a run only gathers the odd groups' chains
+   (SPLIT) before each float step */
+#ifdef HEXA_VNNI
+#define DIRECT 1
+#define RUN_AT(FMT) (SPL_(FMT) ? QB / 8 : QB / 4)
+#else
+#define DIRECT 0
+#define RUN_AT(FMT) RUN_(FMT)
+#endif
 
 /* The integer sums so far times d * dx into the fp32 sums (quad column order). Planes hold
-   u = q + OFF: sum(u * xq) - OFF * sum(xq) is sum(q * xq), the very integer the bytes gave. */
+   u = q + OFF: sum(u * xq) - OFF * sum(xq) is sum(q * xq), the very integer the bytes gave (the
+   int16 pairs', for 8-bit codes: then these are FLOAT_SUMS' operations on the same values). */
 #define NIB_FLOAT(FMT, MR, d, half) {                                                             \
     const __m256 d0 = quad_order(d, 0), d1 = quad_order(d, 1);                                    \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                        \
@@ -294,6 +317,8 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
             if (PRE) {                                                                            \
                 w[0] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2);                           \
                 w[1] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2 + 1);                       \
+            } else if (BYTE_CODES(BITS_##FMT)) {                                                  \
+                quads_bytes(bp + CODE_HEAD(bits), g, w);                                          \
             } else {                                                                              \
                 quads_codes(bp + CODE_HEAD(bits), PL_(FMT), g, w);                                \
             }                                                                                     \
@@ -305,17 +330,23 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
                     u[i][0] = QUAD_ADD(u[i][0], w[0], xv);                                        \
                     u[i][1] = QUAD_ADD(u[i][1], w[1], xv);                                        \
                     IN_ORDER(u[i][0], u[i][1]);                                                   \
+                } else if (DIRECT) {                                                              \
+                    isum[i][0] = QUAD_ADD(isum[i][0], w[0], xv);                                  \
+                    isum[i][1] = QUAD_ADD(isum[i][1], w[1], xv);                                  \
+                    IN_ORDER(isum[i][0], isum[i][1]);                                             \
                 } else {                                                                          \
                     s[i][0] = QUAD_ADD(s[i][0], w[0], xv);                                        \
                     s[i][1] = QUAD_ADD(s[i][1], w[1], xv);                                        \
                     IN_ORDER(s[i][0], s[i][1]);                                                   \
                 }                                                                                 \
             }                                                                                     \
-            if ((g + 1) % RUN_(FMT) == 0) {   /* the int16 run ends: into the int32 sums */       \
+            if ((g + 1) % RUN_AT(FMT) == 0) {   /* the int16 run ends: into the int32 sums */     \
                 const __m256i ones = _mm256_set1_epi16(1);                                        \
                 _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                            \
-                    isum[i][0] = _mm256_add_epi32(isum[i][0], QUAD_SUM(s[i][0], ones));           \
-                    isum[i][1] = _mm256_add_epi32(isum[i][1], QUAD_SUM(s[i][1], ones));           \
+                    if (!DIRECT) {                                                                \
+                        isum[i][0] = _mm256_add_epi32(isum[i][0], QUAD_SUM(s[i][0], ones));       \
+                        isum[i][1] = _mm256_add_epi32(isum[i][1], QUAD_SUM(s[i][1], ones));       \
+                    }                                                                             \
                     if (SPLIT(MR)) {                                                              \
                         isum[i][0] = _mm256_add_epi32(isum[i][0], u[i][0]);                       \
                         isum[i][1] = _mm256_add_epi32(isum[i][1], u[i][1]);                       \
@@ -327,7 +358,8 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
         }                                                                                         \
         NIB_FLOAT(FMT, MR, d, 1)                                                                  \
         if (MIN_(FMT)) {   /* + m * dx * sum(xq) */                                               \
-            const __m256 mn0 = quad_order(hd + PW, 0), mn1 = quad_order(hd + PW, 1);              \
+            const float *mn = hd + MIN_AT(BITS_##FMT);                                            \
+            const __m256 mn0 = quad_order(mn, 0), mn1 = quad_order(mn, 1);                        \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 const __m256 sx = _mm256_set1_ps(a->sx[(int64_t)(m0 + i) * nb + blk]);            \
                 acc[i][0] = _mm256_fmadd_ps(mn0, sx, acc[i][0]);                                  \
@@ -353,13 +385,21 @@ DOT_Q4S DOT_NIBS(P5) DOT_NIBS(P6) DOT_NIBS(P9)
      {0, dot_##FMT##_1_1, dot_##FMT##_2_1, dot_##FMT##_3_1, dot_##FMT##_4_1, dot_##FMT##_5_1, dot_##FMT##_6_1, \
       dot_##FMT##_7_1, dot_##FMT##_8_1}}
 static const dot_tile TILES_NIB[4][2][9] = {NIB_TILES(Q4), NIB_TILES(P5), NIB_TILES(P6), NIB_TILES(P9)};   /* 4, 5, 6, 9 */
+#ifdef HEXA_VNNI   /* 8-bit codes as bytes: the int16 runs of 8 groups could saturate without VNNI */
+DOT_NIBS(B7) DOT_NIBS(B8)
+static const dot_tile TILES_BYTES[2][2][9] = {NIB_TILES(B7), NIB_TILES(B8)};
+#define BYTE_TILES(codes) TILES_BYTES[(codes) == 8]
+#else
+#define BYTE_TILES(codes) TILES_Q8   /* not reached: PAIRS */
+#endif
 
 /* ---- Q8_0: int16 pairs ------------------------------------------------------------------------
    Signed codes times signed codes. _mm256_maddubs_epi16 needs one side unsigned: |q|, with q's
    sign moved onto xq (_mm256_sign_epi8), reaches 2 * 128 * 127 = 32512 a lane, so no two groups
    add up in int16, and a sign, a maddubs, a widening madd and an add per 8 columns x 4 inputs is
    the count of two madd and two add on these pairs; splitting q into nibbles doubles the
-   maddubs instead. So these stay int16 pairs; rows gain from IN_ORDER and the decoding shared. */
+   maddubs instead. So these stay int16 pairs (without VNNI, and in one-tile calls with it); rows
+   gain from IN_ORDER and the decoding shared. */
 
 /* 16 columns x inputs (2kk, 2kk+1) as int16 pairs: w[0] columns 0-7, w[1] columns 8-15; the codes
    start at head (CODE_HEAD: Q8_0's, or layout 7's after its three fp32 arrays) */
@@ -454,17 +494,21 @@ static const dot_tile TILES_Q8[2][9] = {
 #ifndef MR_Q8
 #define MR_Q8 4
 #endif
+#ifndef MR_B
+#define MR_B 6
+#endif
 _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of 1 to 8 rows");
 
 /* a work item: panels [g*GP, g*GP+GP) x all rows, in tiles (the codes of a panel stay in cache
    across the row tiles; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const int q8 = BYTE_CODES(a->bits), nb = a->K / QB, codes = CODES(a->bits);
+    const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB, codes = CODES(a->bits);
     const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
-    const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
+    const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : byte ? BYTE_TILES(codes)
+                                    : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
-    const int one = a->M <= (q8 ? ONE_Q8 : ONE_Q4), mr = q8 ? MR_Q8 : MR_Q4;
+    const int one = a->M <= (byte ? ONE_Q8 : ONE_Q4), mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;
     const int tiles = one ? 1 : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
     __m256i *pre = NULL;
     const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
@@ -477,6 +521,7 @@ static void dot_group(void *ctx, int g) {
                     _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);
                 for (int q = 0; q < per_blk / 2; q++) {
                     if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
+                    else if (byte) quads_bytes(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
                     else quads_codes(bp + CODE_HEAD(a->bits), PLANES(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
                 }
                 if (heads)   /* a compact head: always rebuilt into its place */
@@ -498,28 +543,28 @@ struct quant_job {
     float *dx, *sx;
     int32_t *qs;
     size_t row_bytes;
-    int K, nb, bits;
+    int K, nb, pairs;
 };
 
 static void quantize_item(void *ctx, int m) {
     const struct quant_job *j = ctx;
-    quantize_row(j->x + (int64_t)m * j->K, j->K, j->bits, j->codes + j->row_bytes * m, j->dx + (int64_t)m * j->nb,
+    quantize_row(j->x + (int64_t)m * j->K, j->K, j->pairs, j->codes + j->row_bytes * m, j->dx + (int64_t)m * j->nb,
                  j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
 }
 
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
-    const int nb = K / QB;
-    const size_t row_bytes = BYTE_CODES(bits) ? sizeof(int32_t) * (K / 2) : (size_t)K;
+    const int nb = K / QB, pairs = PAIRS(bits, M);
+    const size_t row_bytes = pairs ? sizeof(int32_t) * (K / 2) : (size_t)K;
     uint8_t *codes = malloc(row_bytes * (size_t)M);
     float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
     int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
     if (!codes || !scales || !qs) abort();
-    struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, bits};
+    struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, pairs};
     if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
     else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;
-    struct dot_job a = {packed, b, res, y, codes, scales, scales + (int64_t)M * nb, qs, M, N, K, P, bits};
+    struct dot_job a = {packed, b, res, y, codes, scales, scales + (int64_t)M * nb, qs, M, N, K, P, bits, pairs};
     hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
     free(codes);
     free(scales);
