@@ -73,7 +73,7 @@ static float (*volatile fmaxf_call)(float, float) = fmaxf;
 /* 8-bit codes (layouts 7 and 8) are summed as int16 pairs (DOT_Q8), the nibbles and planes as
    bytes. With VNNI, tiles over pre (more than ONE_Q8 rows) take 8-bit codes as bytes too, biased
    by 128 (quads_bytes, DOT_NIB's B7 and B8): 4 inputs a vpdpbusd where vpdpwssd takes 2, and
-   vpdpbusd never saturates. A 256-row Q8_0 product took 0.69-0.74x the time (two builds
+   vpdpbusd never saturates. A 256-row Q8_0 product took 0.68-0.74x the time (two builds
    alternated in one process, same bits); one tile of 1-8 rows, which decodes its own codes,
    stays on pairs, where biasing and transposing would be paid in every tile. */
 #define BYTE_CODES(bits) (CODES(bits) == 7 || CODES(bits) == 8)
@@ -317,9 +317,7 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
             if (PRE) {                                                                            \
                 w[0] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2);                           \
                 w[1] = _mm256_load_si256(pre + (blk * QB / 4 + g) * 2 + 1);                       \
-            } else if (BYTE_CODES(BITS_##FMT)) {                                                  \
-                quads_bytes(bp + CODE_HEAD(bits), g, w);                                          \
-            } else {                                                                              \
+            } else {   /* not for B7, B8: they only run over pre */                               \
                 quads_codes(bp + CODE_HEAD(bits), PL_(FMT), g, w);                                \
             }                                                                                     \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
@@ -386,8 +384,12 @@ DOT_Q4S DOT_NIBS(P5) DOT_NIBS(P6) DOT_NIBS(P9)
       dot_##FMT##_7_1, dot_##FMT##_8_1}}
 static const dot_tile TILES_NIB[4][2][9] = {NIB_TILES(Q4), NIB_TILES(P5), NIB_TILES(P6), NIB_TILES(P9)};   /* 4, 5, 6, 9 */
 #ifdef HEXA_VNNI   /* 8-bit codes as bytes: the int16 runs of 8 groups could saturate without VNNI */
-DOT_NIBS(B7) DOT_NIBS(B8)
-static const dot_tile TILES_BYTES[2][2][9] = {NIB_TILES(B7), NIB_TILES(B8)};
+#define DOT_PRES(FMT) DOT_NIB(FMT, 1, 1) DOT_NIB(FMT, 2, 1) DOT_NIB(FMT, 3, 1) DOT_NIB(FMT, 4, 1) \
+                      DOT_NIB(FMT, 5, 1) DOT_NIB(FMT, 6, 1) DOT_NIB(FMT, 7, 1) DOT_NIB(FMT, 8, 1)
+#define PRE_TILES(FMT) {{0}, {0, dot_##FMT##_1_1, dot_##FMT##_2_1, dot_##FMT##_3_1, dot_##FMT##_4_1, \
+                              dot_##FMT##_5_1, dot_##FMT##_6_1, dot_##FMT##_7_1, dot_##FMT##_8_1}}
+DOT_PRES(B7) DOT_PRES(B8)   /* over pre only: one-tile calls (1-8 rows) take pairs (PAIRS) */
+static const dot_tile TILES_BYTES[2][2][9] = {PRE_TILES(B7), PRE_TILES(B8)};
 #define BYTE_TILES(codes) TILES_BYTES[(codes) == 8]
 #else
 #define BYTE_TILES(codes) TILES_Q8   /* not reached: PAIRS */
