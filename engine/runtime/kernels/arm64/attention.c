@@ -230,10 +230,11 @@ static void combine_chunks(void *ctx, int item) {
         const float m = a->part_m[((int64_t)h * C + c) * R + r];
         M = m > M ? m : M;
     }
-    float l = 0.f;
+    float l = 0.f, wt[C];   /* each chunk's weight, once (as x86's) */
     for (int c = 0; c < C; c++) {
         const int64_t slot = ((int64_t)h * C + c) * R + r;
-        if (a->part_m[slot] != -INFINITY) l += a->part_l[slot] * expf(a->part_m[slot] - M);
+        wt[c] = a->part_m[slot] != -INFINITY ? expf(a->part_m[slot] - M) : 0.f;
+        if (a->part_m[slot] != -INFINITY) l += a->part_l[slot] * wt[c];
     }
     const float32x4_t inv = vdupq_n_f32(1.f / l);
     float *dst = a->out + ((int64_t)h * R + r) * D;
@@ -247,7 +248,7 @@ static void combine_chunks(void *ctx, int item) {
         for (int c = 0; c < C; c++) {
             const int64_t slot = ((int64_t)h * C + c) * R + r;
             if (a->part_m[slot] == -INFINITY) continue;
-            const float32x4_t wv = vdupq_n_f32(expf(a->part_m[slot] - M));
+            const float32x4_t wv = vdupq_n_f32(wt[c]);
             for (int d = 0; d < 16; d++) o[d] = vfmaq_f32(o[d], wv, vld1q_f32(a->part_o + slot * D + db + 4 * d));
         }
         for (int d = 0; d < 16; d++) vst1q_f32(dst + db + 4 * d, vmulq_f32(o[d], inv));

@@ -31,19 +31,27 @@ INLINE __m256 kv_load(const void *row, int64_t i, int f16) {
                : _mm256_loadu_ps((const float *)row + i);
 }
 
-#define RT 3      /* query rows per tile (a GQA group of one token); softmax_numerators unrolls 3 */
-_Static_assert(RT == 3, "softmax_numerators and the P.V loop are written for 3 rows");
+/* Query rows per tile: 3 (a GQA group of one token), and with AVX-512's 32 vector registers 6
+   where a block has more than 3 rows left (a prompt chunk's). A chunk's 128 keys (128 KB of fp32
+   K or V at 256 dims) come from L2 once per tile: 3 rows read 4 key vectors per 12 FMAs, near
+   what L2 delivers, 6 rows the same per 24. Every row takes the same operations in either tile. */
+#define RT_SMALL 3
+#ifdef __AVX512F__
+#define RT_MAX 6
+#else
+#define RT_MAX RT_SMALL
+#endif
 
-/* s[i][j] = q_i . k_j for rt <= RT rows and n keys (64 dims). Every (row, key) dot is the same
-   operation sequence whatever rt, n or the key's slot among the 4: 8-lane partial products in
+/* s[i][j] = q_i . k_j for rt <= RT rows and n keys. Every (row, key) dot is the same
+   operation sequence whatever rt, RT, n or the key's slot among the 4: 8-lane partial products in
    dimension order, then one fixed horizontal-add tree. */
-INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int rt, int n, int f16) {
+INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int rt, int n, int f16, const int RT) {
     const int64_t row = (int64_t)D << (f16 ? 1 : 2);   /* bytes */
     for (int j = 0; j < n; j += 4) {
         const void *kj[4];
         for (int t = 0; t < 4; t++)        /* past the chunk's end: a zero key, discarded */
             kj[t] = j + t < n ? (const char *)k + (j + t) * row : (const void *)zeros;
-        __m256 a[RT][4];
+        __m256 a[RT_MAX][4];
         for (int i = 0; i < RT; i++) {
             const __m256 q0 = _mm256_loadu_ps(q + (i < rt ? i : 0) * D);   /* rows past rt: computed, discarded */
             for (int t = 0; t < 4; t++) a[i][t] = _mm256_mul_ps(q0, kv_load(kj[t], 0, f16));
@@ -68,9 +76,9 @@ INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int r
 
 /* For each of rt rows: s[j] <- exp(s[j] - mx) in place, l <- their sum in key order; all zero
    for a row whose every key is masked. Rows rt..RT-1 hold zeros: their sums run alongside, so
-   the three add chains are independent and unrolled (one chain after another, or sums kept in
+   the RT add chains are independent and unrolled (one chain after another, or sums kept in
    an array indexed by row, left this loop a tenth of the kernel's time). */
-static void softmax_numerators(int sw, float s[][sw], int rt, int n, const float *mx, float *l) {
+INLINE void softmax_numerators(int sw, float s[][sw], int rt, int n, const float *mx, float *l, const int RT) {
     for (int i = 0; i < rt; i++) {
         if (mx[i] == -INFINITY) {
             for (int j = 0; j < n; j++) s[i][j] = 0.f;
@@ -80,9 +88,11 @@ static void softmax_numerators(int sw, float s[][sw], int rt, int n, const float
         for (int j = n; j < ((n + 7) & ~7); j++) s[i][j] = mx[i];   /* padding: exp(0), never summed */
         for (int j = 0; j < n; j += 8) _mm256_storeu_ps(s[i] + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(s[i] + j), mv)));
     }
-    float l0 = 0.f, l1 = 0.f, l2 = 0.f;
-    for (int j = 0; j < n; j++) { l0 += s[0][j]; l1 += s[1][j]; l2 += s[2][j]; }
-    l[0] = l0; l[1] = l1; l[2] = l2;
+    float sum[RT_MAX];
+    _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) sum[i] = 0.f;
+    for (int j = 0; j < n; j++)
+        _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) sum[i] += s[i][j];
+    _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) l[i] = sum[i];
 }
 
 /* Keys of the chunk past the last one some row of the tile may see: those rows' scores there are
@@ -119,72 +129,83 @@ struct attention_job {
 
 #define BLOCK 48   /* query rows per work item: a long prompt's chunk splits into many items */
 
-/* item = (head, chunk, block of rows): partial softmax of the rows over the chunk's keys. A
-   row's numbers depend only on its own row and the chunk, never on the tile or item it is in. */
-INLINE void attend(const struct attention_job *a, int item, int f16) {
-    const int D = a->D, R = a->R, L = a->L, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
+/* rows r0..r0+rt-1 (rt <= RT) of item (head h, chunk c): partial softmax over the chunk's keys.
+   A row's numbers depend only on its own row and the chunk, never on the tile or item it is in. */
+INLINE void attend_tile(const struct attention_job *a, int h, int c, int r0, int rt, int f16, const int RT) {
+    const int D = a->D, R = a->R, L = a->L;
     const float *mask = a->mask;
     const int j0 = a->plan.lo[c], n = a->plan.hi[c] - j0, sw = ((a->plan.widest + 7) & ~7) + 8;
     const int es = f16 ? 2 : 4;   /* bytes a value */
     const char *kh = (const char *)a->k + h * a->head_stride * es, *vh = (const char *)a->v + h * a->head_stride * es;
-    const int rend = (b + 1) * BLOCK < R ? (b + 1) * BLOCK : R;
     float s[RT][sw], rows_mask[RT * (n > 0 ? n : 1)];
-    for (int r0 = b * BLOCK; r0 < rend; r0 += RT) {
-        const int rt = rend - r0 < RT ? rend - r0 : RT;
-        const int64_t slot0 = ((int64_t)h * a->C + c) * R + r0;
-        /* the mask's rows over the chunk's keys, or the chunk's own view of them (keys.c) */
-        const float *own = key_plan_rows(&a->plan, mask, c, r0, rt, rows_mask), *mrows[RT] = {NULL, NULL, NULL};
-        for (int i = 0; mask && i < rt; i++) mrows[i] = own ? own + (int64_t)i * n : mask + (int64_t)(r0 + i) * L + j0;
-        const int nv = visible_keys(mrows, rt, n);
-        if (nv == 0) {   /* every key masked for every row: what the full computation gives */
-            for (int i = 0; i < rt; i++) { a->part_m[slot0 + i] = -INFINITY; a->part_l[slot0 + i] = 0.f; }
-            continue;
+    const int64_t slot0 = ((int64_t)h * a->C + c) * R + r0;
+    /* the mask's rows over the chunk's keys, or the chunk's own view of them (keys.c) */
+    const float *own = key_plan_rows(&a->plan, mask, c, r0, rt, rows_mask), *mrows[RT_MAX] = {NULL};
+    for (int i = 0; mask && i < rt; i++) mrows[i] = own ? own + (int64_t)i * n : mask + (int64_t)(r0 + i) * L + j0;
+    const int nv = visible_keys(mrows, rt, n);
+    if (nv == 0) {   /* every key masked for every row: what the full computation gives */
+        for (int i = 0; i < rt; i++) { a->part_m[slot0 + i] = -INFINITY; a->part_l[slot0 + i] = 0.f; }
+        return;
+    }
+    scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D * es, D, &s[0][0], sw, rt, nv, f16, RT);
+    for (int i = rt; i < RT; i++)      /* rows past rt: weights 0, computed and discarded */
+        for (int j = 0; j < nv; j++) s[i][j] = 0.f;
+    float mx[RT_MAX], l[RT_MAX];
+    for (int i = 0; i < rt; i++) {
+        __m256 m8 = _mm256_set1_ps(-INFINITY);
+        int j = 0;
+        const float *mrow = mrows[i];
+        for (; j + 8 <= nv; j += 8) {
+            __m256 v = _mm256_loadu_ps(s[i] + j);
+            if (mrow) v = _mm256_add_ps(v, _mm256_loadu_ps(mrow + j));
+            _mm256_storeu_ps(s[i] + j, v);
+            m8 = _mm256_max_ps(m8, v);
         }
-        scores(a->q + ((int64_t)h * R + r0) * D, kh + (int64_t)j0 * D * es, D, &s[0][0], sw, rt, nv, f16);
-        for (int i = rt; i < RT; i++)      /* rows past rt: weights 0, computed and discarded */
-            for (int j = 0; j < nv; j++) s[i][j] = 0.f;
-        float mx[RT], l[RT];
+        float m4[8];
+        _mm256_storeu_ps(m4, m8);
+        mx[i] = -INFINITY;
+        for (int t = 0; t < 8; t++) mx[i] = m4[t] > mx[i] ? m4[t] : mx[i];
+        for (; j < nv; j++) {
+            if (mrow) s[i][j] += mrow[j];
+            mx[i] = s[i][j] > mx[i] ? s[i][j] : mx[i];
+        }
+    }
+    softmax_numerators(sw, s, rt, nv, mx, l, RT);
+    for (int half = 0; half < D / 32; half++) {      /* 32 of the head's dims at a time */
+        /* all RT rows, unrolled: with a loop over rt the accumulators went to the stack */
+        __m256 o[RT_MAX][4];
+        _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++)
+            for (int d = 0; d < 4; d++) o[i][d] = _mm256_setzero_ps();
+        for (int j = 0; j < nv; j++) {
+            const void *vj = vh + ((int64_t)(j0 + j) * D + 32 * half) * es;
+            __m256 p[RT_MAX];
+            _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) p[i] = _mm256_set1_ps(s[i][j]);
+            for (int d = 0; d < 4; d++) {
+                const __m256 vd = kv_load(vj, 8 * d, f16);
+                _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) o[i][d] = _mm256_fmadd_ps(p[i], vd, o[i][d]);
+            }
+        }
         for (int i = 0; i < rt; i++) {
-            __m256 m8 = _mm256_set1_ps(-INFINITY);
-            int j = 0;
-            const float *mrow = mrows[i];
-            for (; j + 8 <= nv; j += 8) {
-                __m256 v = _mm256_loadu_ps(s[i] + j);
-                if (mrow) v = _mm256_add_ps(v, _mm256_loadu_ps(mrow + j));
-                _mm256_storeu_ps(s[i] + j, v);
-                m8 = _mm256_max_ps(m8, v);
-            }
-            float m4[8];
-            _mm256_storeu_ps(m4, m8);
-            mx[i] = -INFINITY;
-            for (int t = 0; t < 8; t++) mx[i] = m4[t] > mx[i] ? m4[t] : mx[i];
-            for (; j < nv; j++) {
-                if (mrow) s[i][j] += mrow[j];
-                mx[i] = s[i][j] > mx[i] ? s[i][j] : mx[i];
-            }
+            const int64_t slot = slot0 + i;
+            for (int d = 0; d < 4; d++) _mm256_store_ps(a->part_o + slot * D + 32 * half + 8 * d, o[i][d]);
+            a->part_m[slot] = mx[i];
+            a->part_l[slot] = l[i];
         }
-        softmax_numerators(sw, s, rt, nv, mx, l);
-        for (int half = 0; half < D / 32; half++) {      /* 32 of the head's dims at a time */
-            /* all RT rows, unrolled: with a loop over rt the 12 accumulators went to the stack */
-            __m256 o[RT][4];
-            for (int i = 0; i < RT; i++)
-                for (int d = 0; d < 4; d++) o[i][d] = _mm256_setzero_ps();
-            for (int j = 0; j < nv; j++) {
-                const void *vj = vh + ((int64_t)(j0 + j) * D + 32 * half) * es;
-                const __m256 p0 = _mm256_set1_ps(s[0][j]), p1 = _mm256_set1_ps(s[1][j]), p2 = _mm256_set1_ps(s[2][j]);
-                for (int d = 0; d < 4; d++) {
-                    const __m256 vd = kv_load(vj, 8 * d, f16);
-                    o[0][d] = _mm256_fmadd_ps(p0, vd, o[0][d]);
-                    o[1][d] = _mm256_fmadd_ps(p1, vd, o[1][d]);
-                    o[2][d] = _mm256_fmadd_ps(p2, vd, o[2][d]);
-                }
-            }
-            for (int i = 0; i < rt; i++) {
-                const int64_t slot = slot0 + i;
-                for (int d = 0; d < 4; d++) _mm256_store_ps(a->part_o + slot * D + 32 * half + 8 * d, o[i][d]);
-                a->part_m[slot] = mx[i];
-                a->part_l[slot] = l[i];
-            }
+    }
+}
+
+/* item = (head, chunk, block of rows), in tiles of RT_MAX rows while more than RT_SMALL are left */
+INLINE void attend(const struct attention_job *a, int item, int f16) {
+    const int R = a->R, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
+    const int rend = (b + 1) * BLOCK < R ? (b + 1) * BLOCK : R;
+    for (int r0 = b * BLOCK; r0 < rend;) {
+        const int left = rend - r0;
+        if (RT_MAX > RT_SMALL && left > RT_SMALL) {
+            attend_tile(a, h, c, r0, left < RT_MAX ? left : RT_MAX, f16, RT_MAX);
+            r0 += RT_MAX;
+        } else {
+            attend_tile(a, h, c, r0, left < RT_SMALL ? left : RT_SMALL, f16, RT_SMALL);
+            r0 += RT_SMALL;
         }
     }
 }
@@ -205,10 +226,11 @@ static void combine_chunks(void *ctx, int item) {
         const float m = a->part_m[((int64_t)h * C + c) * R + r];
         M = m > M ? m : M;
     }
-    float l = 0.f;
+    float l = 0.f, wt[C];   /* each chunk's weight, once (per 64 dims it was 4 expf a chunk at 256 dims) */
     for (int c = 0; c < C; c++) {
         const int64_t slot = ((int64_t)h * C + c) * R + r;
-        if (a->part_m[slot] != -INFINITY) l += a->part_l[slot] * expf(a->part_m[slot] - M);
+        wt[c] = a->part_m[slot] != -INFINITY ? expf(a->part_m[slot] - M) : 0.f;
+        if (a->part_m[slot] != -INFINITY) l += a->part_l[slot] * wt[c];
     }
     const __m256 inv = _mm256_set1_ps(1.f / l);
     float *dst = a->out + ((int64_t)h * R + r) * D;
@@ -222,7 +244,7 @@ static void combine_chunks(void *ctx, int item) {
         for (int c = 0; c < C; c++) {
             const int64_t slot = ((int64_t)h * C + c) * R + r;
             if (a->part_m[slot] == -INFINITY) continue;
-            const __m256 wv = _mm256_set1_ps(expf(a->part_m[slot] - M));
+            const __m256 wv = _mm256_set1_ps(wt[c]);
             for (int d = 0; d < 8; d++) o[d] = _mm256_fmadd_ps(wv, _mm256_load_ps(a->part_o + slot * D + db + 8 * d), o[d]);
         }
         for (int d = 0; d < 8; d++) _mm256_storeu_ps(dst + db + 8 * d, _mm256_mul_ps(o[d], inv));
