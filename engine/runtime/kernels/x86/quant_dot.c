@@ -41,7 +41,7 @@ struct dot_job {
     float *y;
     const void *codes;      /* nibbles, planes: [M][K] the rows' 8-bit codes; 8-bit codes: [M][K/2] inputs 2j, 2j+1 as two int16 */
     const float *dx, *sx;   /* [M][K/32]: block scale, and scale * sum of the block's codes */
-    const int32_t *qs;      /* [M][K/16]: the sum of each 16 codes (the planes' CODE_OFFSET times it) */
+    const int32_t *qs;      /* [M][K/16]: the offset times the codes' sum that each float step subtracts (offs) */
     int M, N, K, P, bits;
     int pairs;              /* the codes are int16 pairs (8-bit codes, DOT_Q8), else int8 (quads) */
 };
@@ -92,9 +92,22 @@ static inline int32_t half_sum(const int8_t *q) {
     return _mm_cvtsi128_si32(s) + _mm_extract_epi16(s, 4) - 16 * 128;
 }
 
-/* x row [K] -> its block scales and codes (quantize.h): the int8 codes as they are, with the sum
-   of each 16 (qs), or as pairs of int16 (sign-extended: the same values) in int32 for DOT_Q8 */
-static void quantize_row(const float *x, int K, int pairs, void *codes, float *dx, float *sx, int32_t *qs) {
+/* What a float step of the planes subtracts: the codes' offset times the sum of the row's codes
+   it covers, inputs 0-15 and 16-31 (split scales) or all 32 (both entries), formed once per row
+   and block where each tile formed it per row, block and panel (a scalar add, multiply and move
+   into a vector before every step). The same integers either way; Gemma-3-270M's 256-row Q8_0,
+   Q5_0 and Q6_K products took 0.89-0.97x the time (two builds alternated in one process). */
+static inline void offs(const int8_t *q, int off, int split, int32_t *out) {
+    const int32_t h0 = half_sum(q), h1 = half_sum(q + QB / 2);
+    out[0] = off * (split ? h0 : h0 + h1);
+    out[1] = off * (split ? h1 : h0 + h1);
+}
+
+/* x row [K] -> its block scales and codes (quantize.h): the int8 codes as they are, with what
+   the planes' float steps subtract (offs), or as pairs of int16 (sign-extended: the same values)
+   in int32 for DOT_Q8 */
+static void quantize_row(const float *x, int K, int pairs, int off, int split, void *codes, float *dx, float *sx,
+                         int32_t *qs) {
     for (int b = 0; b < K / QB; b++) {
         int8_t q[QB];
         float amax;
@@ -105,8 +118,7 @@ static void quantize_row(const float *x, int K, int pairs, void *codes, float *d
         quantize_scaled(x + b * QB, amax, q, dx + b, sx + b);
         if (!pairs) {
             memcpy((int8_t *)codes + b * QB, q, QB);
-            for (int h = 0; h < 2; h++)
-                qs[2 * b + h] = half_sum(q + h * QB / 2);
+            offs(q, off, split, qs + 2 * b);
         } else   /* int16 pairs, little-endian: the codes sign-extended in place (the loop GCC made
                     of this was byte extractions too) */
             for (int h = 0; h < 2; h++)
@@ -278,9 +290,8 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
         const int64_t at = (int64_t)(m0 + i) * nb + blk;                                          \
         const __m256 dx = _mm256_set1_ps(a->dx[at]);                                              \
         __m256i t0 = isum[i][0], t1 = isum[i][1];                                                 \
-        if (OFF_(FMT)) {                                                                          \
-            const int32_t *qs = a->qs + 2 * at;                                                   \
-            const __m256i o = _mm256_set1_epi32(OFF_(FMT) * (SPL_(FMT) ? qs[half] : qs[0] + qs[1])); \
+        if (OFF_(FMT)) {   /* offs: OFF * the codes' sum, formed when the row was quantized */ \
+            const __m256i o = _mm256_set1_epi32(a->qs[2 * at + half]);                           \
             t0 = _mm256_sub_epi32(t0, o);                                                         \
             t1 = _mm256_sub_epi32(t1, o);                                                         \
         }                                                                                         \
@@ -545,13 +556,13 @@ struct quant_job {
     float *dx, *sx;
     int32_t *qs;
     size_t row_bytes;
-    int K, nb, pairs;
+    int K, nb, pairs, off, split;
 };
 
 static void quantize_item(void *ctx, int m) {
     const struct quant_job *j = ctx;
-    quantize_row(j->x + (int64_t)m * j->K, j->K, j->pairs, j->codes + j->row_bytes * m, j->dx + (int64_t)m * j->nb,
-                 j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
+    quantize_row(j->x + (int64_t)m * j->K, j->K, j->pairs, j->off, j->split, j->codes + j->row_bytes * m,
+                 j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
 }
 
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
@@ -562,7 +573,8 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
     int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
     if (!codes || !scales || !qs) abort();
-    struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, pairs};
+    struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, pairs,
+                          BYTE_CODES(bits) ? 128 : CODE_OFFSET(bits), SPLIT_SCALE(bits)};   /* OFF_, SPL_ */
     if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
     else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;
