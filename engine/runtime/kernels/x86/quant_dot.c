@@ -266,7 +266,10 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 #define BITS_B7 7   /* with VNNI, the 8-bit codes as biased bytes (quads_bytes): u = q + 128 */
 #define BITS_B8 8
 #define PL_(FMT) PLANES(BITS_##FMT)
-#define OFF_(FMT) (BYTE_CODES(BITS_##FMT) ? 128 : CODE_OFFSET(BITS_##FMT))
+/* the offset a tile's codes carry (u = q + OFF): the planes' CODE_OFFSET, 128 for 8-bit codes as
+   bytes; hexa_linear_dot has the rows' offs formed with the same one */
+#define TILE_OFFSET(bits) (BYTE_CODES(bits) ? 128 : CODE_OFFSET(bits))
+#define OFF_(FMT) TILE_OFFSET(BITS_##FMT)
 #define SPL_(FMT) SPLIT_SCALE(BITS_##FMT)
 #define MIN_(FMT) (MIN_AT(BITS_##FMT) >= 0)
 #define RUN_(FMT) (8 >> PL_(FMT))
@@ -574,7 +577,7 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
     if (!codes || !scales || !qs) abort();
     struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, pairs,
-                          BYTE_CODES(bits) ? 128 : CODE_OFFSET(bits), SPLIT_SCALE(bits)};   /* OFF_, SPL_ */
+                          TILE_OFFSET(bits), SPLIT_SCALE(bits)};   /* what OFF_ and SPL_ are in its tiles */
     if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
     else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;
