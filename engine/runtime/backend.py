@@ -32,6 +32,9 @@ class Backend(Protocol):
     max_draft: int                 # most draft tokens one verification may feed
     prefill_graph: str             # the graph label prefill events report
     decode_lengths: tuple[int, ...]   # a static-shape backend's decoding graph lengths; () if dynamic
+    # softmax_topk(scores, extra, k) -> (probs, ids) [S, k]: the k most probable columns of each row
+    # of [scores | extra] (extra may be None), in native code; None where there is none (numpy ranks)
+    softmax_topk: Callable[..., tuple[np.ndarray, np.ndarray]] | None
 
     def new_cache(self, capacity: int) -> KVCache:
         """A KV cache for ``capacity`` positions (a static backend may refuse or round it)."""

@@ -114,6 +114,7 @@ class CompactTransformer:
         self.native = None       # the native kernel, when it runs whole layers (64-dim heads)
         self._packer = None      # the native kernel, whenever it computes the products
         self._ranked: dict[int, object] = {}   # head_logits' rows (views of lm_head), by count
+        self.softmax_topk = None   # the native kernel's, once packed
         self.fused = None        # its one-call forward pass for steps and trees (FusedForward)
         # fp32 arithmetic for every pass, else every pass on codes (prefill chunks, steps, trees)
         # takes integer dot products; either way each row is computed alone, so a prompt's KV never
@@ -147,6 +148,7 @@ class CompactTransformer:
 
         library = self.linear
         self._packer = kernel
+        self.softmax_topk = kernel.softmax_topk
 
         def linear(x: np.ndarray, w, b: np.ndarray | None = None) -> np.ndarray:
             # a raw tensor is a calibration head subset, gathered per request

@@ -1,5 +1,7 @@
 """Calibration policy: which methods calibrate and how wide, and the reduced vocabulary prefill
 ranks (its top tokens must map back to real ids)."""
+from types import SimpleNamespace
+
 import numpy as np
 
 from engine.decoding.calibration_policy import (DEFAULT, WIDE, CalibrationPolicy, TopKView, calibration_for,
@@ -10,6 +12,8 @@ from engine.methods import METHOD_SPECS
 
 
 class FakeModel:
+    softmax_topk = None   # numpy ranks
+
     def __init__(self, V=50, H=4):
         self.lm_head = np.random.default_rng(0).standard_normal((V, H), dtype=np.float32)
 
@@ -111,6 +115,27 @@ def test_the_top_by_blocks_equals_topk_where_no_values_tie():
         x[:5, -1] = 1e9 + np.arange(5)                                  # in the last, short block
         got, want = top_by_blocks(x, k), topk(x, k)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), (n, k)
+
+
+def test_the_native_ranking_gives_numpys_view(engine):
+    """The native softmax + top-k (``topk.c``) and numpy's give a real prompt's view the same ids
+    and the same probabilities to float rounding."""
+    m = engine.model
+    assert m.softmax_topk is not None
+    ids = engine.encode("Maren packed the tent, the stove and two maps; the trail to Skarvet hut "
+                        "climbs 900 metres and the stove is the heaviest thing she carries.")
+    hidden = m.forward(np.array(ids, dtype=np.int64), np.arange(len(ids), dtype=np.int64), m.new_cache(len(ids) + 1))
+    views = []
+    for native in (m.softmax_topk, None):
+        view = TopKView(m, ids, DEFAULT)
+        view.model = SimpleNamespace(softmax_topk=native, head_logits=m.head_logits, linear=m.linear,
+                                     logits=m.logits)
+        view.add(hidden[:7])
+        view.add(hidden[7:])
+        views.append(view.result())
+    (ids_c, p_c), (ids_n, p_n) = views
+    assert np.array_equal(ids_c, ids_n)
+    assert np.allclose(p_c, p_n, rtol=1e-5, atol=1e-7)
 
 
 def test_engine_on_native_kernels_leaves_numpy_one_blas_thread(engine):

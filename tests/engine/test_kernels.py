@@ -233,3 +233,35 @@ def test_calls_from_several_threads_take_turns(kernel):
     for t in threads:
         t.join()
     assert not failures
+
+
+@pytest.mark.parametrize("n,m,k", [(4096, 403, 4), (4096, 0, 4), (100, 7, 32), (5, 0, 5), (17, 3, 1)])
+def test_softmax_topk_matches_numpy_and_does_not_depend_on_the_batch(kernel, n, m, k):
+    """Calibration's ranking: softmax over [scores | extra], its k largest probabilities largest
+    first and their columns (extra's after the scores'), a row's the same alone as in a batch."""
+    from engine.decoding.sampling import topk
+
+    g = np.random.default_rng(n + m + k)
+    scores = (randn(g, 70, n) * 4).astype(np.float32)
+    extra = (randn(g, 70, m) * 4).astype(np.float32) if m else None
+    probs, ids = kernel.softmax_topk(scores, extra, k)
+    full = scores if extra is None else np.concatenate([scores, extra], axis=1)
+    want_p, want_ids = topk(ref.softmax(full), k)
+    assert ids.dtype == np.int64 and probs.shape == ids.shape == (70, k)
+    assert np.array_equal(ids, want_ids)
+    assert np.allclose(probs, want_p, rtol=2e-6, atol=1e-9)
+    for r in (0, 1, 69):
+        alone = kernel.softmax_topk(scores[r:r + 1], None if extra is None else extra[r:r + 1], k)
+        assert np.array_equal(alone[0][0], probs[r]) and np.array_equal(alone[1][0], ids[r])
+
+
+def test_softmax_topk_ties_masked_rows_and_bad_arguments(kernel):
+    x = np.array([[1.0, 3.0, 3.0, 2.0], [-np.inf] * 4, [0.0, -np.inf, 0.0, -np.inf]], dtype=np.float32)
+    probs, ids = kernel.softmax_topk(x, None, 3)
+    assert ids[0].tolist() == [1, 2, 3]                 # equal values: the earlier column first
+    assert np.all(probs[1] == 0)                         # nothing to rank: probabilities 0
+    assert ids[2, :2].tolist() == [0, 2] and np.allclose(probs[2], [0.5, 0.5, 0.0])
+    with pytest.raises(ValueError, match="k=5"):
+        kernel.softmax_topk(x, None, 5)
+    with pytest.raises(ValueError, match="rows"):
+        kernel.softmax_topk(x, np.zeros((2, 3), np.float32), 2)

@@ -45,6 +45,7 @@ class BigramBackend:
     prefill_graph = "scripted:dynamic"
     decode_lengths: tuple[int, ...] = ()
     switch_status = None
+    softmax_topk = None          # numpy ranks calibration's view
 
     def __init__(self, script: dict[int, int] | None = None, margin: float = 6.0, seed: int = 0):
         g = np.random.default_rng(seed)

@@ -35,6 +35,7 @@ QUANT_ROWS = HEADER.constants["HEXA_QUANT_ROWS"]          # quantized calls up t
 MAX_HEAD_DIM = HEADER.constants["HEXA_MAX_HEAD_DIM"]
 HEAD_DIMS = (64, 128, 256)                                 # what attention.c and rope.c take
 FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fused forward pass runs
+TOPK_MAX = HEADER.constants["HEXA_TOPK_MAX"]              # most columns softmax_topk keeps per row
 
 # Each instruction set has its own folder of kernels (the same functions, declared once in
 # hexa.h, giving the same bits: tests/native/driver.c compares them under qemu); the plain C
@@ -53,7 +54,7 @@ FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
 def sources(isa: str) -> list[Path]:
-    shared = ["forward.c", "keys.c", "linear.c", "pack.c", "pool.c", "rope.c"]
+    shared = ["forward.c", "keys.c", "linear.c", "pack.c", "pool.c", "rope.c", "topk.c"]
     return [KERNELS / n for n in shared] + sorted((KERNELS / ISA_FOLDER[isa]).glob("*.c"))
 
 
@@ -191,6 +192,26 @@ class NativeKernel:
         self.fn["hexa_attention"](ptr(q), ptr(k), ptr(v), ptr(mask), ptr(out), H, R, length, D, ks[0], tokens,
                                   pass_keys, kv_f16(k, v), self.threads)
         return out
+
+    def softmax_topk(self, scores: np.ndarray, extra: np.ndarray | None, k: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Softmax over each row of [scores | extra] ([S, n] and [S, m] or None): its ``k`` largest
+        probabilities, largest first, and their columns (extra's after scores'), as [S, k] float32
+        and int64 (``topk.c``: calibration's ranking, without the [S, n + m] probabilities)."""
+        scores = np.ascontiguousarray(scores, dtype=np.float32)
+        S, n = scores.shape
+        m = 0 if extra is None else extra.shape[1]
+        if extra is not None:
+            extra = np.ascontiguousarray(extra, dtype=np.float32)
+            if extra.shape[0] != S:
+                raise ValueError(f"softmax_topk: {S} rows of scores, {extra.shape[0]} of extra")
+        if not 1 <= k <= min(n + m, TOPK_MAX):
+            raise ValueError(f"softmax_topk: k={k} outside 1..{min(n + m, TOPK_MAX)}")
+        probs = np.empty((S, k), dtype=np.float32)
+        ids = np.empty((S, k), dtype=np.int32)
+        self.fn["hexa_softmax_topk"](ptr(scores), n, None if extra is None else ptr(extra), m, S, k,
+                                     ptr(probs), ptr(ids), self.threads)
+        return probs, ids.astype(np.int64)
 
     def rmsnorm(self, x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
         x = np.ascontiguousarray(x, dtype=np.float32)

@@ -18,6 +18,7 @@
 #define HEXA_KSUPER 8         /* blocks per HEXA_HEAD_K factor (a K-quant's 256 inputs) */
 #define HEXA_QUANT_ROWS 12    /* quantized calls of at most this many rows rebuild weights per tile */
 #define HEXA_FORWARD_ROWS 64  /* most tokens one hexa_forward call runs (every step and draft tree) */
+#define HEXA_TOPK_MAX 32      /* most columns hexa_softmax_topk keeps per row */
 
 /* One decoder layer's weights. Projections are packed fp32 (bits 0, hexa_pack's layout) or codes
    (layout.h: bits 4 (Q4_1), 8 (Q8_0), 5-7 and 9, | HEAD_F16 or HEAD_K for compact heads); bqkv may be NULL. q_norm/k_norm (per-head
@@ -83,6 +84,11 @@ void hexa_rmsnorm(const float *x, const float *w, float *out, int32_t M, int32_t
 void hexa_silu_mul(const float *gu, float *out, int32_t M, int32_t F, int32_t threads);
 void hexa_gelu_mul(const float *gu, float *out, int32_t M, int32_t F, int32_t threads);
 void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float *q, void *k, void *v, int32_t M, int32_t Hq, int32_t Hkv, int32_t D, int64_t head_stride, int32_t start, float qscale, const float *q_norm, const float *k_norm, float eps, int32_t kv_f16, int32_t threads);
+
+/* calibration's ranking (topk.c): each row of [x | y] (x [R, nx]; y [R, ny] or NULL), softmax over
+   its nx + ny columns; its k <= HEXA_TOPK_MAX largest probabilities, largest first, into probs
+   [R, k] and their columns (y's counted after x's) into ids [R, k] */
+void hexa_softmax_topk(const float *x, int32_t nx, const float *y, int32_t ny, int32_t R, int32_t k, float *probs, int32_t *ids, int32_t threads);
 
 /* a whole forward pass of S <= HEXA_FORWARD_ROWS tokens (forward.c); exact 0: codes times 8-bit
    activations (hexa_linear_dot, decoding), 1: the fp32 arithmetic (prefill, reference). rope:

@@ -67,6 +67,7 @@ class QnnTransformer:
         self.lm_head = cpu.lm_head
         self.linear = cpu.linear
         self.head_logits = cpu.head_logits   # calibration's ranking runs on the CPU
+        self.softmax_topk = cpu.softmax_topk
         self.layout = layout = choose_layout(soc, shared=shared)   # raises on a bad --soc, before any graph work
         if layout.note and progress:
             progress(layout.note)
