@@ -101,3 +101,47 @@ def test_trees_are_searched_on_first_use_and_do_not_depend_on_the_order():
         b.tree(key)
     assert [b.lookup(c) for c in contexts] == first
     assert a.lookup([99]) == [] and a.tree((99,)) is None
+
+
+def sample_by_loop(prompt, ids, probs, cfg):
+    """The Sample step position by position, as first written: P(t | key) summed over the key's
+    occurrences in position order, averaged, kept >= the threshold, best first."""
+    mass, occ = {}, {}
+    rows_i, rows_p = ids[:, :cfg.k].tolist(), probs[:, :cfg.k].astype(np.float32).tolist()
+    for i in range(len(prompt)):
+        for o in range(1, cfg.order + 1):
+            if i - o + 1 < 0:
+                break
+            key = tuple(prompt[i - o + 1:i + 1])
+            occ[key] = occ.get(key, 0) + 1
+            d = mass.setdefault(key, {})
+            for t, p in zip(rows_i[i], rows_p[i]):
+                if p >= cfg.p_threshold:
+                    d[t] = d.get(t, 0.0) + p
+    succ = {}
+    for key, d in mass.items():
+        lst = sorted(((p / occ[key], t) for t, p in d.items() if p / occ[key] >= cfg.p_threshold), reverse=True)
+        if lst:
+            succ[key] = lst
+    return succ
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_keys_successors_equal_the_position_by_position_sums(seed):
+    """The vectorised Sample step gives every key exactly (bit for bit) the loop's averaged
+    successors and order, ties included, for keys of 1-3 tokens."""
+    g = np.random.default_rng(seed)
+    T, V, k = int(g.integers(1, 400)), int(g.integers(2, 120)), int(g.integers(1, 6))
+    prompt = g.integers(0, V, T).tolist()
+    ids = g.integers(0, V + 10, (T, k))
+    probs = softmax(g.standard_normal((T, k), dtype=np.float32) * 2)
+    if seed % 2:
+        probs = (np.round(probs * 8) / 8).astype(np.float32)        # many equal probabilities
+    cfg = CalibrationConfig(k=int(g.integers(1, 6)), p_threshold=float(g.choice([0.03, 0.1, 0.25])),
+                            order=int(g.integers(1, 4)))
+    ct = CalibratedTree.build(prompt, ids, probs, cfg)
+    want = sample_by_loop(prompt, ids, probs, cfg)
+    assert sorted(ct.keys()) == sorted(want) and ct.stats.keys == len(want)
+    for key, successors in want.items():
+        assert ct._successors(key) == successors, key
+    assert ct._successors((V + 3,)) is None and ct._successors(tuple(range(cfg.order + 1))) is None
