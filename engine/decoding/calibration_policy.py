@@ -91,8 +91,8 @@ class TopKView:
             scores = self.model.head_logits(hidden, self.first)
             extra = None if self.extra is None else self.model.linear(hidden, self.extra)
         if self.model.softmax_topk is not None:
-            # one native pass per row: 0.3 ms of a 256-token chunk where numpy's softmax and
-            # top_by_blocks took 3.4 (SmolLM2, ~4,800 ranked ids; 2026-11-29)
+            # one native pass per row: 0.6 ms of a 256-token chunk where numpy's softmax and
+            # top_by_blocks took 3.4-4.8 (SmolLM2, Gemma-3-270M: ~4,500 ranked ids; 2026-11-29)
             n = scores.shape[1] + (0 if extra is None else extra.shape[1])
             p, i = self.model.softmax_topk(scores, extra, min(self.k, n))
         else:
