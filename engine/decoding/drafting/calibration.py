@@ -94,8 +94,8 @@ class CalibratedTree:
         successors are entries [bounds[i], bounds[i + 1]) of the next two lists, successor ids,
         their averaged probabilities), each key's successors best first
         (the larger id first among equal probabilities). Python containers, not arrays: a key is
-        looked up at its first draft, and numpy's searchsorted and slicing took ~8 us a key
-        there, 3 ms a 128-token answer."""
+        looked up at its first draft, in the decoding loop, where numpy's searchsorted and
+        slicing took 3-6 us a key and this takes 2-3.5."""
         T, k = ids.shape
         if T < order:
             return {}, [0], [], []
