@@ -85,12 +85,16 @@ static void topk_row(void *ctx, int r) {
     for (int j = 0; j < a->k; j++) { v[j] = -__builtin_inff(); c[j] = -1; }
     select(v, c, a->k, x, a->nx, 0);
     if (y) select(v, c, a->k, y, a->ny, a->nx);
-    /* v[0] is the row's maximum (-inf only for a row of -inf or NaN: probabilities 0 then) */
-    const float m = v[0];
-    float sum = row_expsum(x, a->nx, m) + (y ? row_expsum(y, a->ny, m) : 0.f);
-    if (!(sum > 0.f)) sum = __builtin_inff();
     float *p = a->probs + (int64_t)r * a->k;
     int32_t *ids = a->ids + (int64_t)r * a->k;
+    if (c[0] < 0) {   /* nothing above -inf (a row of -inf or NaN): probabilities 0, and no
+                         exp of -inf - -inf, whose NaN would reach exp_le0's int conversion */
+        for (int j = 0; j < a->k; j++) { p[j] = 0.f; ids[j] = 0; }
+        return;
+    }
+    const float m = v[0];   /* the row's maximum */
+    float sum = row_expsum(x, a->nx, m) + (y ? row_expsum(y, a->ny, m) : 0.f);
+    if (!(sum > 0.f)) sum = __builtin_inff();
     for (int j = 0; j < a->k; j++) {
         p[j] = c[j] < 0 ? 0.f : exp_le0(v[j] - m) / sum;
         ids[j] = c[j] < 0 ? 0 : c[j];
