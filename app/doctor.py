@@ -65,7 +65,7 @@ def _check_qnn() -> tuple[bool, str]:
 
 # CPU features (Linux /proc/cpuinfo names) that would speed the kernels up but no kernel uses yet
 UNUSED_FEATURES = {"avx2": ("avx512", "avx_vnni", "amx_int8"), "avx-vnni": ("avx512", "amx_int8"),
-                   "avx512-vnni": ("amx_int8",), "neon": ("sve", "bf16")}
+                   "avx512-vnni": ("amx_int8",), "amx": ("amx_bf16", "amx_fp16"), "neon": ("sve", "bf16")}
 
 
 def _check_kernel(settings, locs) -> tuple[bool, str]:
@@ -94,6 +94,9 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         isa += (" with dot product (sdot) and int8 matrix multiply (smmla, draft trees)"
                 if {"asimddp", "i8mm"} <= flags else " with dot product (sdot)" if "asimddp" in flags
                 else " (no dot product instructions)")
+    elif isa == "amx":   # the OS may refuse the tile state: then the VNNI tiles run, with the same bits
+        isa += (" (int8 tiles for prompt chunks and trees past 8 rows, AVX-VNNI for decoding steps)" if kernel.amx
+                else " (the OS refused the tile state: AVX-VNNI for every call)")
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K as 4-bit codes + bit planes, Q8_0 as bytes; F16 and other types "
                   f"as fp32 panels) "

@@ -14,7 +14,7 @@ from .errors import EngineError
 LINEAR_CHOICES = ("native", "numpy")
 DECODE_CHOICES = ("int8", "exact")
 KV_CHOICES = ("auto", "f16", "f32")
-ISA_CHOICES = ("auto", "avx2", "avx-vnni", "avx512-vnni", "neon")   # kernels/__init__.py: ISA_FLAGS
+ISA_CHOICES = ("auto", "avx2", "avx-vnni", "avx512-vnni", "amx", "neon")   # kernels/__init__.py: ISA_FLAGS
 SPIN_US_MAX = 1_000_000          # pool.c's bound: a second of spinning is never what is meant
 DEFAULT_SPIN_US = 200            # pool.c explains the number
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import engine.runtime.kernels as kernels
-from engine.runtime.kernels import FLAGS, ISA_FLAGS, KERNELS, cpu_features, host_isa, sources
+from engine.runtime.kernels import FLAGS, ISA_FLAGS, ISA_FOLDER, KERNELS, cpu_features, host_isa, sources
 
 DRIVER = Path(__file__).resolve().parents[1] / "native" / "driver.c"
 CROSS_CC = "aarch64-linux-gnu-gcc"            # Debian's gcc-aarch64-linux-gnu
@@ -47,7 +47,7 @@ def qemu(cpu: str) -> list[str]:
 @pytest.fixture(scope="module")
 def x86_driver(tmp_path_factory) -> Path:
     isa, why = host_isa()
-    if isa not in ("avx2", "avx-vnni", "avx512-vnni"):
+    if ISA_FOLDER.get(isa) != "x86":
         pytest.skip(f"the x86 driver needs an x86 CPU with AVX2/FMA/F16C: {why or f'this is {platform.machine()}'}")
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
@@ -55,7 +55,7 @@ def x86_driver(tmp_path_factory) -> Path:
     return build(cc, "avx2", tmp_path_factory.mktemp("x86") / "driver")
 
 
-@pytest.fixture(scope="module", params=["avx-vnni", "avx512-vnni"])
+@pytest.fixture(scope="module", params=["avx-vnni", "avx512-vnni", "amx"])
 def vnni_driver(x86_driver, tmp_path_factory, request) -> Path:
     isa = request.param
     if host_isa(isa)[0] != isa:
@@ -112,8 +112,11 @@ def difference(name: str, arm: bytes, x86: bytes) -> str | None:
 
 @pytest.mark.slow
 def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, tmp_path):
-    """vpdpbusd/vpdpwssd form the same integer sums as maddubs/madd: every output bit for bit."""
-    run([str(vnni_driver), "check"])
+    """vpdpbusd/vpdpwssd form the same integer sums as maddubs/madd, and so do AMX's tiles (the amx
+    build, which must have had them: the batches of 9-33 rows ran on them): every output bit for bit."""
+    checked = run([str(vnni_driver), "check"])
+    if vnni_driver.parent.name.startswith("amx"):
+        assert "amx tiles: on" in checked.stdout, "the OS did not grant the AMX tile state"
     run([str(x86_driver), "dump", str(tmp_path / "avx2.bin")])
     run([str(vnni_driver), "dump", str(tmp_path / "vnni.bin")])
     a, b = records(tmp_path / "avx2.bin"), records(tmp_path / "vnni.bin")
@@ -195,6 +198,17 @@ def test_x86_with_avx512_vnni_gets_its_build_and_a_named_build_it_lacks_is_refus
     assert isa is None and "x86-64" in why
     machine("x86_64", cpuinfo=X86_CPUINFO.format(extra="fma f16c avx2 avx512f avx512_vnni"))   # no VL: no EVEX ymm
     assert host_isa() == ("avx2", None)
+
+
+def test_x86_with_amx_gets_the_amx_build_and_without_it_cannot_name_it(machine):
+    sapphire = "fma f16c avx2 avx_vnni avx512f avx512bw avx512vl avx512_vnni amx_tile amx_int8 amx_bf16"
+    machine("x86_64", cpuinfo=X86_CPUINFO.format(extra=sapphire))
+    assert host_isa() == ("amx", None)
+    assert host_isa("avx-vnni") == ("avx-vnni", None)     # the builds without tiles stay selectable
+    machine("x86_64", cpuinfo=X86_CPUINFO.format(extra=sapphire.replace(" amx_int8", "")))
+    assert host_isa() == ("avx-vnni", None)
+    isa, why = host_isa("amx")
+    assert isa is None and "AMX" in why
 
 
 def test_x86_without_avx2_says_what_it_lacks(machine):

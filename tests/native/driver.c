@@ -1055,6 +1055,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s check | dump FILE\n", argv[0]);
         return 2;
     }
+    /* the amx build's tiles, on if the OS grants them (0 in every other build) */
+    printf("amx tiles: %s\n", hexa_amx(1) ? "on" : "off");
     run("linear", check_linear);
     run("codes", check_codes);
     run("attention", check_attention);

@@ -40,16 +40,19 @@ TOPK_MAX = HEADER.constants["HEXA_TOPK_MAX"]              # most columns softmax
 # Each instruction set has its own folder of kernels (the same functions, declared once in
 # hexa.h, giving the same bits: tests/native/driver.c compares them under qemu); the plain C
 # files beside them (the forward pass, the pool, packing, RoPE) are shared by all.
-ISA_FOLDER = {"avx2": "x86", "avx-vnni": "x86", "avx512-vnni": "x86", "neon": "arm64"}
+ISA_FOLDER = {"avx2": "x86", "avx-vnni": "x86", "avx512-vnni": "x86", "amx": "x86", "neon": "arm64"}
 # avx-vnni: the x86 kernels with the decoding dot products on vpdpbusd/vpdpwssd (the same integer
 # sums, so the same bits as avx2; x86/quant_dot.c), for CPUs with AVX-VNNI; avx512-vnni: the same
 # instructions EVEX-encoded, for CPUs with AVX-512 VNNI but no AVX-VNNI (AMD Zen 4), where the
-# compiler also gets AVX-512's 32 vector registers
+# compiler also gets AVX-512's 32 vector registers; amx: the avx-vnni build whose calls of more rows
+# than one tile (prompt chunks, trees past 8 rows) run on AMX int8 tiles (x86/amx.h: the same bits)
 ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "avx-vnni": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni", "-DHEXA_VNNI"],
+             "amx": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni", "-DHEXA_VNNI", "-DHEXA_AMX"],
              "avx512-vnni": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512vnni",
                              "-DHEXA_VNNI"],
              "neon": ["-march=armv8-a"]}
 AVX512_VNNI = ("avx512f", "avx512vl", "avx512bw", "avx512_vnni")   # /proc/cpuinfo's names
+AMX = ("amx_tile", "amx_int8", "avx512f", "avx512vl", "avx512bw", "avx_vnni")   # amx.h's zmm and tiles
 FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
@@ -103,6 +106,7 @@ class NativeKernel:
         self.isa = isa
         self.fn = HEADER.bind(lib)
         self.threads = threads
+        self.amx = False     # hexa_linear_dot's many-row calls on AMX tiles (native_kernel turns them on)
 
     def pack(self, w: np.ndarray, keep_fp32: bool = False) -> PackedWeight:
         """Pack a weight [N, K]: as its codes alone when it is exactly Q4_1 or Q8_0 (5x / 3.5x
@@ -277,9 +281,10 @@ def host_isa(prefer: str = "auto") -> tuple[str | None, str | None]:
         missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
         if missing:
             return None, f"CPU lacks {', '.join(missing)}"
-        has = {"avx2": True, "avx-vnni": "avx_vnni" in flags, "avx512-vnni": all(f in flags for f in AVX512_VNNI)}
+        has = {"avx2": True, "avx-vnni": "avx_vnni" in flags, "avx512-vnni": all(f in flags for f in AVX512_VNNI),
+               "amx": all(f in flags for f in AMX)}
         if prefer == "auto":
-            return next(isa for isa in ("avx-vnni", "avx512-vnni", "avx2") if has[isa]), None
+            return next(isa for isa in ("amx", "avx-vnni", "avx512-vnni", "avx2") if has[isa]), None
         if prefer not in has:
             return None, f"isa {prefer} is not for an x86-64 CPU"
         return (prefer, None) if has[prefer] else (None, f"this CPU has no {prefer.upper().replace('-', ' ')}")
@@ -380,6 +385,8 @@ def native_kernel(cache_dir: Path, threads: int, progress: Callable[[str], None]
     try:
         kernel = NativeKernel(ctypes.CDLL(str(path)), threads, digest, str(path), isa)
         kernel.fn["hexa_pool_spin"](options.spin_us)
+        # the tiles need the OS's leave (Linux: arch_prctl); refused, the VNNI tiles give the same bits
+        kernel.amx = bool(kernel.fn["hexa_amx"](1)) if isa == "amx" else False
     except OSError as exc:
         return None, f"cannot load {path.name}: {exc}"
     why = _self_check(kernel)

@@ -499,3 +499,9 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     free(scales);
     free(qs);
 }
+
+/* x86's AMX tiles (hexa.h); ARM64's matrix instructions (SMMLA) are chosen when the kernels are built */
+int32_t hexa_amx(int32_t on) {
+    (void)on;
+    return 0;
+}

@@ -515,8 +515,10 @@ static const dot_tile TILES_Q8[2][9] = {
 #endif
 _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of 1 to 8 rows");
 
+#include "amx.h"
+
 /* a work item: panels [g*GP, g*GP+GP) x all rows, in tiles (the codes of a panel stay in cache
-   across the row tiles; each row's arithmetic is the same in every tile) */
+   across the row tiles; each row's arithmetic is the same in every tile), or on AMX tiles */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB, codes = CODES(a->bits);
@@ -529,6 +531,10 @@ static void dot_group(void *ctx, int g) {
     __m256i *pre = NULL;
     const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
     if (!one && !(pre = aligned_alloc(32, sizeof(__m256i) * (size_t)nb * per_blk + heads))) abort();
+#ifdef HEXA_AMX
+    const int amx = !one && !q8 && amx_on;   /* pre is a B tile per block (amx.h) */
+    int configured = 0;
+#endif
     for (int p = g * GP; p < p_end; p++) {
         if (pre)
             for (int blk = 0; blk < nb; blk++) {
@@ -543,12 +549,21 @@ static void dot_group(void *ctx, int g) {
                 if (heads)   /* a compact head: always rebuilt into its place */
                     block_head(a->packed, a->bits, nb, p, blk, pre_head(pre, nb, per_blk, blk));
             }
+#ifdef HEXA_AMX
+        if (amx) {
+            amx_panel(a, p, pre, &configured);
+            continue;
+        }
+#endif
         for (int t = 0, m = 0; t < tiles; t++) {
             const int rows = (a->M - m) / (tiles - t) + ((a->M - m) % (tiles - t) != 0);
             tiles_of[!one][rows](a, m, p, pre);
             m += rows;
         }
     }
+#ifdef HEXA_AMX
+    if (configured) amx_release();
+#endif
     free(pre);
 }
 
