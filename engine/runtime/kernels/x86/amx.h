@@ -1,6 +1,6 @@
 /* The products over pre on AMX tiles (the amx build: -DHEXA_AMX), included by quant_dot.c.
  *
- * A call of more rows than one tile takes (prompt chunks, trees past 8 rows) decodes each panel's
+ * A call of more rows than one tile takes (prompt chunks, trees of more than 6-8 rows) decodes each panel's
  * codes once into pre: per block of 32 inputs, 8 groups of 4 inputs x 16 columns, 64 bytes a
  * group. That is the layout of an AMX B tile (a row per group, 4 bytes a column), so one
  * TDPBSUD multiplies up to 16 rows' int8 codes (A: a row per row, its block's 32 codes) by the
@@ -45,76 +45,114 @@ struct amx_config {
     uint8_t rows[16];
 };
 
-/* tiles: 0 C (r rows of 16 int32), 1 A (r rows x 32 codes), 2 B (8 groups x 64 bytes), and for
-   the formats with a scale per 16 inputs: 3 C of inputs 16-31, 4 A's 16 codes, 5 B's 4 groups */
-AMX_TARGET static void amx_configure(int r) {
+/* Two blocks in flight: block b+1's products run on the tile unit while block b's sums take their
+   fp32 steps. With all of a block's steps waiting on its own products, the tiles gave 1.0-1.3x
+   the VNNI tiles' speed at 256 rows; with two in flight 1.2-1.6x (kernels bench, in turn in one
+   process). Tiles, without a second scale: C, A (r rows x 32 codes), B (8 groups x 64 bytes)
+   twice (0-2, 3-5); with a scale per 16 inputs: C of inputs 0-15 and of 16-31 twice (0, 1 and
+   2, 3), A's 16 codes and B's 4 groups twice (4, 5 and 6, 7). Taking 6 panels per A load
+   instead (A read once per work item, not per panel) lost the overlap and was slower. */
+AMX_TARGET static void amx_configure(int r, int split) {
     struct amx_config c;
     memset(&c, 0, sizeof c);
-    c.palette = 1;
-    c.rows[0] = c.rows[1] = c.rows[3] = c.rows[4] = (uint8_t)r;
-    c.colsb[0] = c.colsb[3] = 64;
-    c.colsb[1] = QB;
-    c.rows[2] = QB / 4;
-    c.colsb[2] = 64;
-    c.colsb[4] = QB / 2;
-    c.rows[5] = QB / 8;
-    c.colsb[5] = 64;
+    c.palette = 1;   /* an unused tile keeps rows and bytes 0: any other pair is refused (#GP) */
+    for (int t = 0; t < (split ? 8 : 6); t++) c.colsb[t] = 64;
+    if (split) {
+        for (int t = 0; t < 4; t++) c.rows[t] = (uint8_t)r;
+        c.rows[4] = c.rows[6] = (uint8_t)r;
+        c.colsb[4] = c.colsb[6] = QB / 2;
+        c.rows[5] = c.rows[7] = QB / 8;
+    } else {
+        c.rows[0] = c.rows[1] = c.rows[3] = c.rows[4] = (uint8_t)r;
+        c.colsb[1] = c.colsb[4] = QB;
+        c.rows[2] = c.rows[5] = QB / 4;
+    }
     _tile_loadconfig(&c);
 }
 
+/* block blk's products into a slot's C tiles (tile numbers are immediates: one macro a slot) */
+#define AMX_ISSUE(C, A, B, blk)                                                                   \
+    do {                                                                                          \
+        _tile_zero(C);                                                                            \
+        _tile_loadd(A, codes + (blk) * QB, a->K);                                                 \
+        _tile_loadd(B, pre + (int64_t)(blk) * QB / 2, 64);                                        \
+        _tile_dpbsud(C, A, B);                                                                    \
+    } while (0)
+#define AMX_ISSUE_SPLIT(C0, C1, A, B, blk)                                                        \
+    do {                                                                                          \
+        _tile_zero(C0);                                                                           \
+        _tile_zero(C1);                                                                           \
+        _tile_loadd(A, codes + (blk) * QB, a->K);                                                 \
+        _tile_loadd(B, pre + (int64_t)(blk) * QB / 2, 64);                                        \
+        _tile_dpbsud(C0, A, B);                                                                   \
+        _tile_loadd(A, codes + (blk) * QB + QB / 2, a->K);                                        \
+        _tile_loadd(B, (const uint8_t *)(pre + (int64_t)(blk) * QB / 2) + 64 * QB / 8, 64);       \
+        _tile_dpbsud(C1, A, B);                                                                   \
+    } while (0)
+
 /* two ymm (the tiles' quad column order: quad_order's halves) as one zmm */
-AMX_TARGET static inline __m512 amx_join(__m256 lo, __m256 hi) {
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+AMX_TARGET static inline __m512 amx_join(const float *d) {
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(quad_order(d, 0))),
+                                               _mm256_castps_pd(quad_order(d, 1)), 1));
 }
 
-/* NIB_FLOAT / DOT_Q4's first steps on one row: acc += float(sum - offs) * (d * dx) */
-AMX_TARGET static inline __m512 amx_float(__m512 acc, const int32_t *sum, const float *d, float dx, int off,
-                                          int32_t offs) {
-    __m512i t = _mm512_load_si512((const void *)sum);
-    if (off) t = _mm512_sub_epi32(t, _mm512_set1_epi32(offs));
-    const __m512 dq = amx_join(quad_order(d, 0), quad_order(d, 1));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(dq, _mm512_set1_ps(dx)), acc);
+/* block blk's fp32 steps on rows [m0, m0+r), from its integer sums (sums[half][row]): NIB_FLOAT's
+   and DOT_Q4's operations, lane for lane (acc += float(sum - offs) * (d * dx), then + m * sx) */
+AMX_TARGET static inline void amx_float(const struct dot_job *a, int m0, int r, int p, const __m256i *pre, int blk,
+                                        int32_t (*sums)[16][16], __m512 *acc) {
+    const int nb = a->K / QB, bits = a->bits, q4 = CODES(bits) == 4, split = SPLIT_SCALE(bits);
+    const int off = !q4 && TILE_OFFSET(bits), min_at = q4 ? PW : MIN_AT(bits);
+    float tmp[3 * PW];
+    const float *hd = HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
+    const __m512 d0 = amx_join(hd), d1 = split ? amx_join(hd + PW) : d0;
+    const __m512 mn = min_at >= 0 ? amx_join(hd + min_at) : _mm512_setzero_ps();
+    for (int i = 0; i < r; i++) {
+        const int64_t at = (int64_t)(m0 + i) * nb + blk;
+        const __m512 dx = _mm512_set1_ps(a->dx[at]);
+        if (split) {
+            __m512i t = _mm512_load_si512((const void *)sums[0][i]);
+            if (off) t = _mm512_sub_epi32(t, _mm512_set1_epi32(a->qs[2 * at]));
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(d0, dx), acc[i]);
+        }
+        __m512i t = _mm512_load_si512((const void *)sums[1][i]);
+        if (off) t = _mm512_sub_epi32(t, _mm512_set1_epi32(a->qs[2 * at + 1]));
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(d1, dx), acc[i]);
+        if (min_at >= 0) acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(a->sx[at]), acc[i]);
+    }
 }
 
 /* rows [m0, m0+r) (r <= 16) x panel p over pre, as the tiles of dot_group would give them */
 AMX_TARGET static void amx_rows(const struct dot_job *a, int m0, int r, int p, const __m256i *pre) {
-    const int nb = a->K / QB, bits = a->bits, q4 = CODES(bits) == 4, split = SPLIT_SCALE(bits);
-    const int off = !q4 && TILE_OFFSET(bits), min_at = q4 ? PW : MIN_AT(bits);
+    const int nb = a->K / QB, split = SPLIT_SCALE(a->bits);
     const int8_t *codes = (const int8_t *)a->codes + (int64_t)m0 * a->K;
-    int32_t sums[2][16][16] __attribute__((aligned(64)));
+    int32_t sums[2][2][16][16] __attribute__((aligned(64)));   /* [slot][half][row][column] */
     __m512 acc[16];
     for (int i = 0; i < r; i++) acc[i] = _mm512_setzero_ps();
-    for (int blk = 0; blk < nb; blk++) {
-        const uint8_t *group = (const uint8_t *)(pre + (int64_t)blk * QB / 2);   /* 8 groups x 64 bytes */
-        if (split) {   /* inputs 0-15 and 16-31 apart: each half has its own scale */
-            _tile_zero(0);
-            _tile_zero(3);
-            _tile_loadd(4, codes + blk * QB, a->K);
-            _tile_loadd(5, group, 64);
-            _tile_dpbsud(0, 4, 5);
-            _tile_loadd(4, codes + blk * QB + QB / 2, a->K);
-            _tile_loadd(5, group + 64 * QB / 8, 64);
-            _tile_dpbsud(3, 4, 5);
-            _tile_stored(0, sums[0], 64);
-            _tile_stored(3, sums[1], 64);
-        } else {
-            _tile_zero(0);
-            _tile_loadd(1, codes + blk * QB, a->K);
-            _tile_loadd(2, group, 64);
-            _tile_dpbsud(0, 1, 2);
-            _tile_stored(0, sums[1], 64);
+    if (split) {
+        AMX_ISSUE_SPLIT(0, 1, 4, 5, 0);
+        for (int blk = 0; blk < nb; blk += 2) {
+            if (blk + 1 < nb) AMX_ISSUE_SPLIT(2, 3, 6, 7, blk + 1);
+            _tile_stored(0, sums[0][0], 64);
+            _tile_stored(1, sums[0][1], 64);
+            if (blk + 2 < nb) AMX_ISSUE_SPLIT(0, 1, 4, 5, blk + 2);
+            amx_float(a, m0, r, p, pre, blk, sums[0], acc);
+            if (blk + 1 < nb) {
+                _tile_stored(2, sums[1][0], 64);
+                _tile_stored(3, sums[1][1], 64);
+                amx_float(a, m0, r, p, pre, blk + 1, sums[1], acc);
+            }
         }
-        float tmp[3 * PW];
-        const float *hd = HEAD_OF(bits) ? pre_head(pre, a->K / QB, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
-        const float *d = hd;
-        for (int i = 0; i < r; i++) {
-            const int64_t at = (int64_t)(m0 + i) * nb + blk;
-            const float dx = a->dx[at];
-            if (split) acc[i] = amx_float(acc[i], sums[0][i], d, dx, off, a->qs[2 * at]);
-            acc[i] = amx_float(acc[i], sums[1][i], split ? d + PW : d, dx, off, a->qs[2 * at + 1]);
-            if (min_at >= 0)   /* + m * dx * sum(xq) */
-                acc[i] = _mm512_fmadd_ps(amx_join(quad_order(hd + min_at, 0), quad_order(hd + min_at, 1)),
-                                         _mm512_set1_ps(a->sx[at]), acc[i]);
+    } else {
+        AMX_ISSUE(0, 1, 2, 0);
+        for (int blk = 0; blk < nb; blk += 2) {
+            if (blk + 1 < nb) AMX_ISSUE(3, 4, 5, blk + 1);
+            _tile_stored(0, sums[0][1], 64);
+            if (blk + 2 < nb) AMX_ISSUE(0, 1, 2, blk + 2);
+            amx_float(a, m0, r, p, pre, blk, sums[0], acc);
+            if (blk + 1 < nb) {
+                _tile_stored(3, sums[1][1], 64);
+                amx_float(a, m0, r, p, pre, blk + 1, sums[1], acc);
+            }
         }
     }
     for (int i = 0; i < r; i++) {
@@ -125,19 +163,29 @@ AMX_TARGET static void amx_rows(const struct dot_job *a, int m0, int r, int p, c
     }
 }
 
-/* every row of panel p, 16 at a time; *configured: the rows the tiles are configured for (0: none) */
-AMX_TARGET static void amx_panel(const struct dot_job *a, int p, const __m256i *pre, int *configured) {
-    for (int m = 0; m < a->M; m += 16) {
-        const int r = a->M - m < 16 ? a->M - m : 16;
-        if (r != *configured) {
-            amx_configure(r);
-            *configured = r;
+/* a work item (panels [g*GP, g*GP+GP) x all rows) on the tiles: each panel decoded into pre,
+   then its rows 16 at a time */
+AMX_TARGET static void amx_group(const struct dot_job *a, int g) {
+    const int nb = a->K / QB, split = SPLIT_SCALE(a->bits);
+    const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
+    const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
+    __m256i *pre = aligned_alloc(64, (sizeof(__m256i) * (size_t)nb * QB / 2 + heads + 63) / 64 * 64);
+    if (!pre) abort();
+    int configured = 0;   /* 2 * rows + split of the configuration loaded (0: none) */
+    for (int p = g * GP; p < p_end; p++) {
+        decode_panel(a, p, pre);
+        for (int m = 0; m < a->M; m += 16) {
+            const int r = a->M - m < 16 ? a->M - m : 16;
+            if (2 * r + split != configured) {
+                amx_configure(r, split);
+                configured = 2 * r + split;
+            }
+            amx_rows(a, m, r, p, pre);
         }
-        amx_rows(a, m, r, p, pre);
     }
+    _tile_release();   /* the tile state back to its initial one: cheaper context switches */
+    free(pre);
 }
-
-AMX_TARGET static void amx_release(void) { _tile_release(); }
 
 #else
 int32_t hexa_amx(int32_t on) {

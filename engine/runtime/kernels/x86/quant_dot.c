@@ -515,6 +515,25 @@ static const dot_tile TILES_Q8[2][9] = {
 #endif
 _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of 1 to 8 rows");
 
+/* panel p's codes decoded once for all the row tiles (pre): per block per_blk ymm (int16 pairs
+   of 8-bit codes, else quads of bytes), then the blocks' compact heads rebuilt (pre_head) */
+static void decode_panel(const struct dot_job *a, int p, __m256i *pre) {
+    const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB;
+    const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;
+    for (int blk = 0; blk < nb; blk++) {
+        const uint8_t *bp = block_at(a->packed, a->bits, nb, p, blk);
+        for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */
+            _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);
+        for (int q = 0; q < per_blk / 2; q++) {
+            if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
+            else if (byte) quads_bytes(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
+            else quads_codes(bp + CODE_HEAD(a->bits), PLANES(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
+        }
+        if (HEAD_OF(a->bits))   /* a compact head: always rebuilt into its place */
+            block_head(a->packed, a->bits, nb, p, blk, pre_head(pre, nb, per_blk, blk));
+    }
+}
+
 #include "amx.h"
 
 /* a work item: panels [g*GP, g*GP+GP) x all rows, in tiles (the codes of a panel stay in cache
@@ -522,7 +541,7 @@ _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB, codes = CODES(a->bits);
-    const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
+    const int per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
     const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : byte ? BYTE_TILES(codes)
                                     : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
@@ -530,40 +549,21 @@ static void dot_group(void *ctx, int g) {
     const int tiles = one ? 1 : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
     __m256i *pre = NULL;
     const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
+#ifdef HEXA_AMX
+    if (!one && !q8 && amx_on) {   /* pre is a B tile per block (amx.h) */
+        amx_group(a, g);
+        return;
+    }
+#endif
     if (!one && !(pre = aligned_alloc(32, sizeof(__m256i) * (size_t)nb * per_blk + heads))) abort();
-#ifdef HEXA_AMX
-    const int amx = !one && !q8 && amx_on;   /* pre is a B tile per block (amx.h) */
-    int configured = 0;
-#endif
     for (int p = g * GP; p < p_end; p++) {
-        if (pre)
-            for (int blk = 0; blk < nb; blk++) {
-                const uint8_t *bp = block_at(a->packed, a->bits, nb, p, blk);
-                for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */
-                    _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);
-                for (int q = 0; q < per_blk / 2; q++) {
-                    if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
-                    else if (byte) quads_bytes(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
-                    else quads_codes(bp + CODE_HEAD(a->bits), PLANES(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
-                }
-                if (heads)   /* a compact head: always rebuilt into its place */
-                    block_head(a->packed, a->bits, nb, p, blk, pre_head(pre, nb, per_blk, blk));
-            }
-#ifdef HEXA_AMX
-        if (amx) {
-            amx_panel(a, p, pre, &configured);
-            continue;
-        }
-#endif
+        if (pre) decode_panel(a, p, pre);
         for (int t = 0, m = 0; t < tiles; t++) {
             const int rows = (a->M - m) / (tiles - t) + ((a->M - m) % (tiles - t) != 0);
             tiles_of[!one][rows](a, m, p, pre);
             m += rows;
         }
     }
-#ifdef HEXA_AMX
-    if (configured) amx_release();
-#endif
     free(pre);
 }
 
