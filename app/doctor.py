@@ -95,7 +95,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
                 if {"asimddp", "i8mm"} <= flags else " with dot product (sdot)" if "asimddp" in flags
                 else " (no dot product instructions)")
     elif isa == "amx":   # the OS may refuse the tile state: then the VNNI tiles run, with the same bits
-        isa += (" (int8 tiles for prompt chunks and trees of more than 6-8 rows, AVX-VNNI for decoding steps)" if kernel.amx
+        isa += (" (int8 tiles for calls of 32 rows or more: prompt chunks, the largest draft trees; AVX-VNNI for the rest)" if kernel.amx
                 else " (the OS refused the tile state: AVX-VNNI for every call)")
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K as 4-bit codes + bit planes, Q8_0 as bytes; F16 and other types "

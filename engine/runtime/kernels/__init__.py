@@ -45,7 +45,7 @@ ISA_FOLDER = {"avx2": "x86", "avx-vnni": "x86", "avx512-vnni": "x86", "amx": "x8
 # sums, so the same bits as avx2; x86/quant_dot.c), for CPUs with AVX-VNNI; avx512-vnni: the same
 # instructions EVEX-encoded, for CPUs with AVX-512 VNNI but no AVX-VNNI (AMD Zen 4), where the
 # compiler also gets AVX-512's 32 vector registers; amx: the avx-vnni build whose calls of more rows
-# than one tile (prompt chunks, trees of more than 6-8 rows) run on AMX int8 tiles (x86/amx.h: the same bits)
+# than one tile, from 32 rows on (prompt chunks, the largest trees), run on AMX int8 tiles (x86/amx.h: the same bits)
 ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "avx-vnni": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni", "-DHEXA_VNNI"],
              "amx": ["-mavx2", "-mfma", "-mf16c", "-mavxvnni", "-DHEXA_VNNI", "-DHEXA_AMX"],
              "avx512-vnni": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512vnni",

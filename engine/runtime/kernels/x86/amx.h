@@ -1,8 +1,8 @@
-/* The products over pre on AMX tiles (the amx build: -DHEXA_AMX), included by quant_dot.c.
+/* The products over pre on AMX tiles (the amx build: -DHEXA_AMX), included at the end of quant_dot.c.
  *
- * A call of more rows than one tile takes (prompt chunks, trees of more than 6-8 rows) decodes each panel's
- * codes once into pre: per block of 32 inputs, 8 groups of 4 inputs x 16 columns, 64 bytes a
- * group. That is the layout of an AMX B tile (a row per group, 4 bytes a column), so one
+ * A call of 32 rows or more (prompt chunks, the largest draft trees; AMX_ROWS) decodes each
+ * panel's codes once into pre: per block of 32 inputs, 8 groups of 4 inputs x 16 columns, 64
+ * bytes a group. That is the layout of an AMX B tile (a row per group, 4 bytes a column), so one
  * TDPBSUD multiplies up to 16 rows' int8 codes (A: a row per row, its block's 32 codes) by the
  * panel's unsigned codes and leaves every row's 16 column sums in C: the very integers the VNNI
  * tiles form with 8 vpdpbusd per row. Integer sums are exact, so how they are formed changes no
@@ -25,7 +25,7 @@
 #define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA 18
 
-static int amx_granted, amx_on;
+static int amx_granted;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 
 static void amx_ask(void) {
@@ -165,7 +165,8 @@ AMX_TARGET static void amx_rows(const struct dot_job *a, int m0, int r, int p, c
 
 /* a work item (panels [g*GP, g*GP+GP) x all rows) on the tiles: each panel decoded into pre,
    then its rows 16 at a time */
-AMX_TARGET static void amx_group(const struct dot_job *a, int g) {
+AMX_TARGET static void amx_group(void *ctx, int g) {
+    const struct dot_job *a = ctx;
     const int nb = a->K / QB, split = SPLIT_SCALE(a->bits);
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */

@@ -516,8 +516,10 @@ static const dot_tile TILES_Q8[2][9] = {
 _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of 1 to 8 rows");
 
 /* panel p's codes decoded once for all the row tiles (pre): per block per_blk ymm (int16 pairs
-   of 8-bit codes, else quads of bytes), then the blocks' compact heads rebuilt (pre_head) */
-static void decode_panel(const struct dot_job *a, int p, __m256i *pre) {
+   of 8-bit codes, else quads of bytes), then the blocks' compact heads rebuilt (pre_head).
+   Inlined into each caller: called out of line from dot_group and amx.h, it took 40% of an
+   8-row Qwen3-shaped pass where inlined it took 25% (perf), the whole pass 1.1x the time */
+static inline __attribute__((always_inline)) void decode_panel(const struct dot_job *a, int p, __m256i *pre) {
     const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB;
     const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;
     for (int blk = 0; blk < nb; blk++) {
@@ -534,8 +536,6 @@ static void decode_panel(const struct dot_job *a, int p, __m256i *pre) {
     }
 }
 
-#include "amx.h"
-
 /* a work item: panels [g*GP, g*GP+GP) x all rows, in tiles (the codes of a panel stay in cache
    across the row tiles; each row's arithmetic is the same in every tile), or on AMX tiles */
 static void dot_group(void *ctx, int g) {
@@ -549,12 +549,6 @@ static void dot_group(void *ctx, int g) {
     const int tiles = one ? 1 : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
     __m256i *pre = NULL;
     const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
-#ifdef HEXA_AMX
-    if (!one && !q8 && amx_on) {   /* pre is a B tile per block (amx.h) */
-        amx_group(a, g);
-        return;
-    }
-#endif
     if (!one && !(pre = aligned_alloc(32, sizeof(__m256i) * (size_t)nb * per_blk + heads))) abort();
     for (int p = g * GP; p < p_end; p++) {
         if (pre) decode_panel(a, p, pre);
@@ -583,6 +577,17 @@ static void quantize_item(void *ctx, int m) {
                  j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
 }
 
+#ifdef HEXA_AMX
+/* the AMX tiles' calls (amx.h, at the end of this file). Fewer rows keep the VNNI tiles: a whole
+   SmolLM2-135M Q4_1 / Qwen3-1.7B-shaped forward pass of 8 rows took 0.89x / 0.82x their time on
+   the tiles (16 rows 0.96x / 1.00x; kernels bench --model, the builds in turn in one process):
+   one 16-row tile a panel pays its loads and stores for few rows. From 32 rows on the tiles
+   win (one weight 1.2-1.6x at 64-256 rows) */
+#define AMX_ROWS 32
+static int amx_on;
+static void amx_group(void *ctx, int g);
+#endif
+
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                      int M, int N, int K, int bits, int threads) {
     const int nb = K / QB, pairs = PAIRS(bits, M);
@@ -597,8 +602,17 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;
     struct dot_job a = {packed, b, res, y, codes, scales, scales + (int64_t)M * nb, qs, M, N, K, P, bits, pairs};
-    hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
+#ifdef HEXA_AMX
+    /* pre is a B tile per block (amx.h); chosen here, not in dot_group, which stays the avx-vnni
+       build's code: with the branch inside it, 8- and 16-row passes took 1.1x their time */
+    if (M >= AMX_ROWS && !pairs && amx_on)
+        hexa_run(amx_group, &a, (P + GP - 1) / GP, threads);
+    else
+#endif
+        hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
     free(codes);
     free(scales);
     free(qs);
 }
+
+#include "amx.h"
