@@ -113,16 +113,18 @@ def difference(name: str, arm: bytes, x86: bytes) -> str | None:
 @pytest.mark.slow
 def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, tmp_path):
     """vpdpbusd/vpdpwssd form the same integer sums as maddubs/madd, and so do AMX's tiles (the amx
-    build, which must have had them: the batches of 9-33 rows ran on them): every output bit for bit."""
+    build: its batches of 32 and 33 rows ran on them, or the test says the OS refused them and
+    skips): every output bit for bit."""
     checked = run([str(vnni_driver), "check"])
-    if vnni_driver.parent.name.startswith("amx"):
-        assert "amx tiles: on" in checked.stdout, "the OS did not grant the AMX tile state"
+    tiles_refused = vnni_driver.parent.name.startswith("amx") and "amx tiles: on" not in checked.stdout
     run([str(x86_driver), "dump", str(tmp_path / "avx2.bin")])
     run([str(vnni_driver), "dump", str(tmp_path / "vnni.bin")])
     a, b = records(tmp_path / "avx2.bin"), records(tmp_path / "vnni.bin")
     assert list(a) == list(b)
     found = [d for name in a if (d := difference(name, b[name], a[name]))]
     assert not found, "\n".join(found)
+    if tiles_refused:   # the VNNI tiles gave those bits: say so rather than pass as if the tiles had
+        pytest.skip("the OS did not grant the AMX tile state (arch_prctl): the amx build ran its VNNI tiles")
 
 
 @pytest.mark.slow
