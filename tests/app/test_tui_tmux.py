@@ -55,17 +55,13 @@ def streaming(screen: str) -> bool:
     end = next((i for i, row in enumerate(rows) if "Message (Enter" in row), len(rows))
     # the transcript's column only: the live panels may share the rows on the right
     lines = [re.split("[│╭╰]", row)[0].strip() for row in rows[:end]]
-    if any(" tok ·" in line for line in lines[_last_label(lines) + 1:]):
+    last = max((i for i, line in enumerate(lines) if line in ("hexa", "You")), default=-1)
+    after = lines[last + 1:]
+    if any(" tok ·" in line for line in after):
         return False                                    # the last answer on screen has ended
-    labels = [i for i, line in enumerate(lines) if line in ("hexa", "You")]
-    if labels:
-        after = lines[labels[-1] + 1:]
-        return lines[labels[-1]] == "hexa" and any(t and not t.endswith("…") for t in after[:2])
+    if last >= 0:
+        return lines[last] == "hexa" and any(t and not t.endswith("…") for t in after[:2])
     return sum(1 for line in lines if line) >= 10       # a screenful of one unfinished answer
-
-
-def _last_label(lines: list[str]) -> int:
-    return max((i for i, line in enumerate(lines) if line in ("hexa", "You")), default=-1)
 
 
 def test_streaming_is_told_apart_when_the_label_has_scrolled_off():

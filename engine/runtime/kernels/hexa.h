@@ -73,7 +73,7 @@ int64_t hexa_quant_bytes(int32_t bits, int32_t N, int32_t K);
 void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count, int32_t N, int32_t K, int32_t bits, float *out);
-/* hexa_linear_dot's calls of more rows than one tile on AMX tiles (the amx build, x86/amx.h):
+/* hexa_linear_dot's calls of 32 rows or more on AMX tiles (the amx build, x86/amx.h):
    on = 1 asks the OS for the tile state, 0 goes back to the VNNI tiles (the same bits either
    way); returns 1 if the tiles are in use, 0 in every other build or if the OS refused */
 int32_t hexa_amx(int32_t on);

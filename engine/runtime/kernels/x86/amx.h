@@ -167,10 +167,9 @@ AMX_TARGET static void amx_rows(const struct dot_job *a, int m0, int r, int p, c
    then its rows 16 at a time */
 AMX_TARGET static void amx_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const int nb = a->K / QB, split = SPLIT_SCALE(a->bits);
+    const int split = SPLIT_SCALE(a->bits);
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
-    const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
-    __m256i *pre = aligned_alloc(64, (sizeof(__m256i) * (size_t)nb * QB / 2 + heads + 63) / 64 * 64);
+    __m256i *pre = aligned_alloc(64, pre_bytes(a));
     if (!pre) abort();
     int configured = 0;   /* 2 * rows + split of the configuration loaded (0: none) */
     for (int p = g * GP; p < p_end; p++) {

@@ -536,20 +536,25 @@ static inline __attribute__((always_inline)) void decode_panel(const struct dot_
     }
 }
 
+/* bytes of one panel's pre (decode_panel), rounded up for aligned_alloc's 64 */
+static size_t pre_bytes(const struct dot_job *a) {
+    const int nb = a->K / QB, per_blk = a->pairs ? QB : QB / 2;   /* decoded ymm per block */
+    const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
+    return (sizeof(__m256i) * (size_t)nb * per_blk + heads + 63) / 64 * 64;
+}
+
 /* a work item: panels [g*GP, g*GP+GP) x all rows, in tiles (the codes of a panel stay in cache
-   across the row tiles; each row's arithmetic is the same in every tile), or on AMX tiles */
+   across the row tiles; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
-    const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB, codes = CODES(a->bits);
-    const int per_blk = q8 ? QB : QB / 2;   /* decoded ymm per block */
+    const int q8 = a->pairs, byte = BYTE_CODES(a->bits), codes = CODES(a->bits);
     const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : byte ? BYTE_TILES(codes)
                                     : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     const int one = a->M <= (byte ? ONE_Q8 : ONE_Q4), mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;
     const int tiles = one ? 1 : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
     __m256i *pre = NULL;
-    const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
-    if (!one && !(pre = aligned_alloc(32, sizeof(__m256i) * (size_t)nb * per_blk + heads))) abort();
+    if (!one && !(pre = aligned_alloc(64, pre_bytes(a)))) abort();
     for (int p = g * GP; p < p_end; p++) {
         if (pre) decode_panel(a, p, pre);
         for (int t = 0, m = 0; t < tiles; t++) {
