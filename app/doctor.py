@@ -97,6 +97,9 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     elif isa == "amx":   # the OS may refuse the tile state: then the VNNI tiles run, with the same bits
         isa += (" (int8 tiles for calls of 32 rows or more: prompt chunks, the largest draft trees; AVX-VNNI for the rest)" if kernel.amx
                 else " (the OS refused the tile state: AVX-VNNI for every call)")
+    if kernel.passed_over:   # e.g. a compiler too old for the AMX or AVX-VNNI intrinsics
+        names = ", ".join(name for name, _ in kernel.passed_over)
+        isa += f" (not {names}, which this CPU runs: {kernel.passed_over[0][1]})"
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K as 4-bit codes + bit planes, Q8_0 as bytes; F16 and other types "
                   f"as fp32 panels) "

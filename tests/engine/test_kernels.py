@@ -79,6 +79,41 @@ def test_no_compiler_is_a_clear_fallback(tmp_path):
     assert not list((tmp_path / "kernels").glob("*.so"))      # nothing half-built left behind
 
 
+@pytest.mark.slow                  # builds the AVX2 kernels: about 45 s on 2 cores
+def test_a_build_the_compiler_cannot_make_gives_way_to_the_next(tmp_path):
+    """A compiler without the VNNI/AMX intrinsics (GCC before 11) must cost the tiles, not the
+    native kernels: "auto" takes the next build this CPU runs, says which it passed over, and a
+    later start does not compile the failed build again."""
+    import shutil
+
+    from engine.options import EngineOptions
+    from engine.runtime.kernels import host_isas
+
+    isas = host_isas()[0]
+    if len(isas) < 2:
+        pytest.skip("this CPU runs only the AVX2 build: nothing to fall back from")
+    real = shutil.which("cc") or shutil.which("gcc")
+    calls = tmp_path / "calls"
+    old_cc = tmp_path / "old-cc"   # refuses the VNNI instruction sets, as GCC 10 does -mavxvnni
+    old_cc.write_text(f"""#!/bin/sh
+echo "$@" >> {calls}
+for a in "$@"; do case "$a" in -mavxvnni|-mavx512vnni) echo "cc: error: unrecognized option '$a'" >&2; exit 1;; esac; done
+exec {real} "$@"
+""")
+    old_cc.chmod(0o755)
+    k, why = native_kernel(tmp_path, 1, options=EngineOptions(cc=str(old_cc)))
+    assert why is None and k.isa == "avx2", (k and k.isa, why)
+    passed = [i for i in isas if i != "avx2"]
+    assert [i for i, _ in k.passed_over] == passed
+    assert all(w.startswith("compiling the kernel failed: cc: error: unrecognized option") for _, w in k.passed_over)
+    assert len(calls.read_text().splitlines()) == len(isas)
+    again, _ = native_kernel(tmp_path, 1, options=EngineOptions(cc=str(old_cc)))
+    assert again.isa == "avx2" and again.passed_over == k.passed_over
+    assert len(calls.read_text().splitlines()) == len(isas)          # no build tried again
+    named, why = native_kernel(tmp_path, 1, options=EngineOptions(isa=isas[0], cc=str(old_cc)))
+    assert named is None and "unrecognized option" in why           # a named build has no fallback
+
+
 def test_engine_decodes_with_it(real_engine):
     from engine.runtime.kernels import PackedWeight
 

@@ -118,7 +118,7 @@ def test_first_load_reports_the_compile_through_progress(engine, monkeypatch, tm
     from engine.runtime import kernels
 
     (tmp_path / "models").symlink_to(engine.cache_dir / "models", target_is_directory=True)
-    monkeypatch.setattr(kernels, "_build", lambda out, isa, cc=None: "compiling the kernel failed: test")
+    monkeypatch.setattr(kernels, "_build", lambda out, isa, cc=None: ("compiling the kernel failed: test", False))
     said: list[str] = []
     e = Engine.load(None, cache_dir=tmp_path, threads=1, progress=said.append)
     assert COMPILING in said and any("native kernel unavailable" in m for m in said)

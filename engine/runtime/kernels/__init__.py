@@ -107,6 +107,7 @@ class NativeKernel:
         self.fn = HEADER.bind(lib)
         self.threads = threads
         self.amx = False     # hexa_linear_dot's many-row calls on AMX tiles (native_kernel turns them on)
+        self.passed_over: list[tuple[str, str]] = []   # (build, why): better builds native_kernel could not use
 
     def pack(self, w: np.ndarray, keep_fp32: bool = False) -> PackedWeight:
         """Pack a weight [N, K]: as its codes alone when it is exactly Q4_1 or Q8_0 (5x / 3.5x
@@ -273,37 +274,46 @@ def host_isa(prefer: str = "auto") -> tuple[str | None, str | None]:
     """(the kernels' instruction set for this CPU, None) or (None, why there is none). ``prefer``:
     the engine option ``isa``: "auto" takes the best the CPU has, a name takes that build ("avx2"
     keeps the AVX2 kernels on a CPU with VNNI; benchmarks compare the builds on one CPU)."""
+    isas, why = host_isas(prefer)
+    return (isas[0], None) if isas else (None, why)
+
+
+def host_isas(prefer: str = "auto") -> tuple[list[str], str | None]:
+    """The builds ``host_isa`` may take, best first: with "auto" every one the CPU runs (a build
+    the C compiler cannot make gives way to the next), with a name that one; or ([], why none)."""
     machine = platform.machine().lower()
     if machine in ("x86_64", "amd64"):
         flags = cpu_features()
         if not flags:
-            return None, "cannot read the CPU's features (/proc/cpuinfo)"
+            return [], "cannot read the CPU's features (/proc/cpuinfo)"
         missing = [f for f in ("avx2", "fma", "f16c") if f not in flags]
         if missing:
-            return None, f"CPU lacks {', '.join(missing)}"
+            return [], f"CPU lacks {', '.join(missing)}"
         has = {"avx2": True, "avx-vnni": "avx_vnni" in flags, "avx512-vnni": all(f in flags for f in AVX512_VNNI),
                "amx": all(f in flags for f in AMX)}
         if prefer == "auto":
-            return next(isa for isa in ("amx", "avx-vnni", "avx512-vnni", "avx2") if has[isa]), None
+            return [isa for isa in ("amx", "avx-vnni", "avx512-vnni", "avx2") if has[isa]], None
         if prefer not in has:
-            return None, f"isa {prefer} is not for an x86-64 CPU"
-        return (prefer, None) if has[prefer] else (None, f"this CPU has no {prefer.upper().replace('-', ' ')}")
+            return [], f"isa {prefer} is not for an x86-64 CPU"
+        return ([prefer], None) if has[prefer] else ([], f"this CPU has no {prefer.upper().replace('-', ' ')}")
     if machine in ("aarch64", "arm64", "armv8l"):
         if platform.system() == "Windows":
             # pool.c's workers sleep on Linux futexes; a Windows pool is not written yet
-            return None, "no native kernels for Windows on ARM yet (the reference layers' numpy arithmetic is used)"
+            return [], "no native kernels for Windows on ARM yet (the reference layers' numpy arithmetic is used)"
         if machine == "armv8l":
-            return None, "a 32-bit ARM Python on a 64-bit CPU: the NEON kernels need a 64-bit (aarch64) Python"
+            return [], "a 32-bit ARM Python on a 64-bit CPU: the NEON kernels need a 64-bit (aarch64) Python"
         if prefer not in ("auto", "neon"):
-            return None, f"isa {prefer} is not for an ARM64 CPU"
-        return "neon", None   # Advanced SIMD is part of every ARMv8-A (AArch64) CPU
-    return None, f"no native kernels for {platform.machine()}"
+            return [], f"isa {prefer} is not for an ARM64 CPU"
+        return ["neon"], None   # Advanced SIMD is part of every ARMv8-A (AArch64) CPU
+    return [], f"no native kernels for {platform.machine()}"
 
 
-def _build(out: Path, isa: str, cc: str | None = None) -> str | None:
-    cc = cc or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+def _build(out: Path, isa: str, cc: str | None = None) -> tuple[str, bool] | None:
+    """Compile one build into ``out``; None, or (why not, whether it lasts: the compiler ran and
+    refused the sources, as it will again, where a missing compiler or a timeout may pass)."""
+    cc = _compiler(cc)
     if not cc:
-        return "no C compiler (cc/gcc/clang) on PATH"
+        return "no C compiler (cc/gcc/clang) on PATH", False
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:   # rename: never a half-written .so
         tmp_so = Path(tmp) / out.name
@@ -312,10 +322,10 @@ def _build(out: Path, isa: str, cc: str | None = None) -> str | None:
                                   "-o", str(tmp_so), "-lm"],
                                  capture_output=True, text=True, check=False, timeout=120)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"compiling the kernel failed: cannot run {cc}: {exc.__class__.__name__}"
+            return f"compiling the kernel failed: cannot run {cc}: {exc.__class__.__name__}", False
         if run.returncode != 0:
             first = (run.stderr.strip().splitlines() or ["unknown error"])[0]
-            return f"compiling the kernel failed: {first}"
+            return f"compiling the kernel failed: {first}", True
         os.replace(tmp_so, out)
     return None
 
@@ -370,17 +380,65 @@ def native_kernel(cache_dir: Path, threads: int, progress: Callable[[str], None]
     through ``progress``), or None and the reason they cannot be used. ``options``: the engine's
     ``isa`` and the pool's ``spin_us``, handed to the library before its workers start."""
     options = options or EngineOptions()
-    isa, why = host_isa(options.isa)
-    if why:
-        return None, why
+    isas, why = host_isas(options.isa)
+    said = []
+
+    def say_once(text: str) -> None:   # one "compiling" line, whichever builds it takes
+        if progress and text not in said:
+            said.append(text)
+            progress(text)
+    failed: list[tuple[str, str]] = []   # (build, why): the better builds that could not be used
+    for isa in isas:
+        kernel, why = _kernel_for(isa, cache_dir, threads, say_once, options)
+        if kernel is not None:
+            kernel.passed_over = failed
+            return kernel, None
+        failed.append((isa, why))
+    return None, failed[0][1] if failed else why   # the best build's reason: a compiler's error
+
+
+def _compiler(cc: str | None) -> str | None:
+    return cc or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def _compiler_identity(cc: str | None) -> str:
+    """Which compiler a failed build was tried with: another one (or an upgrade) tries again."""
+    path = shutil.which(cc) if cc else None
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        st = None
+    return f"{path} {st.st_size} {st.st_mtime_ns}" if st else f"{cc}"
+
+
+def _kernel_for(isa: str, cache_dir: Path, threads: int, progress: Callable[[str], None] | None,
+                options: EngineOptions) -> tuple[NativeKernel | None, str | None]:
+    """One build's kernels, compiled on first use and self-checked, or None and why not. A build
+    this compiler failed is remembered (``.failed`` beside it), so that a start on a compiler that
+    cannot make the best build does not retry it every time before taking the next one."""
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources(isa) + headers(isa))
                             + " ".join(FLAGS + ISA_FLAGS[isa]).encode()).hexdigest()[:16]
     path = Path(cache_dir) / "kernels" / f"native-{digest}.so"
     if not path.exists():
+        cc = _compiler(options.cc)
+        failed = path.with_suffix(".failed")
+        identity = _compiler_identity(cc)
+        try:
+            seen, _, why = failed.read_text().partition("\n")
+            if seen == identity:
+                return None, why
+        except OSError:
+            pass
         if progress:
             progress(COMPILING)
-        why = _build(path, isa, options.cc)
-        if why:
+        failure = _build(path, isa, cc)
+        if failure:
+            why, lasting = failure
+            if lasting:
+                try:
+                    failed.write_text(f"{identity}\n{why}")
+                except OSError:
+                    pass
             return None, why
     try:
         kernel = NativeKernel(ctypes.CDLL(str(path)), threads, digest, str(path), isa)
