@@ -95,17 +95,25 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
                 if {"asimddp", "i8mm"} <= flags else " with dot product (sdot)" if "asimddp" in flags
                 else " (no dot product instructions)")
     elif isa == "amx":   # the OS may refuse the tile state: then the VNNI tiles run, with the same bits
-        isa += (" (int8 tiles for calls of 32 rows or more: prompt chunks, the largest draft trees; AVX-VNNI for the rest)" if kernel.amx
-                else " (the OS refused the tile state: AVX-VNNI for every call)")
+        isa += (" (int8 tiles for calls of 32 rows or more: prompt chunks, the largest draft trees; bf16 tiles "
+                "for prompt rows with engine.prompt = bf16; AVX-VNNI for the rest)"
+                if kernel.amx else " (the OS refused the tile state: AVX-VNNI for every call)")
     if kernel.passed_over:   # e.g. a compiler too old for the AMX or AVX-VNNI intrinsics
         names = ", ".join(name for name, _ in kernel.passed_over)
         isa += f" (not {names}, which this CPU runs: {kernel.passed_over[0][1]})"
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K as 4-bit codes + bit planes, Q8_0 as bytes; F16 and other types "
                   f"as fp32 panels) "
-                  f"({settings.engine_decode} arithmetic for prefill and decoding, {_kv_cache(settings)} KV cache), "
+                  f"({_arithmetic(settings, kernel)}, {_kv_cache(settings)} KV cache), "
                   f"on {kernel.threads} pool threads; "
                   f"{_packed_weights(settings, locs, kernel)}{note}")
+
+
+def _arithmetic(settings, kernel) -> str:
+    """What prefill and decoding compute with (the engine option decode; AMX tiles' prompt rows)."""
+    if settings.engine_decode == "int8" and kernel.amx and settings.engine_prompt == "bf16":
+        return "int8 arithmetic for decoding, bf16 for prompt rows"
+    return f"{settings.engine_decode} arithmetic for prefill and decoding"
 
 
 def _kv_cache(settings) -> str:

@@ -124,6 +124,7 @@ class Engine:
         except Exception as exc:  # a cache that validated but still cannot load
             raise EngineError(f"cannot load cached model {folder}: {exc.__class__.__name__}") from None
         compact.use_kv(options.kv)
+        compact.prompt_bf16 = options.prompt == "bf16"
         if backend == "torch" and linear == "native" and kernel is None and progress:
             progress(f"native kernel unavailable ({why_not}); using {compact.kernel}")
         window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT[backend])
@@ -163,7 +164,7 @@ class Engine:
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
                  chunk_size: int = 256, constraint: Constraint | Grammar | None = None,
                  reuse: bool = True, keep_answer: bool = False, top_k: int = 0, min_p: float = 0.0,
-                 penalties: Penalties | None = None) -> Iterator[Event]:
+                 penalties: Penalties | None = None, continues: int = 0) -> Iterator[Event]:
         """Stream one request's events. ``constraint``: only the tokens it allows are emitted
         (a ``Grammar`` is compiled here; compile once with ``constraint()`` to reuse it).
         ``reuse``: serve the prompt's start from a recent prompt's KV when they share it (the
@@ -171,7 +172,9 @@ class Engine:
         prompt + answer instead (a chat, whose next prompt continues with both), at the cost of
         prefilling the answer once more before ``Done``; a one-shot request has no use for it.
         ``top_k``/``min_p`` (sampling only) and ``penalties`` are llama.cpp's samplers of the same
-        names (``engine/decoding/sampling.py``, ``engine/decoding/penalties.py``); every method stays lossless."""
+        names (``engine/decoding/sampling.py``, ``engine/decoding/penalties.py``); every method stays lossless.
+        ``continues``: the prompt's last ``continues`` tokens are the start of this model's own
+        answer (a migrated one), fed as decoding fed them, so that it goes on as it would have."""
         spec = method_spec(method)
         if isinstance(constraint, Grammar):
             constraint = self.constraint(constraint)
@@ -198,6 +201,7 @@ class Engine:
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                   seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
                                   constraint=constraint, keep_answer=keep_answer, top_k=top_k, min_p=min_p,
+                                  continues=max(0, continues),
                                   penalties=penalties if penalties is not None and penalties.active else None,
                                   breakers=self.breakers(penalties.dry_breakers)
                                   if penalties is not None and penalties.dry_active else frozenset())

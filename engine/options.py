@@ -14,6 +14,7 @@ from .errors import EngineError
 LINEAR_CHOICES = ("native", "numpy")
 DECODE_CHOICES = ("int8", "exact")
 KV_CHOICES = ("auto", "f16", "f32")
+PROMPT_CHOICES = ("int8", "bf16")
 ISA_CHOICES = ("auto", "avx2", "avx-vnni", "avx512-vnni", "amx", "neon")   # kernels/__init__.py: ISA_FLAGS
 SPIN_US_MAX = 1_000_000          # pool.c's bound: a second of spinning is never what is meant
 DEFAULT_SPIN_US = 200            # pool.c explains the number
@@ -48,13 +49,15 @@ class EngineOptions:
     qnn_early_switch: bool = False
     qnn_shared: bool | None = None
     cc: str | None = None            # the C compiler that builds the kernels (None: cc, gcc or clang on PATH)
+    prompt: str = "int8"             # prompt rows on AMX tiles: decoding's int8 arithmetic, or bf16 (amx_bf16.h)
 
     def __post_init__(self) -> None:
         # the settings check first and say which file or variable; this guards direct callers
         for name, value, choices in (("linear", self.linear, LINEAR_CHOICES),
                                      ("decode", self.decode, DECODE_CHOICES),
                                      ("isa", self.isa, ISA_CHOICES),
-                                     ("kv", self.kv, KV_CHOICES)):
+                                     ("kv", self.kv, KV_CHOICES),
+                                     ("prompt", self.prompt, PROMPT_CHOICES)):
             if value not in choices:
                 raise EngineError(f"engine option {name}={value!r} is not one of {', '.join(choices)}")
         if isinstance(self.spin_us, bool) or not isinstance(self.spin_us, int) \

@@ -59,6 +59,7 @@ class GenerationConfig:
     chunk_size: int = 256
     constraint: Constraint | None = None   # only tokens it allows are emitted
     keep_answer: bool = False              # keep prompt + answer as a reusable prefix (a chat's next turn)
+    continues: int = 0                     # the prompt's last tokens are an answer's start, which this one goes on
 
 
 def fit_prompt(ids: list[int], window: int, max_new: int) -> tuple[list[int], int, str | None]:
@@ -151,7 +152,7 @@ class Totals:
 
 def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
             calibration: CalibrationPolicy | None, cancelled: Callable[[], bool],
-            reused: int = 0, view_head: ViewRows | None = None
+            reused: int = 0, view_head: ViewRows | None = None, answer: int = 0
             ) -> Generator[Prefill, None, tuple[np.ndarray, tuple | None] | None]:
     """Feed the prompt in chunks, one ``Prefill`` event each. Returns (logits after the last prompt
     token, the top-k view calibration asked for or None), or None when cancelled before the end
@@ -159,18 +160,24 @@ def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
     speculator started on, part of a prompt).
 
     ``reused``: ``cache`` already holds the first ``reused`` positions (a kept prefix); only the
-    rest is fed, and ``view_head`` holds their top-k view rows when calibrating."""
+    rest is fed, and ``view_head`` holds their top-k view rows when calibrating. ``answer``: the
+    last ``answer`` ids are an answer's start (``continues``), fed as decoding fed them
+    (``Backend.answer_rows``) in chunks of their own."""
     view = TopKView(model, ids, calibration) if calibration is not None else None
     assert not (reused and view is not None and view_head is None), "a warm prefix without its view"
     chunk = max(1, chunk_size)
     last_hidden = None
     model.begin_prefill(len(ids) - reused)
+    split = max(reused, len(ids) - answer)   # where the answer's rows start
+    starts = [*range(reused, split, chunk), *range(split, len(ids), chunk)]
     try:
-        for s in range(reused, len(ids), chunk):
+        for s in starts:
             if cancelled():
                 return None
+            if s == split and answer:
+                model.answer_rows()
             t0 = now()
-            part = np.array(ids[s:s + chunk], dtype=np.int64)
+            part = np.array(ids[s:min(s + chunk, split if s < split else len(ids))], dtype=np.int64)
             hidden = model.forward(part, np.arange(s, s + len(part), dtype=np.int64), cache)
             cache.commit(len(part))
             if view is not None:
@@ -184,11 +191,12 @@ def prefill(model: Backend, ids: list[int], cache: KVCache, chunk_size: int,
                           total_blocks=status.total if status else 0,
                           exposed_load_ms=status.exposed_ms if status else 0.0, ms=(now() - t0) * 1000,
                           reused=reused)
+        # inside the prefill (a backend may tell its passes apart, as the stress bench does)
+        last_logits = model.logits(last_hidden)[0] if last_hidden is not None else None
     finally:   # also when the consumer closes this generator mid-prefill
         model.end_prefill()
     if cancelled():
         return None
-    last_logits = model.logits(last_hidden)[0] if last_hidden is not None else None
     topk = view.result() if view is not None else None
     if topk is not None and reused:
         # the kept rows were ranked over the earlier prompt's tokens (calibration_head): drafts
@@ -287,11 +295,14 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
     cache = model.new_cache(len(ids) + max_new + 1 + speculator.max_tree)
     policy = speculator.calibration
     view_key = None if policy is None else (policy.topk, policy.vocab)   # what the view rows depend on
-    kept, totals.reused = prefixes.lookup(ids, view_key) if prefixes is not None else (None, 0)
+    # an answer's start is no prompt: neither served from nor kept as one (its rows are decoding's)
+    answer = min(config.continues, len(ids))
+    prompt_part = ids[:len(ids) - answer]
+    kept, totals.reused = prefixes.lookup(prompt_part, view_key) if prefixes is not None else (None, 0)
     if kept is not None:
         kept.restore(cache, totals.reused)
     prefilled = yield from prefill(model, ids, cache, config.chunk_size, policy, cancelled, totals.reused,
-                                   kept.view_head(totals.reused) if kept is not None else None)
+                                   kept.view_head(totals.reused) if kept is not None else None, answer)
     totals.prefill_ms = (now() - totals.t_start) * 1000
     out = Output(tokenizer, config.stop, eos_ids, max_new)
     stop_reason = "cancelled"
@@ -315,8 +326,8 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
         totals.calibration_ms = speculator.start(ids, first, topk)
         totals.ttft_ms = (now() - totals.t_start) * 1000
         stop_reason = yield from out.emit([first])
-        if prefixes is not None:   # after the first token is out; decoding writes after the prompt's rows
-            prefixes.put(ids, cache, topk, view_key)
+        if prefixes is not None and not answer:   # after the first token is out; decoding writes
+            prefixes.put(ids, cache, topk, view_key)  # after the prompt's rows
         if not stop_reason:
             stop_reason = yield from decode(model, cache, speculator, sampler, out, totals, cancelled,
                                             constrained, penalties)
@@ -325,7 +336,7 @@ def generate(model: Backend, tokenizer, prompt_ids: list[int], config: Generatio
         yield Text(tail)
     done = totals.done(stop_reason, out)   # stamped now: the answer is complete
     if config.keep_answer and prefixes is not None and prefixes.budget and prefilled is not None and out.ids \
-            and stop_reason not in ("cancelled", "context_full"):
+            and stop_reason not in ("cancelled", "context_full") and not answer:
         keep_answer(model, cache, ids, out.ids, prefixes, policy, view_key, prefilled[1], config.chunk_size,
                     cancelled)
     yield done

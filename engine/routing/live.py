@@ -55,9 +55,11 @@ class Live:
         self._server_tag = 0
 
     # -- the two endpoints as streams of (source, tokens, text) on one queue ----------------------
-    def _device(self, loop, queue, ids: list[int], max_new: int, cancel: threading.Event) -> threading.Thread:
+    def _device(self, loop, queue, ids: list[int], max_new: int, cancel: threading.Event,
+                continues: int = 0) -> threading.Thread:
         """One device request on its own thread; its events carry its tag, so that a cancelled
-        run's late events are never taken for the next run's."""
+        run's late events are never taken for the next run's. ``continues``: the last ids are the
+        answer so far (a migration to the device), fed as decoding feeds them."""
         self._tags += 1
         tag = self._tags
 
@@ -65,7 +67,7 @@ class Live:
             done = None
             try:
                 for ev in self.engine.generate(ids, max_new_tokens=max_new, cancel=cancel, temperature=self.temperature,
-                                               **self.device_options):
+                                               continues=continues, **self.device_options):
                     if isinstance(ev, Step):
                         loop.call_soon_threadsafe(queue.put_nowait, ("device", ev.accepted, "", tag))
                     elif isinstance(ev, Text):
@@ -94,12 +96,12 @@ class Live:
         except Exception as exc:  # noqa: BLE001 - the router falls back to the device
             queue.put_nowait(("server", -1, exc, tag))
 
-    async def _after(self, previous, loop, queue, ids, max_new, cancel) -> threading.Thread:
+    async def _after(self, previous, loop, queue, ids, max_new, cancel, continues: int = 0) -> threading.Thread:
         """A new device request once the previous one (cancelled) has ended: the engine serves
         one request at a time."""
         if previous is not None:
             await asyncio.to_thread(previous.join)
-        return self._device(loop, queue, ids, max_new, cancel)
+        return self._device(loop, queue, ids, max_new, cancel, continues)
 
     def _server_prompt(self, ids: list[int]):
         return ids if self.caps.handover == "ids" else self.engine.tokenizer.decode(ids, skip_special_tokens=False)
@@ -169,7 +171,7 @@ class Live:
                     base = tokens = len(new_ids) - len(ids)
                     out.device_in += len(new_ids)
                     current, cancel = "device", threading.Event()
-                    thread = await self._after(thread, loop, queue, new_ids, max_new - tokens, cancel)
+                    thread = await self._after(thread, loop, queue, new_ids, max_new - tokens, cancel, tokens)
                     out.served_by += "+device"
                     continue
                 if src == current:
@@ -264,7 +266,7 @@ class Live:
                 out.device_in += len(new_ids)
                 current = "device"
                 cancel = threading.Event()
-                thread = await self._after(thread, loop, queue, new_ids, max_new - kept_tokens, cancel)
+                thread = await self._after(thread, loop, queue, new_ids, max_new - kept_tokens, cancel, kept_tokens)
             out.parts.append((src, kept_tokens))
             out.migrated, out.handover = True, (self.caps.handover if src == "device" else "text")
             out.served_by += "+" + current

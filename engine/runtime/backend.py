@@ -52,6 +52,10 @@ class Backend(Protocol):
     def begin_prefill(self, total_tokens: int) -> None:
         """A prefill of ``total_tokens`` starts (a static backend plans its graph switches)."""
 
+    def answer_rows(self) -> None:
+        """The prefill's remaining rows continue an answer (a migrated one): computed as decoding
+        computed them, so that the answer goes on as it would have."""
+
     def end_prefill(self) -> None:
         """The prefill ended, completed or not."""
 

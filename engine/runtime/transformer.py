@@ -116,12 +116,14 @@ class CompactTransformer:
         self._ranked: dict[int, object] = {}   # head_logits' rows (views of lm_head), by count
         self.softmax_topk = None   # the native kernel's, once packed
         self.fused = None        # its one-call forward pass for steps and trees (FusedForward)
-        # fp32 arithmetic for every pass, else every pass on codes (prefill chunks, steps, trees)
-        # takes integer dot products; either way each row is computed alone, so a prompt's KV never
-        # depends on how it was chunked or reused
+        # fp32 arithmetic for every pass, else every pass on codes takes integer dot products
+        # (steps, trees; prompt rows too, but on AMX tiles in bf16: begin_prefill); either way each
+        # row is computed alone, so a prompt's KV never depends on how it was chunked or reused
         if decode not in DECODE_CHOICES:
             raise EngineError(f"decode {decode!r} is not one of {', '.join(DECODE_CHOICES)}")
         self.exact = decode == "exact"
+        self.prompt_bf16 = False  # engine option prompt: prompt rows in bf16 on AMX tiles
+        self._prompt = False      # between begin_prefill and end_prefill, with prompt_bf16
         self.kv = "auto"         # the KV cache's values (use_kv, kv_dtype)
         self.kernel = self._library
         self.kernel_build = ""   # the native kernel's source digest, if in use
@@ -244,10 +246,19 @@ class CompactTransformer:
         return np.float16 if kv_f16(self.kv, self.native is not None, self.exact) else np.float32
 
     def begin_prefill(self, total_tokens: int) -> None:
-        """Nothing to plan: every shape runs as it comes, prefill in decoding's arithmetic."""
+        """Passes until ``end_prefill`` are prompt rows. With ``prompt_bf16`` (the engine option
+        prompt) the native kernels take them in bf16 on AMX tiles (``hexa_linear_prefill``;
+        1.5-2.5x the int8 tiles a weight at 256 rows), elsewhere in decoding's arithmetic. No
+        draft is verified against a prompt row and every method prefills alike, so the tokens
+        stay identical across methods; but a prompt's KV is then not the steps' (why it is opt-in:
+        an answer migrated to a hexa server, as token ids, may go on differently there)."""
+        self._prompt = self.prompt_bf16
+
+    def answer_rows(self) -> None:
+        self._prompt = False
 
     def end_prefill(self) -> None:
-        pass
+        self._prompt = False
 
     def weight_bytes(self) -> int:
         """Bytes of every weight as held (codes, fp32 panels or plain tensors; a tied head once)."""
@@ -297,7 +308,7 @@ class CompactTransformer:
                          self._window(mask2d, positions, start, end))
             if self.fused is not None and S <= self.fused.rows:
                 return self.fused(np.ascontiguousarray(x), cos, sin, mask2d, cache.k, cache.v, start,
-                                  exact=self.exact, local=local)
+                                  exact=self.exact, local=local, prompt=self._prompt)
             x = self._native_layers(x, cos, sin, cache, mask2d, local)
             return self.native.rmsnorm(x, self.norm, c.rms_eps)
         x = self._reference_layers(x, cos, sin, cache, mask)
@@ -332,13 +343,13 @@ class CompactTransformer:
         locals_ = set(c.local_layers)
         for i, L in enumerate(self.layers):
             cs, sn, mk = local if i in locals_ else (cos, sin, mask2d)
-            qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv, exact=self.exact)
+            qkv = k.linear(k.rmsnorm(x, L.ln_in, c.rms_eps), L.wqkv, L.bqkv, exact=self.exact, prompt=self._prompt)
             q = k.rope_split(qkv, cs, sn, c.num_heads, cache.k[i], cache.v[i], start, c.head_dim ** -0.5,
                              L.q_norm, L.k_norm, c.rms_eps)
             q = q.reshape(c.num_kv_heads, self._group * S, c.head_dim)   # GQA: the group folded into rows
             o = k.attention(q, cache.k[i], cache.v[i], end, mk, tokens=S, scaled=True, pass_keys=S)
             x = self._add(k, o, L.wo, L.post_attn, x)
-            gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu, exact=self.exact)
+            gu = k.linear(k.rmsnorm(x, L.ln_post, c.rms_eps), L.wgu, exact=self.exact, prompt=self._prompt)
             act = k.gelu_mul(gu) if c.act == "gelu_tanh" else k.silu_mul(gu)
             x = self._add(k, act, L.wdown, L.post_ffn, x)
         return x
@@ -346,8 +357,8 @@ class CompactTransformer:
     def _add(self, k, h: np.ndarray, w, norm: np.ndarray | None, x: np.ndarray) -> np.ndarray:
         """x + h @ w.T, or x + RMSNorm(h @ w.T) with gemma3's post norms (forward.c's project_add)."""
         if norm is None:
-            return k.linear(h, w, residual=x, exact=self.exact)
-        x += k.rmsnorm(k.linear(h, w, exact=self.exact), norm, self.config.rms_eps)
+            return k.linear(h, w, residual=x, exact=self.exact, prompt=self._prompt)
+        x += k.rmsnorm(k.linear(h, w, exact=self.exact, prompt=self._prompt), norm, self.config.rms_eps)
         return x
 
     def _reference_layers(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, cache: KVCache,

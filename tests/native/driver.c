@@ -399,6 +399,64 @@ static void check_linear_dot(const struct qweight *q) {
     keep("y", alone, sizeof(float) * ROWS * N);
 }
 
+/* hexa_linear_prefill: prompt rows. Where the amx build's tiles are on, weights (fma(d, q, m),
+   one fp32 rounding) and rows are rounded to bf16 (2^-9 relative each), their products are exact
+   in fp32 and summed in fp32 over all of K: at most (2^-9 (2 + u) + u) sum|w x| for the roundings
+   and (K + 6) u (sum|w x| + |b| + |res|) for the sums. Everywhere else it is hexa_linear_dot, bit
+   for bit. Either way a row's bits never depend on the batch or the threads. Its outputs are not
+   dumped: the tiles' differ from the other builds' by design. */
+static int tiles;   /* the amx build's tiles are on (main) */
+
+static void ref_prefill(const struct qweight *q, const float *x, const float *b, const float *res, double *ref,
+                        double *tol) {
+    for (int n = 0; n < q->N; n++) {
+        double s = 0, a = 0;
+        for (int k = 0; k < q->K; k++) {
+            s += (double)q->w[(int64_t)n * q->K + k] * x[k];
+            a += fabs((double)q->w[(int64_t)n * q->K + k] * x[k]);
+        }
+        const double bb = b ? b[n] : 0, rr = res ? res[n] : 0;
+        ref[n] = rr + (s + bb);
+        tol[n] = 1.01 * ((0x1p-9 * (2 + U) + U) * a + (q->K + 6) * U * (a + fabs(bb) + fabs(rr))) + 1e-30;
+    }
+}
+
+static void prefill_linear(const float *x, const void *w, const float *b, const float *res, float *y, int M, int N,
+                           int K, int bits, int threads) {
+    hexa_linear_prefill(x, w, b, res, y, M, N, K, bits, threads);
+}
+
+/* rows (up to 69: the tiles' groups of 16, four at a time, and a tail) alone, in every batch of
+   1..ROWS and all at once, on 1 and 3 threads */
+static void check_linear_prefill(const struct qweight *q) {
+    const int N = q->N, K = q->K, bits = q->bits, R = 69;
+    seed(700 + bits);
+    float *x = randoms((int64_t)R * K, 1.f), *b = randoms(N, 1.f), *res = randoms((int64_t)R * N, 4.f);
+    float *alone = floats((int64_t)R * N), *first = floats((int64_t)R * N), *y = floats((int64_t)R * N);
+    double *ref = doubles(N), *tol = doubles(N);
+    for (int k = 0; k < K; k += 5) x[k] *= 1e-3f;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        at("hexa_linear_prefill", "N=%d K=%d bits=%d threads=%d M=1", N, K, bits, threads);
+        for (int r = 0; r < R; r++) {
+            const float *xr = x + (int64_t)r * K, *rr = res + (int64_t)r * N;
+            hexa_linear_prefill(xr, q->codes, b, rr, alone + (int64_t)r * N, 1, N, K, bits, threads);
+            if (tiles) {
+                ref_prefill(q, xr, b, rr, ref, tol);
+                near(r, alone + (int64_t)r * N, ref, tol, N);
+            } else {
+                hexa_linear_dot(xr, q->codes, b, rr, y, 1, N, K, bits, threads);
+                same(r, alone + (int64_t)r * N, y, N, "hexa_linear_dot");
+            }
+            if (threads > 1) same(r, alone + (int64_t)r * N, first + (int64_t)r * N, N, "threads=1");
+        }
+        batches("hexa_linear_prefill", prefill_linear, x, q->codes, b, res, alone, N, K, bits, threads);
+        at("hexa_linear_prefill", "N=%d K=%d bits=%d threads=%d M=%d", N, K, bits, threads, R);
+        hexa_linear_prefill(x, q->codes, b, res, y, R, N, K, bits, threads);
+        for (int r = 0; r < R; r++) same(r, y + (int64_t)r * N, alone + (int64_t)r * N, N, "the row alone");
+        memcpy(first, alone, sizeof(float) * R * N);
+    }
+}
+
 /* bits 5 (Q5_1, Q5_K: d, m, codes 0..31), 9 (Q5_0: d, codes -16..15), 6 (Q6_K: a d per 16
    inputs, codes -32..31) and 7 (a d per 16 inputs and m, codes -127..127), written straight into
    their layout (layout.h: the fp32 head, then the codes by put_code: planes for 5, 6, 9, bytes for
@@ -495,6 +553,7 @@ static void check_compact(struct qweight *q, int head) {
     check_unpack_rows(&c);
     check_linear_quant(&c);
     check_linear_dot(&c);
+    check_linear_prefill(&c);
 }
 
 static void check_codes(void) {
@@ -508,6 +567,7 @@ static void check_codes(void) {
             check_unpack_rows(&q);
             check_linear_quant(&q);
             check_linear_dot(&q);
+            check_linear_prefill(&q);
             check_compact(&q, HEAD_F16);
             if (shapes[s][1] % (QB * KSUPER) == 0) check_compact(&q, HEAD_K);
             release();
@@ -520,10 +580,17 @@ static void check_codes(void) {
             check_unpack_rows(&q);
             check_linear_quant(&q);
             check_linear_dot(&q);
+            check_linear_prefill(&q);
             check_compact(&q, HEAD_F16);
             if (shapes[s][1] % (QB * KSUPER) == 0) check_compact(&q, HEAD_K);
             release();
         }
+    for (int bits = 5; bits <= 6; bits++) {   /* K over 512 inputs: the bf16 tiles' slices of K */
+        seed(bits * 10 + 9);
+        struct qweight q = make_quant_m(bits, 21, 1280, 4);
+        check_linear_prefill(&q);
+        release();
+    }
 }
 
 /* ---- hexa_attention ----------------------------------------------------------------------- */
@@ -1056,7 +1123,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     /* the amx build's tiles, on if the OS grants them (0 in every other build) */
-    printf("amx tiles: %s\n", hexa_amx(1) ? "on" : "off");
+    tiles = hexa_amx(1);
+    printf("amx tiles: %s\n", tiles ? "on" : "off");
     run("linear", check_linear);
     run("codes", check_codes);
     run("attention", check_attention);

@@ -81,6 +81,9 @@ class BigramBackend:
     def begin_prefill(self, total_tokens: int) -> None:
         self.prefills += 1
 
+    def answer_rows(self) -> None:
+        pass
+
     def end_prefill(self) -> None:
         self.prefills -= 1
 

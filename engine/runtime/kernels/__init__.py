@@ -52,7 +52,7 @@ ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "avx-vnni": ["-mavx2", "-mfm
                              "-DHEXA_VNNI"],
              "neon": ["-march=armv8-a"]}
 AVX512_VNNI = ("avx512f", "avx512vl", "avx512bw", "avx512_vnni")   # /proc/cpuinfo's names
-AMX = ("amx_tile", "amx_int8", "avx512f", "avx512vl", "avx512bw", "avx_vnni")   # amx.h's zmm and tiles
+AMX = ("amx_tile", "amx_int8", "amx_bf16", "avx512f", "avx512vl", "avx512bw", "avx_vnni")   # amx.h, amx_bf16.h
 FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
@@ -152,12 +152,13 @@ class NativeKernel:
         return out
 
     def linear(self, x: np.ndarray, w: PackedWeight, b: np.ndarray | None = None,
-               residual: np.ndarray | None = None, exact: bool = True) -> np.ndarray:
+               residual: np.ndarray | None = None, exact: bool = True, prompt: bool = False) -> np.ndarray:
         """``x @ w.T + b``; with ``residual`` (contiguous [M, N]), adds the product to it in place
         and returns it (the residual stream's update, without a separate add). The codes and the
         fp32 panels give identical bits, so which copy a call reads never changes a result.
         ``exact=False``: a weight with codes takes integer dot products on 8-bit activations
-        (``quant_dot.c``, the decoding arithmetic) instead."""
+        (``quant_dot.c``, the decoding arithmetic) instead; with ``prompt`` as well, the prompt
+        rows' arithmetic (``hexa_linear_prefill``: bf16 on AMX tiles, else the same)."""
         x = np.ascontiguousarray(x, dtype=np.float32)
         M, K = x.shape
         N = w.shape[0]
@@ -169,8 +170,8 @@ class NativeKernel:
         y = np.empty((M, N), dtype=np.float32) if residual is None else residual
         b = contiguous(b)
         if w.quant is not None and not exact:
-            self.fn["hexa_linear_dot"](ptr(x), ptr(w.quant), ptr(b), ptr(residual), ptr(y), M, N, K, w.bits,
-                                       self.threads)
+            dot = self.fn["hexa_linear_prefill" if prompt else "hexa_linear_dot"]
+            dot(ptr(x), ptr(w.quant), ptr(b), ptr(residual), ptr(y), M, N, K, w.bits, self.threads)
         elif w.quant is not None and (w.data is None or M <= QUANT_ROWS):
             self.fn["hexa_linear_quant"](ptr(x), ptr(w.quant), ptr(b), ptr(residual), ptr(y), M, N, K, w.bits,
                                          self.threads)

@@ -5,20 +5,23 @@
  * outside the kernels. Here Python hands over the embedded tokens, their RoPE rows, the mask and
  * the cache; the layers run back to back over buffers the engine allocated once.
  *
- * With ``exact`` the calls are exactly the ones CompactTransformer._native_layers makes, in the
- * same order, with the same arguments: the fused pass gives that path's bits (the engine tests
- * compare them). Without, the projections on codes take integer dot products (quant_dot.c);
- * either way every row is computed alone, so a tree row still equals a plain step bit for bit.
+ * The calls are exactly the ones CompactTransformer._native_layers makes, in the same order,
+ * with the same arguments: the fused pass gives that path's bits (the engine tests compare them).
+ * ``mode`` picks the projections' arithmetic on codes: 0 integer dot products (quant_dot.c,
+ * decoding), 1 exact fp32, 2 prompt rows (hexa_linear_prefill); every row is computed alone in
+ * each, so a tree row still equals a plain step bit for bit.
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hexa.h"
 
-static void linear(const void *w, int bits, int exact, const float *x, const float *b, const float *res,
+static void linear(const void *w, int bits, int mode, const float *x, const float *b, const float *res,
                    float *y, int M, int N, int K, int threads) {
-    if (bits && !exact)
+    if (bits && mode == 0)
         hexa_linear_dot(x, w, b, res, y, M, N, K, bits, threads);
+    else if (bits && mode == 2)
+        hexa_linear_prefill(x, w, b, res, y, M, N, K, bits, threads);
     else if (bits)
         hexa_linear_quant(x, w, b, res, y, M, N, K, bits, threads);
     else
@@ -34,13 +37,13 @@ int64_t hexa_forward_scratch(const struct hexa_model *m, int S) {
 
 /* y = x @ w^T, then x += RMSNorm(y) (gemma3's post norms) or, without a norm, x += y in the
    linear itself; y [S, D] is scratch. Element by element: each row alone, as everywhere. */
-static void project_add(const void *w, int bits, int exact, const float *in, const float *norm, float *x, float *y,
+static void project_add(const void *w, int bits, int mode, const float *in, const float *norm, float *x, float *y,
                         int S, int D, int K, float eps, int threads) {
     if (!norm) {
-        linear(w, bits, exact, in, NULL, x, x, S, D, K, threads);
+        linear(w, bits, mode, in, NULL, x, x, S, D, K, threads);
         return;
     }
-    linear(w, bits, exact, in, NULL, NULL, y, S, D, K, threads);
+    linear(w, bits, mode, in, NULL, NULL, y, S, D, K, threads);
     hexa_rmsnorm(y, norm, y, S, D, eps, threads);
     for (int64_t i = 0; i < (int64_t)S * D; i++) x[i] += y[i];
 }
@@ -53,7 +56,7 @@ static void project_add(const void *w, int bits, int exact, const float *in, con
 void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask,
                   const float *cos_local, const float *sin_local, const float *mask_local,
                   int S, int start, void *k_cache, void *v_cache, float *scratch, float *out,
-                  int exact) {
+                  int mode) {
     const int D = m->hidden, Hq = m->heads, Hkv = m->kv_heads, F = m->ffn, T = m->threads, HD = m->head_dim;
     const int QKV = (Hq + 2 * Hkv) * HD, ATT = Hq * HD;
     float *h = scratch, *qkv = h + (int64_t)S * D, *q = qkv + (int64_t)S * QKV, *o = q + (int64_t)S * ATT;
@@ -65,16 +68,16 @@ void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const 
         const float *c = L->local ? cos_local : cos, *s = L->local ? sin_local : sin;
         const float *mk = L->local ? mask_local : mask;
         hexa_rmsnorm(x, L->ln_in, h, S, D, m->eps, T);
-        linear(L->wqkv, L->wqkv_bits, exact, h, L->bqkv, NULL, qkv, S, QKV, D, T);
+        linear(L->wqkv, L->wqkv_bits, mode, h, L->bqkv, NULL, qkv, S, QKV, D, T);
         hexa_rope_split(qkv, c, s, q, kc, vc, S, Hq, Hkv, HD, m->cache_head_stride, start, m->qscale,
                         L->q_norm, L->k_norm, m->eps, m->kv_f16, T);
         hexa_attention(q, kc, vc, mk, o, Hkv, Hq / Hkv * S, start + S, HD, m->cache_head_stride, S, S, m->kv_f16, T);
-        project_add(L->wo, L->wo_bits, exact, o, L->post_attn, x, h, S, D, ATT, m->eps, T);
+        project_add(L->wo, L->wo_bits, mode, o, L->post_attn, x, h, S, D, ATT, m->eps, T);
         hexa_rmsnorm(x, L->ln_post, h, S, D, m->eps, T);
-        linear(L->wgu, L->wgu_bits, exact, h, NULL, NULL, gu, S, 2 * F, D, T);
+        linear(L->wgu, L->wgu_bits, mode, h, NULL, NULL, gu, S, 2 * F, D, T);
         if (m->act) hexa_gelu_mul(gu, act, S, F, T);
         else hexa_silu_mul(gu, act, S, F, T);
-        project_add(L->wdown, L->wdown_bits, exact, act, L->post_ffn, x, h, S, D, F, m->eps, T);
+        project_add(L->wdown, L->wdown_bits, mode, act, L->post_ffn, x, h, S, D, F, m->eps, T);
     }
     hexa_rmsnorm(x, m->norm, out, S, D, m->eps, T);
 }

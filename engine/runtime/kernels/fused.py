@@ -59,12 +59,12 @@ class FusedForward:
 
     def __call__(self, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, mask: np.ndarray | None,
                  k_cache: np.ndarray, v_cache: np.ndarray, start: int, exact: bool = True,
-                 local: tuple | None = None) -> np.ndarray:
+                 local: tuple | None = None, prompt: bool = False) -> np.ndarray:
         """x [S, hidden] (consumed: it becomes the residual stream), cos/sin [S, head_dim], mask
         additive [group*S, start+S] or None; k/v_cache [layers, kv_heads, capacity, head_dim]
         contiguous; ``local``: (cos, sin, mask) of the sliding-window layers. ``exact``: fp32
-        arithmetic throughout; else the decoding arithmetic (codes times 8-bit activations).
-        Returns the final normed hidden states [S, hidden]."""
+        arithmetic throughout; else the decoding arithmetic (codes times 8-bit activations), or
+        with ``prompt`` the prompt rows' (``hexa_linear_prefill``: bf16 on AMX tiles). Returns the final normed hidden states [S, hidden]."""
         S = x.shape[0]
         if S > ROWS or not (x.flags.c_contiguous and k_cache.flags.c_contiguous and v_cache.flags.c_contiguous):
             raise ValueError(f"fused forward: at most {ROWS} contiguous rows and a contiguous cache")
@@ -75,5 +75,5 @@ class FusedForward:
         lc, ls, lm = (contiguous(t) for t in (local or (cos, sin, mask)))
         self.fn["hexa_forward"](self._ref, ptr(x), ptr(cos), ptr(sin), ptr(mask), ptr(lc), ptr(ls), ptr(lm), S, start,
                                 ptr(k_cache), ptr(v_cache), ptr(self.scratch), ptr(out),
-                                int(exact))
+                                1 if exact else 2 if prompt else 0)
         return out

@@ -72,6 +72,10 @@ int32_t hexa_quant_block_bytes(int32_t bits);
 int64_t hexa_quant_bytes(int32_t bits, int32_t N, int32_t K);
 void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
+/* prompt rows (prefill): on AMX tiles (the amx build, tiles granted) weights and rows in bf16
+   with fp32 sums over all of K (x86/amx_bf16.h); elsewhere hexa_linear_dot. Either way a row's
+   bits do not depend on the other rows, so a prompt gives the same bits in any chunking */
+void hexa_linear_prefill(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count, int32_t N, int32_t K, int32_t bits, float *out);
 /* hexa_linear_dot's calls of 32 rows or more on AMX tiles (the amx build, x86/amx.h):
    on = 1 asks the OS for the tile state, 0 goes back to the VNNI tiles (the same bits either
@@ -94,11 +98,12 @@ void hexa_rope_split(const float *qkv, const float *cos, const float *sin, float
    [R, k] and their columns (y's counted after x's) into ids [R, k] */
 void hexa_softmax_topk(const float *x, int32_t nx, const float *y, int32_t ny, int32_t R, int32_t k, float *probs, int32_t *ids, int32_t threads);
 
-/* a whole forward pass of S <= HEXA_FORWARD_ROWS tokens (forward.c); exact 0: codes times 8-bit
-   activations (hexa_linear_dot, decoding), 1: the fp32 arithmetic (prefill, reference). rope:
+/* a whole forward pass of S <= HEXA_FORWARD_ROWS tokens (forward.c); mode 0: codes times 8-bit
+   activations (hexa_linear_dot, decoding), 1: the fp32 arithmetic (reference), 2: prompt rows
+   (hexa_linear_prefill). rope:
    cos, sin [S, head_dim] and, for local layers, cos_local, sin_local; mask (mask_local for local
    layers) additive [G*S, start+S] or NULL */
 int64_t hexa_forward_scratch(const struct hexa_model *m, int32_t S);
-void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask, const float *cos_local, const float *sin_local, const float *mask_local, int32_t S, int32_t start, void *k_cache, void *v_cache, float *scratch, float *out, int32_t exact);
+void hexa_forward(const struct hexa_model *m, float *x, const float *cos, const float *sin, const float *mask, const float *cos_local, const float *sin_local, const float *mask_local, int32_t S, int32_t start, void *k_cache, void *v_cache, float *scratch, float *out, int32_t mode);
 
 #endif

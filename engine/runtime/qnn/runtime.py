@@ -96,6 +96,9 @@ class QnnTransformer:
         self.graphs.begin_prefill(total_tokens)
         self._in_prefill = True
 
+    def answer_rows(self) -> None:
+        """Nothing to switch: the HTP graphs have no prompt-only arithmetic to leave."""
+
     def end_prefill(self) -> None:
         self.graphs.end_prefill()
         self._in_prefill = False

@@ -621,3 +621,4 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
 }
 
 #include "amx.h"
+#include "amx_bf16.h"
