@@ -83,7 +83,7 @@ class FakeEngine:
     # caller passing a keyword the engine does not take fails here as it would on the real one.
     def generate(self, prompt, *, max_new_tokens=256, temperature=0.0, top_p=1.0, seed=None, stop=(),
                  method="vanilla", sources=(), cancel: threading.Event | None = None, chunk_size=256,
-                 constraint=None, reuse=True, keep_answer=False, top_k=0, min_p=0.0, penalties=None):
+                 constraint=None, reuse=True, keep_answer=False, top_k=0, min_p=0.0, penalties=None, continues=0):
         if isinstance(prompt, str):
             prompt = [{"role": "user", "content": prompt}]
         ids = prompt if prompt and isinstance(prompt[0], int) else self.chat_ids(prompt)
