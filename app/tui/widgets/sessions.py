@@ -46,6 +46,8 @@ class SessionList(ListView):
         shown = [(s.id, s.title, (outcomes or {}).get(s.id, "")) for s in sessions]
         if shown != self.shown:
             await self.clear()
+            if not self.is_attached:   # the app quit while the list was read (Ctrl+Q: a traceback, exit 1)
+                return
             if sessions:
                 await self.extend([SessionItem(s, outcome) for s, (_, _, outcome) in zip(sessions, shown)])
             self.shown = shown
