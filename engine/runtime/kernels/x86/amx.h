@@ -96,6 +96,14 @@ AMX_TARGET static inline __m512 amx_join(const float *d) {
                                                _mm256_castps_pd(quad_order(d, 1)), 1));
 }
 
+/* row m's 16 sums of panel p (the quads' column order, as amx_join's) into y */
+AMX_TARGET static inline void amx_store_row(const struct dot_job *a, __m512 acc, int m, int p) {
+    const __m256 lo = _mm512_castps512_ps256(acc);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+    store_panel(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31), a->b, a->res, a->y, m,
+                p * PW, a->N);
+}
+
 /* block blk's fp32 steps on rows [m0, m0+r), from its integer sums (sums[half][row]): NIB_FLOAT's
    and DOT_Q4's operations, lane for lane (acc += float(sum - offs) * (d * dx), then + m * sx).
    Inlined into amx_rows with the row loop unrolled, so acc stays in 16 zmm registers: as a call
@@ -104,7 +112,7 @@ AMX_TARGET static inline __m512 amx_join(const float *d) {
 AMX_TARGET static inline __attribute__((always_inline)) void
 amx_float(const struct dot_job *a, int m0, int r, int p, const __m256i *pre, int blk, int32_t (*sums)[16][16],
           __m512 *acc, const int split, const int off, const int has_min) {
-    const int nb = a->K / QB, bits = a->bits, min_at = has_min ? (CODES(bits) == 4 ? PW : MIN_AT(bits)) : -1;
+    const int nb = a->K / QB, bits = a->bits, min_at = has_min ? MIN_AT(bits) : -1;
     const float *restrict dx = a->dx + (int64_t)m0 * nb + blk, *restrict sx = a->sx + (int64_t)m0 * nb + blk;
     const int32_t *restrict qs = a->qs + 2 * ((int64_t)m0 * nb + blk);
     float tmp[3 * PW];
@@ -165,12 +173,7 @@ AMX_TARGET static inline __attribute__((always_inline)) void amx_rows(const stru
         }
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < r; i++) {
-        const __m256 lo = _mm512_castps512_ps256(acc[i]);
-        const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i]), 1));
-        store_panel(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31), a->b, a->res, a->y,
-                    m0 + i, p * PW, a->N);
-    }
+    for (int i = 0; i < r; i++) amx_store_row(a, acc[i], m0 + i, p);
 }
 
 /* The formats' flags (a second scale, a code offset, a min term) as constants, so that no row's
@@ -185,8 +188,8 @@ AMX_ROWS16(amx_rows16_offset, 0, 1, 0)      /* 8, 9: Q8_0, Q5_0 */
 AMX_ROWS16(amx_rows16_split, 1, 1, 0)       /* 6: Q6_K */
 AMX_ROWS16(amx_rows16_union, 1, 1, 1)       /* 7: a projection of mixed types */
 
-static int amx_offset(int bits) { return CODES(bits) != 4 && TILE_OFFSET(bits); }
-static int amx_min(int bits) { return CODES(bits) == 4 || MIN_AT(bits) >= 0; }
+static int amx_offset(int bits) { return TILE_OFFSET(bits) != 0; }
+static int amx_min(int bits) { return MIN_AT(bits) >= 0; }
 
 AMX_TARGET static void amx_rows_tail(const struct dot_job *a, int m0, int r, int p, const __m256i *pre) {
     amx_rows(a, m0, r, p, pre, SPLIT_SCALE(a->bits), amx_offset(a->bits), amx_min(a->bits));

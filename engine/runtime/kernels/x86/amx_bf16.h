@@ -8,7 +8,7 @@
  * verified against them, and every method prefills the same way, so tokens stay identical
  * across methods. Here each panel's weights are decoded once per call to bf16 (d * q + m from
  * the same codes and heads, rounded to nearest even), the rows' activations rounded to bf16,
- * and TDPBF16PS sums them in fp32 over all of K inside the tiles: one weight 1.6-2.8x the int8
+ * and TDPBF16PS sums them in fp32 over all of K inside the tiles: one weight 1.5-2.5x the int8
  * tiles at 256 rows, and closer to fp32 (max relative error 2.5e-3 against their 5e-3).
  *
  * A row's bits still never depend on the other rows (a tile row's sums read only that row of
@@ -31,7 +31,7 @@ BF_TARGET static inline __m512i bf16_bits(__m512 f) {
    16 rows (input pairs 2r, 2r+1) x 16 columns (the quads' column order, as amx.h's sums) */
 BF_TARGET static void bf_panel(const struct dot_job *a, int p, const __m256i *pre, uint32_t *wb) {
     const int nb = a->K / QB, bits = a->bits, split = SPLIT_SCALE(bits);
-    const int off = CODES(bits) == 4 ? 0 : TILE_OFFSET(bits), min_at = CODES(bits) == 4 ? PW : MIN_AT(bits);
+    const int off = TILE_OFFSET(bits), min_at = MIN_AT(bits);
     const __m512i offv = _mm512_set1_epi32(off), byte = _mm512_set1_epi32(0xff);
     for (int blk = 0; blk < nb; blk++) {
         float tmp[3 * PW];
@@ -130,13 +130,7 @@ BF_TARGET static void bf_group(void *ctx, int g) {
         }
     }
     for (int p = p0; p < p_end; p++)
-        for (int i = 0; i < a->M; i++) {
-            const __m512 acc = _mm512_load_ps(cb + ((p - p0) * rows16 + i) * 16);
-            const __m256 lo = _mm512_castps512_ps256(acc);
-            const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-            store_panel(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31), a->b, a->res,
-                        a->y, i, p * PW, a->N);
-        }
+        for (int i = 0; i < a->M; i++) amx_store_row(a, _mm512_load_ps(cb + ((p - p0) * rows16 + i) * 16), i, p);
     _tile_release();
     free(pre);
     free(wb);
