@@ -155,7 +155,10 @@ class Assistant:
         for note in cuts:
             yield Notice(note)
         done = None
-        for event in self._run(ids + done_ids, max_new, self._sources(user.text), cancel):
+        # its own ids are fed as decoding fed them (``continues``): with bf16 prompt rows a prompt's
+        # arithmetic differs, and a near tie could make the continuation differ from an uncut answer
+        for event in self._run(ids + done_ids, max_new, self._sources(user.text), cancel,
+                               continues=len(done_ids) if answer.token_ids else 0):
             if isinstance(event, Done):
                 done = event
             yield event
@@ -220,12 +223,12 @@ class Assistant:
         except Exception:
             return []
 
-    def _run(self, ids: list[int], max_new: int, sources, cancel) -> Iterator:
+    def _run(self, ids: list[int], max_new: int, sources, cancel, continues: int = 0) -> Iterator:
         if self.router_note:
             yield Notice(self.router_note)
             self.router_note = ""
-        yield from (self.router or self.engine).generate(ids, **request_options(self.settings, max_new, sources),
-                                                         cancel=cancel)
+        options = request_options(self.settings, max_new, sources) | ({"continues": continues} if continues else {})
+        yield from (self.router or self.engine).generate(ids, **options, cancel=cancel)
 
     def _prompt(self, session_id, history, user_text: str, context: SentContext | None = None,
                 retrieval: bool | None = None) -> Prompt:

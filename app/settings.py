@@ -153,9 +153,8 @@ class Settings:
     engine_kv: str = option("auto", "the KV cache's values: f16 (half the memory and attention reads, as "
                             "llama.cpp), f32, or auto (f16 on the native kernels in int8 arithmetic)",
                             choices=KV_CHOICES, section="engine", env="HEXA_KV")
-    engine_prompt: str = option("int8", "prompt rows on AMX tiles (int8 arithmetic): int8 (decoding's, the "
-                                "same bits as the steps) or bf16 (~1.9x faster prefill; a hexa server "
-                                "continuing a migrated answer may then end it differently)",
+    engine_prompt: str = option("bf16", "prompt rows on AMX tiles: bf16 (~1.4x faster prefill, closer to "
+                                "fp32) or int8 (decoding's arithmetic: a prompt's KV is the steps' bits)",
                                 choices=PROMPT_CHOICES, section="engine", env="HEXA_PROMPT")
     engine_spin_us: int = option(DEFAULT_SPIN_US, "microseconds the kernels' pool workers spin after a "
                                  "job before sleeping", low=0, high=SPIN_US_MAX, section="engine",

@@ -49,7 +49,7 @@ class EngineOptions:
     qnn_early_switch: bool = False
     qnn_shared: bool | None = None
     cc: str | None = None            # the C compiler that builds the kernels (None: cc, gcc or clang on PATH)
-    prompt: str = "int8"             # prompt rows on AMX tiles: decoding's int8 arithmetic, or bf16 (amx_bf16.h)
+    prompt: str = "bf16"             # prompt rows on AMX tiles: bf16 (amx_bf16.h), or decoding's int8 arithmetic
 
     def __post_init__(self) -> None:
         # the settings check first and say which file or variable; this guards direct callers

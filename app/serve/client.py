@@ -79,7 +79,7 @@ class RemoteEngine:
                  sources: Sequence[Sequence[int]] = (), cancel: threading.Event | None = None,
                  chunk_size: int = 256, constraint=None, reuse: bool = True,
                  keep_answer: bool = False, top_k: int = 0, min_p: float = 0.0,
-                 penalties=None) -> Iterator[Event]:
+                 penalties=None, continues: int = 0) -> Iterator[Event]:
         if isinstance(prompt, str):
             ids = self.chat_ids([{"role": "user", "content": prompt}])
         elif prompt and isinstance(prompt[0], dict):
@@ -91,7 +91,7 @@ class RemoteEngine:
                 "top_p": top_p, "seed": seed, "stop": list(stop) or None, "stream": True,
                 # the app indexes answers itself (index_response), as with an engine in process
                 "hexa": {"method": method, "sources": [list(s) for s in sources], "keep_answer": keep_answer,
-                         "reuse": reuse, "index": False, "request_id": rid}}
+                         "reuse": reuse, "index": False, "request_id": rid, "continues": max(0, continues)}}
         if constraint is not None:
             body["hexa"]["grammar"] = grammar_json(getattr(constraint, "grammar", constraint))
         body.update(top_k=top_k, min_p=min_p)

@@ -35,6 +35,7 @@ class Generation:
     penalties: Any = None         # engine.decoding.penalties.Penalties, or None
     top_k: int = 0
     min_p: float = 0.0
+    continues: int = 0            # the prompt's last ids are the answer so far
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ def plan(req: ChatRequest | CompletionRequest, engine: Any, settings: Any) -> Ge
         raise ApiError(400, "prompt: empty", "prompt")
     if any(not 0 <= t < vocab for t in ids) or any(not 0 <= t < vocab for s in opts.sources for t in s):
         raise ApiError(400, f"token ids must be in [0, {vocab})", "prompt")
+    if opts.continues >= len(ids):
+        raise ApiError(400, f"hexa.continues: {opts.continues} answer ids leave no prompt before them "
+                       f"(the prompt has {len(ids)})", "hexa.continues")
     window = engine.context_window
     # the answer gets the room the prompt leaves, so the engine never cuts a prompt sent over HTTP
     room = window - len(ids)
@@ -93,7 +97,7 @@ def plan(req: ChatRequest | CompletionRequest, engine: Any, settings: Any) -> Ge
         # answer's KV lets that prompt reuse all of it (the app does the same)
         keep_answer=chat if opts.keep_answer is None else opts.keep_answer, reuse=opts.reuse,
         index=settings.history_drafting if opts.index is None else opts.index, grammar=grammar,
-        penalties=penalties, top_k=req.top_k or 0, min_p=req.min_p or 0.0)
+        penalties=penalties, top_k=req.top_k or 0, min_p=req.min_p or 0.0, continues=opts.continues)
 
 
 def _penalties(req: ChatRequest | CompletionRequest):
@@ -122,7 +126,8 @@ def run(engine: Any, gen: Generation, cancel: threading.Event, emit: Emit, finis
                                      top_p=gen.top_p, seed=gen.seed, stop=gen.stop, method=gen.method,
                                      sources=gen.sources, cancel=cancel, reuse=gen.reuse,
                                      keep_answer=gen.keep_answer, constraint=constraint,
-                                     penalties=gen.penalties, top_k=gen.top_k, min_p=gen.min_p):
+                                     penalties=gen.penalties, top_k=gen.top_k, min_p=gen.min_p,
+                                     continues=gen.continues):
             if isinstance(event, Done):
                 done = event
             emit(event)

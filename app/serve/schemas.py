@@ -33,6 +33,9 @@ class HexaOptions(BaseModel):
     # the answer must be one of these alternatives (strings and free-text segments): constrained decoding
     grammar: list[list[str | FreeText]] | None = Field(None, min_length=1, max_length=512)
     penalize_prompt: bool = True                  # the penalties count the prompt too (docs/sampling.md)
+    # the prompt's last ``continues`` ids are this model's answer so far (one handed over mid-way by
+    # a router): fed as decoding fed them, so the answer goes on as it would have (docs/serve.md)
+    continues: int = Field(0, ge=0)
 
 
 class TextPart(BaseModel):

@@ -38,6 +38,7 @@ class Capabilities:
     llama_cpp: bool = False    # a llama.cpp server (its completions default to repeat_penalty 1.1)
     chat: bool = False         # it takes messages only (/v1/chat/completions): no raw prompt, and
                                # no answer can be handed to it mid-way (a chat API cannot continue one)
+    hexa: bool = False         # hexa serve: an answer handed over by ids is marked as such (hexa.continues)
 
     @property
     def handover(self) -> str:
@@ -54,6 +55,7 @@ class ServerClient:
         self.extra: dict = {}          # set from the probe: what greedy decoding needs on this server
         self.model = endpoint.model    # the OpenAI API requires one: the server's first, if not configured
         self.chat = endpoint.api == "chat"   # prompts go as messages (the probe may find it out)
+        self.hexa = False              # the server is hexa serve (the probe finds it out)
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
         self.http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout, connect=5.0),
                                       transport=transport)
@@ -66,10 +68,11 @@ class ServerClient:
                            f"{': ' + str(exc).splitlines()[0] if str(exc) else ''}")
 
     async def stream(self, prompt: str | Sequence[int] | list[dict], max_tokens: int, temperature: float = 0.0,
-                     stop: Sequence[str] = ()) -> AsyncIterator[str]:
+                     stop: Sequence[str] = (), continues: int = 0) -> AsyncIterator[str]:
         """Text deltas of one streamed completion: /v1/completions for a prompt (text or ids),
         /v1/chat/completions for messages. Closing the iterator closes the connection (the server
-        sees the client go and stops the request)."""
+        sees the client go and stops the request). ``continues``: the ids' last ones are the
+        answer so far (sent to hexa serve only: other servers have no such field)."""
         chat = isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], dict)
         body: dict = {"max_tokens": max_tokens, "temperature": temperature, "stream": True}
         if chat:
@@ -81,6 +84,8 @@ class ServerClient:
         if stop:
             body["stop"] = list(stop)
         body.update(self.extra)
+        if continues and self.hexa and not isinstance(prompt, str) and not chat:
+            body["hexa"] = {"continues": continues}
         path = "/chat/completions" if chat else "/completions"
         try:
             async with self.http.stream("POST", self.ep.url.rstrip("/") + path, json=body) as r:
@@ -143,7 +148,8 @@ class ServerClient:
         llama = remote[0] is not None and await self._answers("/extras/tokenize")
         same = all(r is not None for r in remote) and same_vocabulary([encode(p) for p in PROBES], remote)
         ids = same and await self._takes("/completions", {"prompt": encode("Hello")})
-        caps = Capabilities(same, ids, llama)
+        hexa = ids and await self._serves("/hexa/status")
+        caps = Capabilities(same, ids, llama, hexa=hexa)
         self.adopt(caps, self.model)
         return caps
 
@@ -151,6 +157,7 @@ class ServerClient:
         """What an earlier probe found, for this client's requests (a router probes once and
         opens a client per request)."""
         self.model, self.chat = model or self.model, caps.chat or self.chat
+        self.hexa = caps.hexa
         if caps.llama_cpp:
             # llama-cpp-python's completions apply repeat_penalty 1.1 unless told: with it, its
             # "greedy" answer is not the model's greedy answer (nor the device's)
@@ -162,6 +169,14 @@ class ServerClient:
         try:
             return (await self.http.post(self.ep.url.rstrip("/") + path, json=body)).status_code == 200
         except httpx.HTTPError:
+            return False
+
+    async def _serves(self, path: str) -> bool:
+        """Does a GET of ``path`` beside /v1 answer 200 with JSON?"""
+        try:
+            r = await self.http.get(self.ep.root + path)
+            return r.status_code == 200 and isinstance(r.json(), dict)
+        except (httpx.HTTPError, ValueError):
             return False
 
     async def _answers(self, path: str) -> bool:

@@ -82,13 +82,13 @@ class Live:
         t.start()
         return t
 
-    async def _server(self, queue, prompt, max_new: int, delay: float) -> None:
+    async def _server(self, queue, prompt, max_new: int, delay: float, continues: int = 0) -> None:
         self._tags += 1
         tag = self._tags
         self._server_tag = tag
         await asyncio.sleep(delay)
         try:
-            async for text in self.client.stream(prompt, max_new, self.temperature):
+            async for text in self.client.stream(prompt, max_new, self.temperature, continues=continues):
                 # a chunk may carry several tokens (hexa serve sends a speculative step's at once):
                 # counted with the device's tokenizer, exact when the vocabularies match
                 queue.put_nowait(("server", max(1, len(self.engine.encode(text))), text, tag))
@@ -255,7 +255,8 @@ class Live:
                 out.server_in += len(ids) + kept_tokens
                 current = "server"
                 cancel = threading.Event()
-                server_task = asyncio.ensure_future(self._server(queue, prompt, max_new - kept_tokens, 0.0))
+                server_task = asyncio.ensure_future(self._server(queue, prompt, max_new - kept_tokens, 0.0,
+                                                                 len(gen_ids) if self.caps.handover == "ids" else 0))
             else:
                 server_task.cancel()
                 kept = text_handover(gen_text)[0]

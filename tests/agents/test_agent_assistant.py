@@ -93,14 +93,21 @@ def test_a_first_message_opens_a_session_titled_after_it(real_engine, memory):
     assert [m.role for m in memory.messages(sid)] == ["user", "assistant"]
 
 
-def test_continue_resumes_from_the_responses_own_tokens(real_engine, memory):
-    """Greedy decoding continued after a cut gives the tokens one longer run would have given."""
+def test_continue_resumes_from_the_responses_own_tokens(real_engine, memory, monkeypatch):
+    """Greedy decoding continued after a cut gives the tokens one longer run would have given: the
+    response's own ids are marked as the answer so far (``continues``), which the engine feeds in
+    decoding's arithmetic, not as bf16 prompt rows."""
     agent = Assistant(real_engine, memory, Settings(max_tokens=6, retrieval=False, history_drafting=False))
     sid = memory.new_session("assistant").id
     list(agent.respond(sid, "Write a long story about a dragon who learns to cook."))
     first = memory.messages(sid)[1]
     assert first.stats.stop_reason == "max_tokens"
+    told: list[int] = []
+    generate = real_engine.generate
+    monkeypatch.setattr(real_engine, "generate", lambda *a, **kw: told.append(kw.get("continues", 0)) or generate(*a, **kw))
     events = list(agent.continue_last(sid))
+    monkeypatch.undo()
+    assert told == [6]
     grown = memory.messages(sid)[1]
     assert grown.id == first.id and grown.token_ids[:6] == first.token_ids and len(grown.token_ids) == 12
     longer = Assistant(real_engine, memory, Settings(max_tokens=12, retrieval=False, history_drafting=False))

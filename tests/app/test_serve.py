@@ -213,6 +213,8 @@ def test_queue_full_is_429_and_waiting_requests_are_served(client, model, server
     ({"prompt": "hi", "repeat_penalty": 0}, 400, "repeat_penalty"),
     ({"prompt": "hi", "dry_base": 0.5}, 400, "dry_base"),
     ({"prompt": "hi", "min_p": 1}, 400, "min_p"),
+    ({"prompt": [1, 2, 3], "hexa": {"continues": 3}}, 400, "hexa.continues"),
+    ({"prompt": "hi", "hexa": {"continues": -1}}, 400, "continues"),
 ])
 def test_bad_completion_requests_are_4xx_json(server, model, payload, status_code, words):
     if isinstance(payload, dict):

@@ -26,7 +26,7 @@ KNOBS = [
     ("engine_decode", "HEXA_DECODE", "exact", "exact", "fp16"),
     ("engine_isa", "HEXA_ISA", "avx2", "avx2", "sse"),
     ("engine_kv", "HEXA_KV", "f16", "f16", "bf16"),
-    ("engine_prompt", "HEXA_PROMPT", "BF16", "bf16", "fp8"),
+    ("engine_prompt", "HEXA_PROMPT", "INT8", "int8", "fp8"),
     ("engine_spin_us", "HEXA_SPIN_US", "50", 50, "-1"),
     ("qnn_switch", "HEXA_QNN_SWITCH", "0", False, "maybe"),
     ("qnn_early_switch", "HEXA_QNN_EARLY_SWITCH", "1", True, "2"),

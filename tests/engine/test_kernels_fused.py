@@ -186,12 +186,14 @@ def test_prefill_chunking_never_changes_a_bit_of_the_prompts_kv(real_engine):
 
 
 def test_prefill_gives_the_kv_decoding_steps_give(real_engine, monkeypatch):
-    """Prefill takes the decoding arithmetic: a prompt prefilled in one chunk holds the very KV
-    bits that one-token decoding steps over the same tokens write (fp32 prefill did not). With
-    engine.prompt = bf16 on AMX tiles, prompt rows take bf16 (hexa_linear_prefill): their KV is
-    then not the steps' bits but closer to the fp32 arithmetic's, in every layer (0.1-0.5%
-    against the steps' 0.5-2.7% for SmolLM2-135M's K, 2026-11-29)."""
+    """With engine.prompt = int8, prefill takes the decoding arithmetic: a prompt prefilled in one
+    chunk holds the very KV bits that one-token decoding steps over the same tokens write (fp32
+    prefill did not). With bf16 (the default) on AMX tiles, prompt rows take bf16
+    (hexa_linear_prefill): their KV is then not the steps' bits but closer to the fp32
+    arithmetic's, in every layer (0.1-0.5% against the steps' 0.5-2.7% for SmolLM2-135M's K,
+    2026-11-29); without the tiles it is the steps' bits."""
     model = real_engine.model
+    monkeypatch.setattr(model, "prompt_bf16", False)
     tokens = np.random.default_rng(3).integers(0, model.config.vocab_size, 24)
 
     def kv(prompt: bool, exact: bool = False):
