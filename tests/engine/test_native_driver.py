@@ -15,6 +15,7 @@ import pytest
 
 import engine.runtime.kernels as kernels
 from engine.runtime.kernels import FLAGS, ISA_FLAGS, ISA_FOLDER, KERNELS, cpu_features, host_isa, sources
+from engine.runtime.kernels.compile import compile_c
 
 DRIVER = Path(__file__).resolve().parents[1] / "native" / "driver.c"
 CROSS_CC = "aarch64-linux-gnu-gcc"            # Debian's gcc-aarch64-linux-gnu
@@ -27,10 +28,8 @@ ARM_CPUS = ["cortex-a57", "cortex-a76", "max"]
 
 
 def build(cc: str, isa: str, out: Path) -> Path:
-    cmd = [cc, *BUILD, *ISA_FLAGS[isa], "-I", str(KERNELS), str(DRIVER), *map(str, sources(isa)), "-o", str(out),
-           "-lm"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"building the {isa} driver failed:\n{done.stderr[-4000:]}"
+    failed = compile_c(cc, [*BUILD, *ISA_FLAGS[isa], "-I", str(KERNELS)], [DRIVER, *sources(isa)], out)
+    assert failed is None, f"building the {isa} driver failed: {failed[0]}"
     return out
 
 

@@ -16,8 +16,6 @@ import hashlib
 import os
 import platform
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +23,7 @@ import numpy as np
 
 from ...options import EngineOptions
 from .binding import HEADER
+from .compile import compile_c
 from .arrays import contiguous, ptr, strides
 from .fused import kv_f16
 
@@ -315,20 +314,7 @@ def _build(out: Path, isa: str, cc: str | None = None) -> tuple[str, bool] | Non
     cc = _compiler(cc)
     if not cc:
         return "no C compiler (cc/gcc/clang) on PATH", False
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:   # rename: never a half-written .so
-        tmp_so = Path(tmp) / out.name
-        try:
-            run = subprocess.run([cc, *FLAGS, *ISA_FLAGS[isa], "-I", str(KERNELS), *map(str, sources(isa)),
-                                  "-o", str(tmp_so), "-lm"],
-                                 capture_output=True, text=True, check=False, timeout=120)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"compiling the kernel failed: cannot run {cc}: {exc.__class__.__name__}", False
-        if run.returncode != 0:
-            first = (run.stderr.strip().splitlines() or ["unknown error"])[0]
-            return f"compiling the kernel failed: {first}", True
-        os.replace(tmp_so, out)
-    return None
+    return compile_c(cc, [*FLAGS, *ISA_FLAGS[isa], "-I", str(KERNELS)], sources(isa), out)
 
 
 def _self_check(kernel: NativeKernel) -> str | None:
