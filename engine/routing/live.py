@@ -244,10 +244,10 @@ class Live:
                     gen_text = done.text if done is not None else gen_text
                     break
                 gen_ids = list(done.token_ids)
-                if self.caps.handover == "ids":
-                    kept, prompt = done.text, ids + gen_ids
+                if self.caps.handover == "ids":   # the answer's ids marked as such (hexa serve)
+                    kept, prompt, continues = done.text, ids + gen_ids, len(gen_ids)
                 else:
-                    kept = text_handover(done.text)[0]
+                    kept, continues = text_handover(done.text)[0], 0
                     prompt = self._server_prompt(ids) + kept
                 gen_text = kept
                 emit(len(kept))
@@ -256,7 +256,7 @@ class Live:
                 current = "server"
                 cancel = threading.Event()
                 server_task = asyncio.ensure_future(self._server(queue, prompt, max_new - kept_tokens, 0.0,
-                                                                 len(gen_ids) if self.caps.handover == "ids" else 0))
+                                                                 continues))
             else:
                 server_task.cancel()
                 kept = text_handover(gen_text)[0]

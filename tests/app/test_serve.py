@@ -86,6 +86,18 @@ def test_completions_text_and_token_ids_are_the_same_request(engine, client, mod
     assert "".join(c.choices[0].text for c in streamed) == want.text
 
 
+def test_an_answer_continued_by_its_ids_goes_on_as_the_uncut_one(engine, client, model):
+    """``hexa.continues``: the prompt's last ids are the answer so far (a router's hand-over),
+    fed in decoding's arithmetic; the rest is what one uncut request would have given."""
+    ids = engine.encode("The three primary colours are")
+    uncut = greedy(engine, ids, 16)
+    start = list(uncut.token_ids[:6])
+    rest = client.completions.create(model=model, prompt=ids + start, max_tokens=10, temperature=0,
+                                     extra_body={"hexa": {"continues": len(start)}})
+    assert engine.decode(start) + rest.choices[0].text == uncut.text
+    assert rest.usage.prompt_tokens == len(ids) + len(start)
+
+
 def test_tokenize_and_detokenize_are_the_engines(engine, server):
     """llama-server's /tokenize and /detokenize: a router finds the device's own ids here."""
     text = "Hello, wörld — 42 tokens?"
