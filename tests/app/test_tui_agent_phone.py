@@ -50,15 +50,19 @@ async def run_task(pilot, screen, text: str) -> None:
     await wait(pilot, lambda: screen.request == n + 1, 10, "the episode to start")
 
 
-def paced(device, seconds: float) -> None:
+def paced(device, seconds: float) -> threading.Event:
     """Each screen read takes ``seconds`` (a real phone's dump takes about that): time to act
-    mid-episode."""
+    mid-episode. The event is set while a read waits: a job stopped then is still stopping."""
     observe = device.observe
+    reading = threading.Event()
 
     def slow():
+        reading.set()
         time.sleep(seconds)
+        reading.clear()
         return observe()
     device.observe = slow
+    return reading
 
 
 async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
@@ -147,7 +151,7 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
         assert looks(screen.query_one(PhonePanel).phone_screen) == looks(screen.link.device.observe())
 
         # Esc mid-episode (one at a time meanwhile; the sessions list says how it ended)
-        paced(screen.link.device, 0.3)
+        reading = paced(screen.link.device, 0.3)
         await run_task(pilot, screen, MULTI_STEP)
         await wait(pilot, lambda: "→ " in log_text(screen), 20, "a first action")
         screen.query_one("#task", Input).value = "again"
@@ -155,6 +159,9 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
         assert any("An episode is running" in m for m in shown(app))
         await pilot.press("ctrl+g")
         assert any("An episode is running: Esc stops it first" in m for m in shown(app))
+        # Esc while the episode reads the screen: it stops once the read is back (stopped while the
+        # model answered, it could be gone before the next key, and the typed task start at once)
+        await wait(pilot, reading.is_set, 20, "a screen read")
         await pilot.press("escape")
         assert screen.active is None                        # the UI lets go at once
         n = screen.request
