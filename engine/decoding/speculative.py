@@ -81,6 +81,7 @@ class DraftingSpeculator:
         self.max_depth = max_depth
         self.calibration = calibration_for(spec)
         self.drafter: Drafter | None = None
+        self._verified_at: float | None = None   # when the last verification ended
 
     def start(self, prompt_ids: list[int], first_token: int,
               topk: tuple[np.ndarray, np.ndarray] | None) -> float:
@@ -116,10 +117,14 @@ class DraftingSpeculator:
             return d.propose(min(self.spec.fill, self.max_tree), self.max_depth)
         if d.cost_curve is not None:
             d.cost_curve = self.cost.at(len(d.seq))   # the cost at the current context length
-        return d.propose(self.max_tree, self.max_depth)
+        tree = d.propose(self.max_tree, self.max_depth)
+        if self._verified_at is not None:
+            self.cost.observe_overhead((time.perf_counter() - self._verified_at) * 1000)
+        return tree
 
     def observe(self, tree: DraftTree, emitted: list[int], next_ids: np.ndarray,
                 verify_ms: float | None = None, past: int = 0) -> None:
+        self._verified_at = time.perf_counter()
         if verify_ms is not None:
             self.cost.observe(tree.size, past, verify_ms)
         self.drafter.observe(emitted, tree, next_ids)

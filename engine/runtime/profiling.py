@@ -215,22 +215,34 @@ class OnlineCost:
     """The profiled ``CostModel`` corrected by the verification times actually observed.
 
     A warm-up profile can be off by the time decoding runs (other processes on the same cores,
-    caches, a longer context): per size bucket, keep an exponential average of observed/profiled
-    cost and scale the profile by it. A bucket that stops being observed (its trees stopped being
-    chosen) drifts back toward the plain-step correction, so one unlucky sample cannot ban big
-    trees for good. One instance per engine, shared by requests and methods (same backend).
-    ``learn=False`` keeps the profile as it is (a device cost profile: what this machine observes
-    is not the device's time).
+    caches, a longer context, the drafting work between steps): keep an exponential average of
+    observed/profiled cost for plain steps (``ratio[0]``), and per bigger size bucket the average
+    of its observed ratio *over the plain one* (``rel``), so that a machine getting slower or
+    faster moves every size at once, and the shape learnt for a size stays learnt. A bucket not
+    observed for ``STALE`` passes (its trees stopped being chosen) drifts back toward the
+    profile's shape, so one unlucky sample cannot ban big trees for good; it is left alone while
+    it is being observed. (It used to drift on every pass: with 4–5 plain steps for each
+    1-draft one, a 2-token pass learnt half its excess, 1.11× a plain step where 1.25× was
+    measured, and drafts that lost time were chosen.) One instance per engine, shared by
+    requests and methods (same backend). ``learn=False`` keeps the profile as it is (a device
+    cost profile: what this machine observes is not the device's time).
     """
 
-    BUCKETS = (1, 2, 4, 8, 16, 32)
+    BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+    STALE = 64
+    OVERHEAD_ALPHA = 0.05   # slower than a size's: it is a small part of a step, and noisy
 
     def __init__(self, model: CostModel, alpha: float = 0.25, relax: float = 0.05, learn: bool = True):
         self.model = model
         self.alpha, self.relax = alpha, relax
         self.learn = learn
-        self.ratio = [1.0] * len(self.BUCKETS)
+        self.ratio = [1.0] * len(self.BUCKETS)    # observed over profiled, by bucket (ratio[0] x rel)
+        self._rel = [1.0] * len(self.BUCKETS)
+        self._seen = [0] * len(self.BUCKETS)      # passes observed when each bucket last was
+        self._passes = 0
+        self.overhead_ms = 0.0    # a step's wall time outside its verification (drafting, emitting)
         self._memo: dict[int, CostCurve] = {}
+        self._built = [*self.ratio, self.overhead_ms]   # the corrections the memoized curves use
 
     def _bucket(self, n: int) -> int:
         return min(bisect_left(self.BUCKETS, n), len(self.BUCKETS) - 1)
@@ -243,9 +255,23 @@ class OnlineCost:
         curve = self._memo.get(key)
         if curve is None:
             base = self.model.at(past, bucket)
-            curve = CostCurve(_monotone([(n, base(n) * self.ratio[self._bucket(n)]) for n in base.sizes]))
+            sizes = sorted(set(base.sizes) | {n for n in self.BUCKETS if n <= base.sizes[-1]})
+            over = self.overhead_ms
+            curve = CostCurve(_monotone([(n, base(n) * self.ratio[self._bucket(n)] + over) for n in sizes]))
             self._memo[key] = curve
         return curve
+
+    def observe_overhead(self, ms: float) -> None:
+        """The wall time between one verification's end and the next one's start: paid once a
+        step whatever its size, so a tree that saves steps saves it too (sizing by verification
+        time alone chose trees too small: 0.95-1.0x plain decoding's speed on SmolLM2's chat
+        and summary prompts, 1.04-1.17x with it). Capped at a plain step's profiled cost (a
+        consumer that paused is not a step's overhead)."""
+        if not self.learn or ms < 0:
+            return
+        ms = min(ms, self.model(1))
+        self.overhead_ms += self.OVERHEAD_ALPHA * (ms - self.overhead_ms)
+        self._moved()
 
     def observe(self, fed: int, past: int, ms: float) -> None:
         """One verification pass fed ``fed`` tokens over ``past`` cached ones and took ``ms``."""
@@ -254,11 +280,26 @@ class OnlineCost:
             return
         b = self._bucket(fed)
         r = min(4.0, max(0.25, ms / expected))
-        self.ratio[b] += self.alpha * (r - self.ratio[b])
-        for i in range(len(self.ratio)):
-            if i != b:
-                self.ratio[i] += self.relax * (self.ratio[0] - self.ratio[i]) if i else 0.0
-        self._memo.clear()
+        self._passes += 1
+        self._seen[b] = self._passes
+        if b == 0:
+            self.ratio[0] += self.alpha * (r - self.ratio[0])
+        else:
+            self._rel[b] += self.alpha * (r / self.ratio[0] - self._rel[b])
+        for i in range(1, len(self._rel)):
+            if self._passes - self._seen[i] > self.STALE:
+                self._rel[i] += self.relax * (1.0 - self._rel[i])
+            self.ratio[i] = self.ratio[0] * self._rel[i]
+        self._moved()
+
+    def _moved(self) -> None:
+        """Drop the memoized curves once a correction has moved by 3% since they were made:
+        rebuilding them after every pass cost 0.03 ms a step, for changes within the noise."""
+        now = [*self.ratio, self.overhead_ms]
+        if any(abs(a - b) > 0.03 * max(abs(b), 1e-3) for a, b in zip(now, self._built)):
+            self._memo.clear()
+            self._built = now
 
     def as_dict(self) -> dict:
-        return {"profile": self.model.as_dict(), "ratio": dict(zip(self.BUCKETS, (round(r, 3) for r in self.ratio)))}
+        return {"profile": self.model.as_dict(), "ratio": dict(zip(self.BUCKETS, (round(r, 3) for r in self.ratio))),
+                "overhead_ms": round(self.overhead_ms, 3)}

@@ -78,11 +78,49 @@ def test_online_cost_follows_observed_times_and_relaxes():
     assert oc.at(128)(8) == pytest.approx(140.0, rel=0.01)
     assert oc.at(128)(1) == pytest.approx(50.0)
     assert choose_budget([0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1], oc.at(128)) < 7
-    for _ in range(60):
-        oc.observe(1, 128, 50.0)                # only plain steps now: bucket 8 drifts back
+    for _ in range(oc.STALE):
+        oc.observe(1, 128, 50.0)                # only plain steps now: bucket 8 is kept a while
+    assert oc.at(128)(8) == pytest.approx(140.0, rel=0.01)
+    for _ in range(40):
+        oc.observe(1, 128, 50.0)                # then drifts back toward the profile's shape
     assert oc.at(128)(8) < 80.0
     oc.observe(1, 128, 1e9)                     # absurd samples are clipped
     assert oc.ratio[0] <= 4.0
+
+
+def test_online_cost_learns_a_rare_size_in_full():
+    """Five plain steps for each 1-draft one (SmolLM2's qa): the 2-token pass's cost is learnt as
+    observed, not pulled halfway back to the plain step's correction after every plain step."""
+    from engine.runtime.profiling import OnlineCost
+
+    oc = OnlineCost(CostModel({128: CostCurve([(1, 50.0), (2, 60.0), (8, 70.0)])}))
+    for _ in range(60):
+        oc.observe(2, 128, 75.0)
+        for _ in range(5):
+            oc.observe(1, 128, 50.0)
+    assert oc.at(128)(2) == pytest.approx(75.0, rel=0.03)
+    for _ in range(60):                         # the machine gets 20% slower: every size follows
+        oc.observe(2, 128, 90.0)
+        for _ in range(5):
+            oc.observe(1, 128, 60.0)
+    assert oc.at(128)(1) == pytest.approx(60.0, rel=0.03)
+    assert oc.at(128)(2) == pytest.approx(90.0, rel=0.03)
+
+
+def test_a_steps_overhead_makes_trees_worth_more():
+    """A step's wall time outside its verification is paid once a step: with it, a draft
+    that would not pay for its verification alone pays by saving steps."""
+    from engine.runtime.profiling import OnlineCost
+
+    oc = OnlineCost(CostModel({128: CostCurve([(1, 10.0), (2, 13.0), (8, 30.0)])}))
+    assert choose_budget([0.25], oc.at(128)) == 0           # 1.25 tokens / 13 ms < 1 / 10 ms
+    for _ in range(200):
+        oc.observe_overhead(5.0)
+    assert oc.overhead_ms == pytest.approx(5.0, rel=0.01)
+    assert oc.at(128)(1) == pytest.approx(15.0, rel=0.01)
+    assert choose_budget([0.25], oc.at(128)) == 1           # 1.25 / 18 ms > 1 / 15 ms
+    oc.observe_overhead(1e6)                                # a paused consumer: capped
+    assert oc.overhead_ms < 6.0
 
 
 def test_profile_is_saved_and_reused(real_engine, tmp_path, monkeypatch):

@@ -30,7 +30,7 @@ from ...events import DRAFT_SOURCES
 from .calibration import CalibratedTree, CalibrationConfig, CalibrationStats
 from .reuse import ReuseBuffer, best_run
 from .suffix_automaton import Continuation, Matcher, SuffixAutomaton
-from .tree import ALPHA0, AdaptiveCutoff, Candidate, ConfidenceMap, DraftTree, TreeBuilder
+from .tree import ALPHA0, AdaptiveCutoff, Candidate, ConfidenceMap, DraftTree, TreeBuilder, root_only
 
 _MAX_P = 0.98
 
@@ -171,7 +171,10 @@ class Drafter:
             if cand is not None:
                 b.add(cand)
             return b.flatten(list(range(1, len(b.token))))
-        for c in self.candidates(budget, max_depth):
+        cands = self.candidates(budget, max_depth)
+        if not cands:              # most steps of most answers: no trie to build
+            return root_only(root)
+        for c in cands:
             b.add(c, max_depth)
         return b.build(budget, self.cutoff.alpha, max_depth, self.cost_curve)
 

@@ -257,6 +257,8 @@ class TreeBuilder:
 
     def flatten(self, selected: Sequence[int]) -> DraftTree:
         """Reindex the root + ``selected`` (parents must precede children) into a DraftTree."""
+        if not selected:
+            return root_only(self.token[0])
         cum = self.cumulative()
         ids = [0] + list(selected)
         new = {old: k for k, old in enumerate(ids)}
@@ -331,4 +333,4 @@ def graft(tree: DraftTree, node: int, tokens: Sequence[int], source: str, p: flo
 
 def root_only(root_token: int) -> DraftTree:
     """A tree with no drafts: a plain decoding step."""
-    return TreeBuilder(root_token).flatten([])
+    return assemble([int(root_token)], [-1], ["root"], [1.0], [1.0])
