@@ -47,7 +47,11 @@ class Live:
         self.engine, self.client, self.caps = engine, client, caps
         # the device's generate options (the app's method, sources, ...); a cold prefill by default,
         # so that measured TTFTs are what a new request pays
-        self.device_options = device_options if device_options is not None else {"reuse": False}
+        self.device_options = dict(device_options) if device_options is not None else {"reuse": False}
+        # each device run says its own ``continues`` (a hand-over's); a prompt that is itself a
+        # continued answer is the router's to keep on the device (``Router.generate``)
+        if self.device_options.pop("continues", 0):
+            raise ValueError("a continued answer is served by the device alone, not by Live")
         self.temperature = temperature
         self.device, self.fit, self.prices = device, fit, prices
         self.read_rate, self.expected_out = read_rate, expected_out

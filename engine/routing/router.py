@@ -60,6 +60,8 @@ class Router:
     def generate(self, ids: list[int], *, max_new_tokens: int, cancel: threading.Event | None = None,
                  temperature: float = 0.0, **options) -> Iterator[Event]:
         # an answer continued from its own ids (the app's F5) stays on the device: its ids go to no server
+        if not options.get("continues"):
+            options.pop("continues", None)       # a zero said outright: Live's runs say their own
         if self.policy_name == "device" or self.down or options.get("continues"):
             yield from self.engine.generate(ids, max_new_tokens=max_new_tokens, cancel=cancel,
                                             temperature=temperature, **options)
