@@ -72,15 +72,38 @@ def arm_driver(tmp_path_factory) -> Path:
     return build(CROSS_CC, "neon", tmp_path_factory.mktemp("arm64") / "driver")
 
 
+_DUMPS: dict[tuple[str, ...], tuple[str, Path]] = {}
+
+
+def dumped(cmd: list[str], folder: Path) -> tuple[str, Path]:
+    """(stdout, dump file) of ``cmd + ["dump", FILE]``, run once per command for the module:
+    ``dump`` runs every check as ``check`` does and fails the same way (driver.c's main), so one
+    run serves the checks and the comparisons (a qemu run is ~26 s on 2 cores; each ran twice)."""
+    key = tuple(cmd)
+    if key not in _DUMPS:
+        out = folder / f"dump-{len(_DUMPS)}.bin"
+        _DUMPS[key] = (run([*cmd, "dump", str(out)]).stdout, out)
+    return _DUMPS[key]
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("dumps")
+
+
+def passed_every_check(stdout: str) -> None:
+    assert stdout.rstrip().endswith(" 0 failures"), stdout
+
+
 @pytest.mark.slow      # builds the kernels and the driver: ~20 s on 2 cores
-def test_x86_kernels_pass_every_check(x86_driver):
-    run([str(x86_driver), "check"])
+def test_x86_kernels_pass_every_check(x86_driver, dumps):
+    passed_every_check(dumped([str(x86_driver)], dumps)[0])
 
 
 @pytest.mark.slow      # cross-builds, then emulates
 @pytest.mark.parametrize("cpu", ARM_CPUS)
-def test_arm64_kernels_pass_every_check(arm_driver, cpu):
-    run([*qemu(cpu), str(arm_driver), "check"])
+def test_arm64_kernels_pass_every_check(arm_driver, cpu, dumps):
+    passed_every_check(dumped([*qemu(cpu), str(arm_driver)], dumps)[0])
 
 
 def records(path: Path) -> dict[str, bytes]:
@@ -110,15 +133,14 @@ def difference(name: str, arm: bytes, x86: bytes) -> str | None:
 
 
 @pytest.mark.slow
-def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, tmp_path):
+def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, dumps):
     """vpdpbusd/vpdpwssd form the same integer sums as maddubs/madd, and so do AMX's tiles (the amx
     build: its batches of 32 and 33 rows ran on them, or the test says the OS refused them and
     skips): every output bit for bit."""
-    checked = run([str(vnni_driver), "check"])
-    tiles_refused = vnni_driver.parent.name.startswith("amx") and "amx tiles: on" not in checked.stdout
-    run([str(x86_driver), "dump", str(tmp_path / "avx2.bin")])
-    run([str(vnni_driver), "dump", str(tmp_path / "vnni.bin")])
-    a, b = records(tmp_path / "avx2.bin"), records(tmp_path / "vnni.bin")
+    stdout, vnni = dumped([str(vnni_driver)], dumps)
+    passed_every_check(stdout)
+    tiles_refused = vnni_driver.parent.name.startswith("amx") and "amx tiles: on" not in stdout
+    a, b = records(dumped([str(x86_driver)], dumps)[1]), records(vnni)
     assert list(a) == list(b)
     found = [d for name in a if (d := difference(name, b[name], a[name]))]
     assert not found, "\n".join(found)
@@ -128,12 +150,11 @@ def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cpu", ARM_CPUS)
-def test_arm64_gives_the_bits_of_x86(x86_driver, arm_driver, cpu, tmp_path):
+def test_arm64_gives_the_bits_of_x86(x86_driver, arm_driver, cpu, dumps):
     """Every output of the driver's calls, ARM64 (emulated) against x86, bit for bit: the same
     tokens on a Snapdragon as on a PC."""
-    run([str(x86_driver), "dump", str(tmp_path / "x86.bin")])
-    run([*qemu(cpu), str(arm_driver), "dump", str(tmp_path / "arm64.bin")])
-    x86, arm = records(tmp_path / "x86.bin"), records(tmp_path / "arm64.bin")
+    x86 = records(dumped([str(x86_driver)], dumps)[1])
+    arm = records(dumped([*qemu(cpu), str(arm_driver)], dumps)[1])
     assert list(arm) == list(x86), "the two drivers wrote different outputs"
     found = [d for name in x86 if (d := difference(name, arm[name], x86[name]))]
     assert not found, f"{len(found)} of {len(x86)} outputs differ between ARM64 and x86:\n" + "\n".join(found)
