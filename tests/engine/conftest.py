@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,10 +28,23 @@ def dev_cases() -> list[dict]:
 
 @pytest.fixture(scope="session")
 def kernel(tmp_path_factory):
-    """The native kernels, built into a fresh cache folder (the test modules that use it skip
+    """The native kernels, loaded from a cache folder of their own (a library apart from the session
+    engine's: its own pool and settings), the build itself shared with the session's cache both
+    ways: one ~35 s compile a session where there were two (the test modules that use it skip
     themselves on a CPU without AVX2/FMA/F16C)."""
     from engine.runtime.kernels import native_kernel
 
-    k, why_not = native_kernel(tmp_path_factory.mktemp("kernel-cache"), threads=2)
+    own = tmp_path_factory.mktemp("kernel-cache") / "kernels"
+    shared = Path(os.environ["HEXA_CACHE_DIR"]) / "kernels"   # tests/conftest.py's, the engine's
+    own.mkdir()
+    for built in shared.glob("native-*.so"):
+        shutil.copy2(built, own)
+    k, why_not = native_kernel(own.parent, threads=2)
     assert k is not None, why_not
+    built = Path(k.library_path)
+    if not (shared / built.name).exists():          # built here first: the engine's load finds it
+        shared.mkdir(parents=True, exist_ok=True)
+        part = shared / (built.name + ".part")
+        shutil.copy2(built, part)
+        part.replace(shared / built.name)
     return k

@@ -95,17 +95,17 @@ def test_qnn_speculative_decoding_is_lossless_on_the_htp(qnn_engine):
     e._cost = CostModel({0: CostCurve([(1, 10.0), (8, 10.5)])})
     e._online_cost = None
     runs = {}
-    for method in ("vanilla", "hexa", "sam"):
+    # (``sam``'s linear drafts go through the same verification of a tree: left to the CPU tests,
+    # its run here took 35 of this test's 106 s on the emulator)
+    for method in ("vanilla", "hexa"):
         events = list(e.generate(PROMPT, max_new_tokens=14, method=method))
         prefill = [ev for ev in events if isinstance(ev, Prefill)]
         assert prefill and prefill[0].graph.startswith("qnn:S")
         runs[method] = events[-1]
         assert isinstance(runs[method], Done) and runs[method].new_tokens > 0
     assert runs["hexa"].token_ids == runs["vanilla"].token_ids
-    assert runs["sam"].token_ids == runs["vanilla"].token_ids
     # the copy-heavy prompt is drafted: fewer passes than tokens
     assert runs["hexa"].steps < runs["vanilla"].steps
-    assert runs["sam"].steps < runs["vanilla"].steps
     assert runs["hexa"].mean_accepted > 1.5
 
 
