@@ -242,6 +242,7 @@ class OnlineCost:
         self._passes = 0
         self.overhead_ms = 0.0    # a step's wall time outside its verification (drafting, emitting)
         self._memo: dict[int, CostCurve] = {}
+        self._base: dict[int, list[tuple[int, float, int]]] = {}
         self._built = [*self.ratio, self.overhead_ms]   # the corrections the memoized curves use
 
     def _bucket(self, n: int) -> int:
@@ -254,10 +255,13 @@ class OnlineCost:
         key = max(0, past) // bucket * bucket
         curve = self._memo.get(key)
         if curve is None:
-            base = self.model.at(past, bucket)
-            sizes = sorted(set(base.sizes) | {n for n in self.BUCKETS if n <= base.sizes[-1]})
-            over = self.overhead_ms
-            curve = CostCurve(_monotone([(n, base(n) * self.ratio[self._bucket(n)] + over) for n in sizes]))
+            points = self._base.get(key)
+            if points is None:     # the profile's points at this context: (size, cost, bucket)
+                base = self.model.at(past, bucket)
+                sizes = sorted(set(base.sizes) | {n for n in self.BUCKETS if n <= base.sizes[-1]})
+                points = self._base[key] = [(n, base(n), self._bucket(n)) for n in sizes]
+            ratio, over = self.ratio, self.overhead_ms
+            curve = CostCurve(_monotone([(n, c * ratio[b] + over) for n, c, b in points]))
             self._memo[key] = curve
         return curve
 
