@@ -217,7 +217,7 @@ class OnlineCost:
     A warm-up profile can be off by the time decoding runs (other processes on the same cores,
     caches, a longer context, the drafting work between steps): keep an exponential average of
     observed/profiled cost for plain steps (``ratio[0]``), and per bigger size bucket the average
-    of its observed ratio *over the plain one* (``rel``), so that a machine getting slower or
+    of its observed ratio *over the plain one* (``_rel``), so that a machine getting slower or
     faster moves every size at once, and the shape learnt for a size stays learnt. A bucket not
     observed for ``STALE`` passes (its trees stopped being chosen) drifts back toward the
     profile's shape, so one unlucky sample cannot ban big trees for good; it is left alone while
@@ -236,8 +236,8 @@ class OnlineCost:
         self.model = model
         self.alpha, self.relax = alpha, relax
         self.learn = learn
-        self.ratio = [1.0] * len(self.BUCKETS)    # observed over profiled, by bucket (ratio[0] x rel)
-        self._rel = [1.0] * len(self.BUCKETS)
+        self._plain = 1.0                         # a plain step's observed over profiled cost
+        self._rel = [1.0] * len(self.BUCKETS)     # each bigger size's over the plain one ([0] stays 1)
         self._seen = [0] * len(self.BUCKETS)      # passes observed when each bucket last was
         self._passes = 0
         self.overhead_ms = 0.0    # a step's wall time outside its verification (drafting, emitting)
@@ -245,11 +245,16 @@ class OnlineCost:
         self._base: dict[int, list[tuple[int, float, int]]] = {}
         self._built = [*self.ratio, self.overhead_ms]   # the corrections the memoized curves use
 
+    @property
+    def ratio(self) -> list[float]:
+        """Observed over profiled cost, by size bucket."""
+        return [self._plain * r for r in self._rel]
+
     def _bucket(self, n: int) -> int:
         return min(bisect_left(self.BUCKETS, n), len(self.BUCKETS) - 1)
 
     def __call__(self, n: int) -> float:
-        return self.model(n) * self.ratio[self._bucket(n)]
+        return self.model(n) * self._plain * self._rel[self._bucket(n)]
 
     def at(self, past: int, bucket: int = 64) -> CostCurve:
         key = max(0, past) // bucket * bucket
@@ -287,13 +292,12 @@ class OnlineCost:
         self._passes += 1
         self._seen[b] = self._passes
         if b == 0:
-            self.ratio[0] += self.alpha * (r - self.ratio[0])
+            self._plain += self.alpha * (r - self._plain)
         else:
-            self._rel[b] += self.alpha * (r / self.ratio[0] - self._rel[b])
+            self._rel[b] += self.alpha * (r / self._plain - self._rel[b])
         for i in range(1, len(self._rel)):
             if self._passes - self._seen[i] > self.STALE:
                 self._rel[i] += self.relax * (1.0 - self._rel[i])
-            self.ratio[i] = self.ratio[0] * self._rel[i]
         self._moved()
 
     def _moved(self) -> None:

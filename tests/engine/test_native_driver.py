@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -72,23 +73,19 @@ def arm_driver(tmp_path_factory) -> Path:
     return build(CROSS_CC, "neon", tmp_path_factory.mktemp("arm64") / "driver")
 
 
-_DUMPS: dict[tuple[str, ...], tuple[str, Path]] = {}
-
-
-def dumped(cmd: list[str], folder: Path) -> tuple[str, Path]:
+@pytest.fixture(scope="module")
+def dumped(tmp_path_factory) -> Callable[[list[str]], tuple[str, Path]]:
     """(stdout, dump file) of ``cmd + ["dump", FILE]``, run once per command for the module:
     ``dump`` runs every check as ``check`` does and fails the same way (driver.c's main), so one
     run serves the checks and the comparisons (a qemu run is ~26 s on 2 cores; each ran twice)."""
-    key = tuple(cmd)
-    if key not in _DUMPS:
-        out = folder / f"dump-{len(_DUMPS)}.bin"
-        _DUMPS[key] = (run([*cmd, "dump", str(out)]).stdout, out)
-    return _DUMPS[key]
+    folder, runs = tmp_path_factory.mktemp("dumps"), {}
 
-
-@pytest.fixture(scope="module")
-def dumps(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("dumps")
+    def dump(cmd: list[str]) -> tuple[str, Path]:
+        if tuple(cmd) not in runs:
+            out = folder / f"dump-{len(runs)}.bin"
+            runs[tuple(cmd)] = (run([*cmd, "dump", str(out)]).stdout, out)
+        return runs[tuple(cmd)]
+    return dump
 
 
 def passed_every_check(stdout: str) -> None:
@@ -96,14 +93,14 @@ def passed_every_check(stdout: str) -> None:
 
 
 @pytest.mark.slow      # builds the kernels and the driver: ~20 s on 2 cores
-def test_x86_kernels_pass_every_check(x86_driver, dumps):
-    passed_every_check(dumped([str(x86_driver)], dumps)[0])
+def test_x86_kernels_pass_every_check(x86_driver, dumped):
+    passed_every_check(dumped([str(x86_driver)])[0])
 
 
 @pytest.mark.slow      # cross-builds, then emulates
 @pytest.mark.parametrize("cpu", ARM_CPUS)
-def test_arm64_kernels_pass_every_check(arm_driver, cpu, dumps):
-    passed_every_check(dumped([*qemu(cpu), str(arm_driver)], dumps)[0])
+def test_arm64_kernels_pass_every_check(arm_driver, cpu, dumped):
+    passed_every_check(dumped([*qemu(cpu), str(arm_driver)])[0])
 
 
 def records(path: Path) -> dict[str, bytes]:
@@ -133,14 +130,14 @@ def difference(name: str, arm: bytes, x86: bytes) -> str | None:
 
 
 @pytest.mark.slow
-def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, dumps):
+def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, dumped):
     """vpdpbusd/vpdpwssd form the same integer sums as maddubs/madd, and so do AMX's tiles (the amx
     build: its batches of 32 and 33 rows ran on them, or the test says the OS refused them and
     skips): every output bit for bit."""
-    stdout, vnni = dumped([str(vnni_driver)], dumps)
+    stdout, vnni = dumped([str(vnni_driver)])
     passed_every_check(stdout)
     tiles_refused = vnni_driver.parent.name.startswith("amx") and "amx tiles: on" not in stdout
-    a, b = records(dumped([str(x86_driver)], dumps)[1]), records(vnni)
+    a, b = records(dumped([str(x86_driver)])[1]), records(vnni)
     assert list(a) == list(b)
     found = [d for name in a if (d := difference(name, b[name], a[name]))]
     assert not found, "\n".join(found)
@@ -150,11 +147,11 @@ def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, dumps):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cpu", ARM_CPUS)
-def test_arm64_gives_the_bits_of_x86(x86_driver, arm_driver, cpu, dumps):
+def test_arm64_gives_the_bits_of_x86(x86_driver, arm_driver, cpu, dumped):
     """Every output of the driver's calls, ARM64 (emulated) against x86, bit for bit: the same
     tokens on a Snapdragon as on a PC."""
-    x86 = records(dumped([str(x86_driver)], dumps)[1])
-    arm = records(dumped([*qemu(cpu), str(arm_driver)], dumps)[1])
+    x86 = records(dumped([str(x86_driver)])[1])
+    arm = records(dumped([*qemu(cpu), str(arm_driver)])[1])
     assert list(arm) == list(x86), "the two drivers wrote different outputs"
     found = [d for name in x86 if (d := difference(name, arm[name], x86[name]))]
     assert not found, f"{len(found)} of {len(x86)} outputs differ between ARM64 and x86:\n" + "\n".join(found)

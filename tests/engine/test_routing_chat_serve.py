@@ -68,14 +68,10 @@ def test_an_answer_is_never_handed_to_a_chat_only_server(engine, chat_server):
 def test_live_takes_device_options_that_say_continues(engine, chat_server):
     """``continues`` in the options the router hands ``Live`` (a zero said outright) is no second
     keyword for a device run's own; a continued answer given to ``Live`` is refused in one line."""
-    from engine.routing.live import Live
-    from engine.routing.models import DeviceModel, ServerTTFT
-
     async def main():
         client = ServerClient(Endpoint("cloud", chat_server, api="chat"))
         caps = await client.probe(engine.encode)
-        live = Live(engine, client, caps, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3, 0.5]),
-                    Prices(1e-6, 1e-6), device_options={"reuse": False, "continues": 0})
+        live = make_live(engine, client, caps, Prices(1e-6, 1e-6), {"reuse": False, "continues": 0})
         out = await live.serve(engine.chat_ids(MESSAGES), Plan(None, 0.0), 8, messages=MESSAGES)
         await client.aclose()
         return out
@@ -83,5 +79,4 @@ def test_live_takes_device_options_that_say_continues(engine, chat_server):
     out = asyncio.run(main())
     assert out.served_by == "device" and out.text
     with pytest.raises(ValueError, match="continued answer"):
-        Live(engine, None, None, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3]), Prices(1e-6, 1e-6),
-             device_options={"continues": 3})
+        make_live(engine, None, None, Prices(1e-6, 1e-6), {"continues": 3})

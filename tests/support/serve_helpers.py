@@ -50,10 +50,11 @@ def own_engine():
     return Engine.load(None, cache_dir=os.environ["HEXA_CACHE_DIR"])
 
 
-def live(engine, client, caps, prices):
+def live(engine, client, caps, prices, device_options: dict | None = None):
     """A router's ``Live`` for one request at a time: the device's TTFT line and the server's TTFTs
     fixed (the tests drive the plan themselves)."""
     from engine.routing.live import Live
     from engine.routing.models import DeviceModel, ServerTTFT
 
-    return Live(engine, client, caps, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3, 0.5]), prices)
+    return Live(engine, client, caps, DeviceModel(0.005, 0.0, 50.0), ServerTTFT([0.3, 0.5]), prices,
+                device_options=device_options)

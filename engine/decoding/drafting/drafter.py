@@ -162,11 +162,11 @@ class Drafter:
         if not self.seq:
             raise ValueError("nothing committed yet: observe the first token before proposing")
         root = self.seq[-1]
-        b = TreeBuilder(root, None if self.linear else self.confidence)
         if budget <= 0 or max_depth <= 0:
-            return b.flatten([])
+            return root_only(root)
         self._scale_at_propose = {s: self.scale(s) for s in self.stats}
         if self.linear:
+            b = TreeBuilder(root)
             cand = self._linear(min(budget, max_depth, self.linear_len))
             if cand is not None:
                 b.add(cand)
@@ -174,6 +174,7 @@ class Drafter:
         cands = self.candidates(budget, max_depth)
         if not cands:              # most steps of most answers: no trie to build
             return root_only(root)
+        b = TreeBuilder(root, self.confidence)
         for c in cands:
             b.add(c, max_depth)
         return b.build(budget, self.cutoff.alpha, max_depth, self.cost_curve)
