@@ -1,6 +1,7 @@
 """The native kernels' cost by rows, one instruction-set build against another, in one process.
 
     python -m engine.bench.kernels [--isas auto,avx2] [--types Q4_K,Q6_K,...] [--rows 1,2,4,8,16]
+    python -m engine.bench.kernels --isas avx512-vnni:narrow,avx512-vnni:wide ...   # the 256- against the 512-bit tiles
     python -m engine.bench.kernels --model FILE.gguf [--isas ...] [--kv f32,f16] [--past N]   # a verification's cost curve
 
 Without ``--model``: one weight at a time (``hexa_linear_dot``, the decoding arithmetic) on random
@@ -74,13 +75,29 @@ def interleaved(calls: dict[str, callable], reps: int) -> dict[str, float]:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def builds(isas: list[str], cache: Path, threads: int) -> dict[str, object]:
+def tiles_of(spec: str) -> tuple[str, str]:
+    """"avx512-vnni:narrow" -> ("avx512-vnni", "narrow"): a build, and the tiles its calls of many
+    rows take ("wide": 512-bit, x86/wide.h; "narrow": 256-bit; "": as the engine would choose)."""
+    isa, _, tiles = spec.partition(":")
+    if tiles not in ("", "wide", "narrow"):
+        raise SystemExit(f"kernels bench: {spec}: the tiles are wide or narrow")
+    return isa, tiles
+
+
+def set_tiles(kernel, tiles: str) -> None:
+    """Before each call: one build loaded twice is one library, so its tiles are set call by call."""
+    if not kernel.fn["hexa_wide"](int(tiles == "wide" if tiles else kernel.wide)) and tiles == "wide":
+        raise SystemExit(f"kernels bench: the {kernel.isa} build has no 512-bit tiles")
+
+
+def builds(isas: list[str], cache: Path, threads: int) -> dict[str, tuple[object, str]]:
     out = {}
-    for isa in isas:
+    for spec in isas:
+        isa, tiles = tiles_of(spec)
         kernel, why = native_kernel(cache, threads, options=EngineOptions(isa=isa))
         if kernel is None:
             raise SystemExit(f"kernels bench: no {isa} kernels here: {why}")
-        out[kernel.isa] = kernel
+        out[f"{kernel.isa}:{tiles}" if tiles else kernel.isa] = (kernel, tiles)
     return out
 
 
@@ -88,15 +105,19 @@ def weight_table(kernels: dict, types: list[str], shapes, rows: list[int], reps:
     results = []
     for N, K in shapes:
         for kind in types:
-            weights = {isa: packed_weight(k, kind, N, K) for isa, k in kernels.items()}
+            weights = {name: packed_weight(k, kind, N, K) for name, (k, _) in kernels.items()}
             for m in rows:
                 x = np.random.default_rng(m).standard_normal((m, K), dtype=np.float32)
-                outs = {isa: kernels[isa].linear(x, w, exact=False) for isa, w in weights.items()}
+
+                def call(name, w=None):
+                    kernel, tiles = kernels[name]
+                    set_tiles(kernel, tiles)
+                    return kernel.linear(x, w if w is not None else weights[name], exact=False)
+                outs = {name: call(name) for name in weights}
                 first = next(iter(outs.values()))
                 if not all(np.array_equal(first, o) for o in outs.values()):
                     raise SystemExit(f"kernels bench: {kind} {N}x{K} at {m} rows differs between builds")
-                ms = interleaved({isa: (lambda k=kernels[isa], w=w: k.linear(x, w, exact=False))
-                                  for isa, w in weights.items()}, reps)
+                ms = interleaved({name: (lambda name=name: call(name)) for name in weights}, reps)
                 results.append(dict(weight=f"{kind} {N}x{K}", rows=m, ms=ms))
     return results
 
@@ -105,14 +126,16 @@ def model_table(model_path: str, isas: list[str], cache: Path, threads: int, row
                 past: int = 512, kvs: tuple[str, ...] = ("auto",)) -> list[dict]:
     from ..engine import Engine
 
-    engines = {}
-    for isa in isas:
+    engines, tiles_for = {}, {}
+    for spec in isas:
+        isa, tiles = tiles_of(spec)
         for kv in kvs:
             e = Engine.load(model_path, cache, threads=threads, options=EngineOptions(isa=isa, kv=kv))
             got = getattr(e.model, "kernel", "")
             if not got.startswith(isa if isa != "auto" else ""):
                 raise SystemExit(f"kernels bench: the {isa} engine runs {got!r}")
-            engines[f"{got.split()[0]} {np.dtype(e.model.kv_dtype).name}"] = e.model
+            name = f"{got.split()[0]}{':' + tiles if tiles else ''} {np.dtype(e.model.kv_dtype).name}"
+            engines[name], tiles_for[name] = e.model, tiles
     results = []
     g = np.random.default_rng(0)
     caches = {}
@@ -127,14 +150,16 @@ def model_table(model_path: str, isas: list[str], cache: Path, threads: int, row
         pos = np.arange(past, past + m, dtype=np.int64)
         mask = np.tri(m, past + m, past, dtype=bool) if m > 1 else None
 
-        def call(model, c):
+        def call(model, c, tiles):
+            set_tiles(model._packer, tiles)
             return model.logits(model.forward(toks, pos, c, mask))
-        outs = {n: call(model, caches[n]) for n, model in engines.items()}
+        outs = {n: call(model, caches[n], tiles_for[n]) for n, model in engines.items()}
         for kv in {n.split()[1] for n in outs}:    # the same cache type: the same bits on every build
             same = [o for n, o in outs.items() if n.split()[1] == kv]
             if not all(np.array_equal(same[0], o) for o in same):
                 raise SystemExit(f"kernels bench: the logits of {m} rows differ between builds")
-        ms = interleaved({n: (lambda model=model, c=caches[n]: call(model, c)) for n, model in engines.items()}, reps)
+        ms = interleaved({n: (lambda model=model, c=caches[n], t=tiles_for[n]: call(model, c, t))
+                          for n, model in engines.items()}, reps)
         results.append(dict(weight=f"{Path(model_path).name} forward+logits @{past}", rows=m, ms=ms))
     return results
 

@@ -1116,15 +1116,21 @@ static void run(const char *name, void (*check)(void)) {
 }
 
 int main(int argc, char **argv) {
+    /* --narrow: the avx512-vnni build's 256-bit tiles (the ones a CPU that splits 512-bit
+       instructions runs); without it its 512-bit tiles (x86/wide.h) run every call they take */
+    const int narrow = argc > 1 && !strcmp(argv[1], "--narrow");
+    argc -= narrow;
+    argv += narrow;
     if (argc == 3 && !strcmp(argv[1], "dump")) {
         if (!(dump = fopen(argv[2], "wb"))) { perror(argv[2]); return 2; }
     } else if (argc != 2 || strcmp(argv[1], "check")) {
-        fprintf(stderr, "usage: %s check | dump FILE\n", argv[0]);
+        fprintf(stderr, "usage: %s [--narrow] check | dump FILE\n", argv[0]);
         return 2;
     }
     /* the amx build's tiles, on if the OS grants them (0 in every other build) */
     tiles = hexa_amx(1);
     printf("amx tiles: %s\n", tiles ? "on" : "off");
+    printf("512-bit tiles: %s\n", hexa_wide(!narrow) ? "on" : "off");
     run("linear", check_linear);
     run("codes", check_codes);
     run("attention", check_attention);

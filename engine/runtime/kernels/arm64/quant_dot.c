@@ -506,6 +506,12 @@ int32_t hexa_amx(int32_t on) {
     return 0;
 }
 
+/* x86's 512-bit tiles (hexa.h) */
+int32_t hexa_wide(int32_t on) {
+    (void)on;
+    return 0;
+}
+
 /* prompt rows: decoding's arithmetic here (the bf16 tiles are x86's AMX, x86/amx_bf16.h) */
 void hexa_linear_prefill(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                          int M, int N, int K, int bits, int threads) {

@@ -90,20 +90,6 @@ AMX_TARGET static void amx_configure(int r, int split) {
         _tile_dpbsud(C1, A, B);                                                                   \
     } while (0)
 
-/* two ymm (the tiles' quad column order: quad_order's halves) as one zmm */
-AMX_TARGET static inline __m512 amx_join(const float *d) {
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(quad_order(d, 0))),
-                                               _mm256_castps_pd(quad_order(d, 1)), 1));
-}
-
-/* row m's 16 sums of panel p (the quads' column order, as amx_join's) into y */
-AMX_TARGET static inline void amx_store_row(const struct dot_job *a, __m512 acc, int m, int p) {
-    const __m256 lo = _mm512_castps512_ps256(acc);
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-    store_panel(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31), a->b, a->res, a->y, m,
-                p * PW, a->N);
-}
-
 /* block blk's fp32 steps on rows [m0, m0+r), from its integer sums (sums[half][row]): NIB_FLOAT's
    and DOT_Q4's operations, lane for lane (acc += float(sum - offs) * (d * dx), then + m * sx).
    Inlined into amx_rows with the row loop unrolled, so acc stays in 16 zmm registers: as a call
@@ -117,19 +103,14 @@ amx_float(const struct dot_job *a, int m0, int r, int p, const __m256i *pre, int
     const int32_t *restrict qs = a->qs + 2 * ((int64_t)m0 * nb + blk);
     float tmp[3 * PW];
     const float *hd = HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
-    const __m512 d0 = amx_join(hd), d1 = split ? amx_join(hd + PW) : d0;
-    const __m512 mn = min_at >= 0 ? amx_join(hd + min_at) : _mm512_setzero_ps();
+    const __m512 d0 = zmm_join(hd), d1 = split ? zmm_join(hd + PW) : d0;
+    const __m512 mn = min_at >= 0 ? zmm_join(hd + min_at) : _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++) {
         const __m512 dxi = _mm512_set1_ps(dx[(int64_t)i * nb]);
-        if (split) {
-            __m512i t = _mm512_load_si512((const void *)sums[0][i]);
-            if (off) t = _mm512_sub_epi32(t, _mm512_set1_epi32(qs[2 * (int64_t)i * nb]));
-            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(d0, dxi), acc[i]);
-        }
-        __m512i t = _mm512_load_si512((const void *)sums[1][i]);
-        if (off) t = _mm512_sub_epi32(t, _mm512_set1_epi32(qs[2 * (int64_t)i * nb + 1]));
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(d1, dxi), acc[i]);
+        if (split)
+            acc[i] = zmm_step(acc[i], _mm512_load_si512((const void *)sums[0][i]), off, qs[2 * (int64_t)i * nb], d0, dxi);
+        acc[i] = zmm_step(acc[i], _mm512_load_si512((const void *)sums[1][i]), off, qs[2 * (int64_t)i * nb + 1], d1, dxi);
         if (min_at >= 0) acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sx[(int64_t)i * nb]), acc[i]);
     }
 }
@@ -173,7 +154,7 @@ AMX_TARGET static inline __attribute__((always_inline)) void amx_rows(const stru
         }
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < r; i++) amx_store_row(a, acc[i], m0 + i, p);
+    for (int i = 0; i < r; i++) zmm_store_row(a, acc[i], m0 + i, p);
 }
 
 /* The formats' flags (a second scale, a code offset, a min term) as constants, so that no row's

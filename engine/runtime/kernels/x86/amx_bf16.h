@@ -36,8 +36,8 @@ BF_TARGET static void bf_panel(const struct dot_job *a, int p, const __m256i *pr
     for (int blk = 0; blk < nb; blk++) {
         float tmp[3 * PW];
         const float *hd = HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
-        const __m512 d0 = amx_join(hd), d1 = split ? amx_join(hd + PW) : d0;
-        const __m512 mn = min_at >= 0 ? amx_join(hd + min_at) : _mm512_setzero_ps();
+        const __m512 d0 = zmm_join(hd), d1 = split ? zmm_join(hd + PW) : d0;
+        const __m512 mn = min_at >= 0 ? zmm_join(hd + min_at) : _mm512_setzero_ps();
         for (int g = 0; g < 8; g++) {   /* a group: 4 inputs x 16 columns, a byte each */
             const __m512i v = _mm512_load_si512((const void *)(pre + (blk * 8 + g) * 2));
             const __m512 d = g < 4 ? d0 : d1;
@@ -130,7 +130,7 @@ BF_TARGET static void bf_group(void *ctx, int g) {
         }
     }
     for (int p = p0; p < p_end; p++)
-        for (int i = 0; i < a->M; i++) amx_store_row(a, _mm512_load_ps(cb + ((p - p0) * rows16 + i) * 16), i, p);
+        for (int i = 0; i < a->M; i++) zmm_store_row(a, _mm512_load_ps(cb + ((p - p0) * rows16 + i) * 16), i, p);
     _tile_release();
     free(pre);
     free(wb);

@@ -582,6 +582,14 @@ static void quantize_item(void *ctx, int m) {
                  j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
 }
 
+/* 512-bit tiles over pre (wide.h, at the end of this file): the avx512-vnni build, on where the
+   engine turns them on (hexa_wide) */
+#if defined(__AVX512F__) && defined(__AVX512VNNI__) && !defined(HEXA_AMX)
+#define HEXA_WIDE
+static int wide_on;
+static void wide_dot(const struct dot_job *a, int threads);
+#endif
+
 #ifdef HEXA_AMX
 /* the AMX tiles' calls (amx.h, at the end of this file). Fewer rows keep the VNNI tiles: a whole
    SmolLM2-135M Q4_1 / Qwen3-1.7B-shaped forward pass of 8 rows took 0.89x / 0.82x their time on
@@ -614,11 +622,18 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
         hexa_run(amx_group, &a, (P + GP - 1) / GP, threads);
     else
 #endif
+#ifdef HEXA_WIDE
+    if (wide_on && M > (BYTE_CODES(bits) ? ONE_Q8 : ONE_Q4) && !pairs)   /* the calls dot_group gives pre */
+        wide_dot(&a, threads);
+    else
+#endif
         hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
     free(codes);
     free(scales);
     free(qs);
 }
 
+#include "zmm.h"
 #include "amx.h"
 #include "amx_bf16.h"
+#include "wide.h"

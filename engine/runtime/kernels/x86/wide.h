@@ -1,0 +1,181 @@
+/* The products over pre in 512-bit tiles (the avx512-vnni build; on where hexa_wide turns them on),
+ * included at the end of quant_dot.c.
+ *
+ * pre holds a group of 4 inputs x 16 columns in 64 bytes (decode_panel), so one zmm vpdpbusd forms
+ * a row's 16 column sums of a group where the ymm tiles take two, and the block's float steps take
+ * one zmm a row where they took two ymm. Integer sums are exact, and each lane's fp32 steps are the
+ * ymm tiles' (zmm.h), so the bits are theirs (the C driver runs this build with the tiles on and
+ * compares it with avx2's, output for output). With 32 registers a tile takes up to WIDE_ROWS rows
+ * (a sum and an accumulator each), so a group's codes are loaded once for that many rows.
+ *
+ * Why only where turned on: a CPU that splits a 512-bit instruction into two 256-bit halves gains
+ * nothing from them. AMD Zen 4 does (a zmm vpdpbusd issued at half the ymm rate: 229 against 219
+ * GMAC/s, and 512-bit tiles measured 0.46-1.25x the ymm ones' time, 2026-11-28); Zen 5 runs it
+ * whole (426 against 186 GMAC/s, 2 threads of independent chains, 2026-12-01). The engine turns
+ * them on for the CPUs measured to run it whole (kernels/__init__.py's wide_tiles).
+ */
+#ifdef HEXA_WIDE
+#ifndef WIDE_ROWS
+#define WIDE_ROWS 12
+#endif
+
+/* A row's scales for one block, beside the other rows' of its tile (wide_job.scales) */
+struct wide_scale {
+    float dx, sx;     /* the block's scale, and scale * the codes' sum (quantize_row's) */
+    int32_t qs[2];    /* what the float steps subtract (offs) */
+};
+
+/* The rows' codes and scales, interleaved per tile: a tile of r rows starting at row m0 holds
+   [blk][group][row] quads from m0 * K on, and [blk][row] scales from m0 * nb on. A tile then reads
+   every row's quad and scales at constant offsets from one pointer: with a pointer a row (12 rows,
+   dx, sx, qs), GCC ran out of general registers and reloaded them from the stack in the loop. */
+struct wide_job {
+    const struct dot_job *a;
+    int32_t *quads;
+    struct wide_scale *scales;
+    int tiles;
+};
+
+/* tile t's first row and rows: the fewest tiles of at most WIDE_ROWS rows, split evenly (dot_group's
+   rule) */
+static inline int wide_tile_rows(int M, int tiles, int t, int *m0) {
+    int m = 0;
+    for (int u = 0; u < t; u++) m += (M - m) / (tiles - u) + ((M - m) % (tiles - u) != 0);
+    *m0 = m;
+    return (M - m) / (tiles - t) + ((M - m) % (tiles - t) != 0);
+}
+
+static void wide_interleave(void *ctx, int t) {
+    const struct wide_job *j = ctx;
+    const struct dot_job *a = j->a;
+    const int nb = a->K / QB;
+    int m0;
+    const int r = wide_tile_rows(a->M, j->tiles, t, &m0);
+    const int32_t *codes = (const int32_t *)((const int8_t *)a->codes + (int64_t)m0 * a->K);
+    int32_t *quads = (int32_t *)((int8_t *)j->quads + (int64_t)m0 * a->K);
+    struct wide_scale *sc = j->scales + (int64_t)m0 * nb;
+    for (int i = 0; i < r; i++)
+        for (int q = 0; q < a->K / 4; q++) quads[(int64_t)q * r + i] = codes[(int64_t)i * (a->K / 4) + q];
+    for (int i = 0; i < r; i++)
+        for (int blk = 0; blk < nb; blk++) {
+            const int64_t at = (int64_t)(m0 + i) * nb + blk;
+            struct wide_scale *s = sc + (int64_t)blk * r + i;
+            s->dx = a->dx[at];
+            s->sx = a->sx[at];
+            s->qs[0] = a->qs[2 * at];
+            s->qs[1] = a->qs[2 * at + 1];
+        }
+}
+
+/* rows [m0, m0+r) x panel p over pre: r a constant (wide_tile below), so acc and the sums stay in
+   registers; split, off, has_min the format's flags (amx.h's), constants too */
+static inline __attribute__((always_inline)) void wide_rows(const struct wide_job *j, int m0, const int r, int p,
+                                                            const __m256i *pre, const int split, const int off,
+                                                            const int has_min) {
+    const struct dot_job *a = j->a;
+    const int nb = a->K / QB, bits = a->bits, min_at = has_min ? MIN_AT(bits) : -1;
+    const int32_t *restrict quads = (const int32_t *)((const int8_t *)j->quads + (int64_t)m0 * a->K);
+    const struct wide_scale *restrict sc = j->scales + (int64_t)m0 * nb;
+    __m512 acc[WIDE_ROWS];
+#pragma GCC unroll 16
+    for (int i = 0; i < r; i++) acc[i] = _mm512_setzero_ps();
+    for (int blk = 0; blk < nb; blk++, quads += QB / 4 * r, sc += r) {
+        const __m512i *w = (const __m512i *)(pre + (int64_t)blk * QB / 2);   /* the block's 8 groups */
+        float tmp[3 * PW];
+        const float *hd = HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
+        __m512i s[WIDE_ROWS];
+#pragma GCC unroll 16
+        for (int i = 0; i < r; i++) s[i] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int g = 0; g < QB / 4; g++) {
+            if (split && g == QB / 8) {   /* inputs 0-15 carry a scale of their own */
+                const __m512 d0 = zmm_join(hd);
+#pragma GCC unroll 16
+                for (int i = 0; i < r; i++) {
+                    acc[i] = zmm_step(acc[i], s[i], off, sc[i].qs[0], d0, _mm512_set1_ps(sc[i].dx));
+                    s[i] = _mm512_setzero_si512();
+                }
+            }
+            const __m512i wv = _mm512_load_si512(w + g);
+#pragma GCC unroll 16
+            for (int i = 0; i < r; i++) {
+                s[i] = _mm512_dpbusd_epi32(s[i], wv, _mm512_set1_epi32(quads[g * r + i]));
+                __asm__("" : "+v"(s[i]));   /* IN_ORDER's reason: one add per product, no spills */
+            }
+        }
+        const __m512 d1 = zmm_join(split ? hd + PW : hd);
+        const __m512 mn = min_at >= 0 ? zmm_join(hd + min_at) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+        for (int i = 0; i < r; i++) {
+            acc[i] = zmm_step(acc[i], s[i], off, sc[i].qs[1], d1, _mm512_set1_ps(sc[i].dx));
+            if (min_at >= 0) acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sc[i].sx), acc[i]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < r; i++) zmm_store_row(a, acc[i], m0 + i, p);
+}
+
+/* One function per row count and kind of format (amx.h's four), the flags constants */
+typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
+#define WIDE_TILE(kind, split, off, has_min, r)                                                   \
+    static void wide_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
+        wide_rows(j, m0, r, p, pre, split, off, has_min);                                         \
+    }
+#define WIDE_KIND(kind, split, off, has_min)                                                      \
+    WIDE_TILE(kind, split, off, has_min, 1) WIDE_TILE(kind, split, off, has_min, 2)               \
+    WIDE_TILE(kind, split, off, has_min, 3) WIDE_TILE(kind, split, off, has_min, 4)               \
+    WIDE_TILE(kind, split, off, has_min, 5) WIDE_TILE(kind, split, off, has_min, 6)               \
+    WIDE_TILE(kind, split, off, has_min, 7) WIDE_TILE(kind, split, off, has_min, 8)               \
+    WIDE_TILE(kind, split, off, has_min, 9) WIDE_TILE(kind, split, off, has_min, 10)              \
+    WIDE_TILE(kind, split, off, has_min, 11) WIDE_TILE(kind, split, off, has_min, 12)             \
+    static const wide_tile WIDE_##kind[13] = {0, wide_##kind##_1, wide_##kind##_2, wide_##kind##_3, \
+        wide_##kind##_4, wide_##kind##_5, wide_##kind##_6, wide_##kind##_7, wide_##kind##_8,       \
+        wide_##kind##_9, wide_##kind##_10, wide_##kind##_11, wide_##kind##_12};
+_Static_assert(WIDE_ROWS <= 12, "wide tiles of 1 to 12 rows");
+WIDE_KIND(min, 0, 0, 1)       /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K */
+WIDE_KIND(offset, 0, 1, 0)    /* 8, 9: Q8_0, Q5_0 */
+WIDE_KIND(split, 1, 1, 0)     /* 6: Q6_K */
+WIDE_KIND(union, 1, 1, 1)     /* 7: a projection of mixed types */
+
+/* a work item (panels [g*GP, g*GP+GP) x all rows): each panel decoded into pre once, then its
+   row tiles */
+static void wide_group(void *ctx, int g) {
+    const struct wide_job *j = ctx;
+    const struct dot_job *a = j->a;
+    const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
+    const wide_tile *tiles_of = split ? (has_min ? WIDE_union : WIDE_split) : off ? WIDE_offset : WIDE_min;
+    const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
+    __m256i *pre = aligned_alloc(64, pre_bytes(a));
+    if (!pre) abort();
+    for (int p = g * GP; p < p_end; p++) {
+        decode_panel(a, p, pre);
+        for (int t = 0, m = 0; t < j->tiles; t++) {
+            const int rows = (a->M - m) / (j->tiles - t) + ((a->M - m) % (j->tiles - t) != 0);
+            tiles_of[rows](j, m, p, pre);
+            m += rows;
+        }
+    }
+    free(pre);
+}
+
+/* hexa_linear_dot's calls that dot_group would give pre, on the 512-bit tiles */
+static void wide_dot(const struct dot_job *a, int threads) {
+    const int nb = a->K / QB, tiles = (a->M + WIDE_ROWS - 1) / WIDE_ROWS;
+    struct wide_job j = {a, malloc((size_t)a->M * a->K), malloc(sizeof(struct wide_scale) * (size_t)a->M * nb), tiles};
+    if (!j.quads || !j.scales) abort();
+    hexa_run(wide_interleave, &j, tiles, threads);
+    hexa_run(wide_group, &j, (a->P + GP - 1) / GP, threads);
+    free(j.quads);
+    free(j.scales);
+}
+
+int32_t hexa_wide(int32_t on) {
+    wide_on = on != 0;
+    return wide_on;
+}
+#else
+int32_t hexa_wide(int32_t on) {
+    (void)on;
+    return 0;
+}
+#endif
