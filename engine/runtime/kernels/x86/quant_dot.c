@@ -586,8 +586,16 @@ static void quantize_item(void *ctx, int m) {
    engine turns them on (hexa_wide) */
 #if defined(__AVX512F__) && defined(__AVX512VNNI__) && !defined(HEXA_AMX)
 #define HEXA_WIDE
-static int wide_on;
+/* on or off for the library (attention.c's 512-bit loop reads it too) */
+__attribute__((visibility("hidden"))) int hexa_wide_on;
+#define wide_on hexa_wide_on
 static void wide_dot(const struct dot_job *a, int threads);
+#ifndef WIDE_ONE
+/* fewest rows of a one-tile call on the 512-bit tiles: at 2-4 rows a row's 8 chained vpdpbusd a block
+   wait on each other where the ymm tiles split them (SPLIT), 0.74-1.01x their speed; 6-8 rows
+   1.02-1.14x (Q4_K, Q6_K weights, 2026-12-01) */
+#define WIDE_ONE 6
+#endif
 #endif
 
 #ifdef HEXA_AMX
@@ -623,7 +631,7 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     else
 #endif
 #ifdef HEXA_WIDE
-    if (wide_on && M > (BYTE_CODES(bits) ? ONE_Q8 : ONE_Q4) && !pairs)   /* the calls dot_group gives pre */
+    if (wide_on && !pairs && (M > (BYTE_CODES(bits) ? ONE_Q8 : ONE_Q4) || (M >= WIDE_ONE && !BYTE_CODES(bits))))
         wide_dot(&a, threads);
     else
 #endif

@@ -73,16 +73,20 @@ static inline __attribute__((always_inline)) void wide_rows(const struct wide_jo
                                                             const __m256i *pre, const int split, const int off,
                                                             const int has_min) {
     const struct dot_job *a = j->a;
-    const int nb = a->K / QB, bits = a->bits, min_at = has_min ? MIN_AT(bits) : -1;
+    const int nb = a->K / QB, bits = a->bits, min_at = has_min ? MIN_AT(bits) : -1, bytes = BLOCK_BYTES(bits);
     const int32_t *restrict quads = (const int32_t *)((const int8_t *)j->quads + (int64_t)m0 * a->K);
     const struct wide_scale *restrict sc = j->scales + (int64_t)m0 * nb;
     __m512 acc[WIDE_ROWS];
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++) acc[i] = _mm512_setzero_ps();
     for (int blk = 0; blk < nb; blk++, quads += QB / 4 * r, sc += r) {
-        const __m512i *w = (const __m512i *)(pre + (int64_t)blk * QB / 2);   /* the block's 8 groups */
+        const __m512i *w = pre ? (const __m512i *)(pre + (int64_t)blk * QB / 2) : NULL;   /* the block's 8 groups */
+        const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);
+        if (!pre)
+            for (int o = 0; o < bytes; o += 64)   /* PREFETCH blocks ahead, as the ymm tiles */
+                _mm_prefetch((const char *)bp + PREFETCH * bytes + o, _MM_HINT_T0);
         float tmp[3 * PW];
-        const float *hd = HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
+        const float *hd = pre && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
         __m512i s[WIDE_ROWS];
 #pragma GCC unroll 16
         for (int i = 0; i < r; i++) s[i] = _mm512_setzero_si512();
@@ -96,7 +100,14 @@ static inline __attribute__((always_inline)) void wide_rows(const struct wide_jo
                     s[i] = _mm512_setzero_si512();
                 }
             }
-            const __m512i wv = _mm512_load_si512(w + g);
+            __m512i wv;
+            if (pre) {
+                wv = _mm512_load_si512(w + g);
+            } else {   /* one tile a panel: its codes decoded here (decode_panel's quads_codes) */
+                __m256i h[2];
+                quads_codes(bp + CODE_HEAD(bits), PLANES(bits), g, h);
+                wv = _mm512_inserti64x4(_mm512_castsi256_si512(h[0]), h[1], 1);
+            }
 #pragma GCC unroll 16
             for (int i = 0; i < r; i++) {
                 s[i] = _mm512_dpbusd_epi32(s[i], wv, _mm512_set1_epi32(quads[g * r + i]));
@@ -131,7 +142,24 @@ typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
     static const wide_tile WIDE_##kind[13] = {0, wide_##kind##_1, wide_##kind##_2, wide_##kind##_3, \
         wide_##kind##_4, wide_##kind##_5, wide_##kind##_6, wide_##kind##_7, wide_##kind##_8,       \
         wide_##kind##_9, wide_##kind##_10, wide_##kind##_11, wide_##kind##_12};
-_Static_assert(WIDE_ROWS <= 12, "wide tiles of 1 to 12 rows");
+/* One tile a panel (ONE_Q4 rows or fewer), decoding its own codes: the nibbles and planes (8-bit
+   codes take int16 pairs in such calls, PAIRS) */
+#define WIDE_OWN(kind, split, off, has_min, r)                                                    \
+    static void own_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {   \
+        (void)pre;                                                                                \
+        wide_rows(j, m0, r, p, NULL, split, off, has_min);                                        \
+    }
+#define WIDE_OWNS(kind, split, off, has_min)                                                      \
+    WIDE_OWN(kind, split, off, has_min, 2) WIDE_OWN(kind, split, off, has_min, 3)                 \
+    WIDE_OWN(kind, split, off, has_min, 4) WIDE_OWN(kind, split, off, has_min, 5)                 \
+    WIDE_OWN(kind, split, off, has_min, 6) WIDE_OWN(kind, split, off, has_min, 7)                 \
+    WIDE_OWN(kind, split, off, has_min, 8)                                                        \
+    static const wide_tile OWN_##kind[9] = {0, 0, own_##kind##_2, own_##kind##_3, own_##kind##_4, \
+        own_##kind##_5, own_##kind##_6, own_##kind##_7, own_##kind##_8};
+WIDE_OWNS(min, 0, 0, 1)
+WIDE_OWNS(offset, 0, 1, 0)   /* 9: Q5_0 */
+WIDE_OWNS(split, 1, 1, 0)    /* 6: Q6_K */
+_Static_assert(WIDE_ROWS <= 12 && ONE_Q4 == 8, "wide tiles of 1 to 12 rows, one tile of up to 8");
 WIDE_KIND(min, 0, 0, 1)       /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K */
 WIDE_KIND(offset, 0, 1, 0)    /* 8, 9: Q8_0, Q5_0 */
 WIDE_KIND(split, 1, 1, 0)     /* 6: Q6_K */
@@ -143,8 +171,13 @@ static void wide_group(void *ctx, int g) {
     const struct wide_job *j = ctx;
     const struct dot_job *a = j->a;
     const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
-    const wide_tile *tiles_of = split ? (has_min ? WIDE_union : WIDE_split) : off ? WIDE_offset : WIDE_min;
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
+    if (j->tiles == 1 && a->M <= ONE_Q4) {   /* one tile a panel, its own codes */
+        const wide_tile *own = split ? OWN_split : off ? OWN_offset : OWN_min;
+        for (int p = g * GP; p < p_end; p++) own[a->M](j, 0, p, NULL);
+        return;
+    }
+    const wide_tile *tiles_of = split ? (has_min ? WIDE_union : WIDE_split) : off ? WIDE_offset : WIDE_min;
     __m256i *pre = aligned_alloc(64, pre_bytes(a));
     if (!pre) abort();
     for (int p = g * GP; p < p_end; p++) {
