@@ -99,7 +99,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
                 "for prompt rows with engine.prompt = bf16; AVX-VNNI for the rest)"
                 if kernel.amx else " (the OS refused the tile state: AVX-VNNI for every call)")
     elif kernel.wide:   # x86/wide.h: where the CPU runs a 512-bit vpdpbusd whole
-        isa += " (512-bit tiles for calls of more than 8 rows: prompt chunks, the larger draft trees)"
+        isa += " (512-bit tiles for calls of 6 rows or more: prompt chunks, draft trees)"
     if kernel.passed_over:   # e.g. a compiler too old for the AMX or AVX-VNNI intrinsics
         names = ", ".join(name for name, _ in kernel.passed_over)
         isa += f" (not {names}, which this CPU runs: {kernel.passed_over[0][1]})"

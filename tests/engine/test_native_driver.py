@@ -15,8 +15,8 @@ from typing import Callable
 import pytest
 
 import engine.runtime.kernels as kernels
-from engine.runtime.kernels import (FLAGS, ISA_FLAGS, ISA_FOLDER, KERNELS, cpu_features, cpu_identity, host_isa, sources,
-                                    wide_tiles)
+from engine.runtime.kernels import (AVX512_VNNI, FLAGS, ISA_FLAGS, ISA_FOLDER, KERNELS, cpu_features, cpu_identity,
+                                    host_isa, sources, wide_tiles)
 from engine.runtime.kernels.compile import compile_c
 
 DRIVER = Path(__file__).resolve().parents[1] / "native" / "driver.c"
@@ -56,7 +56,7 @@ def x86_driver(tmp_path_factory) -> Path:
     return build(cc, "avx2", tmp_path_factory.mktemp("x86") / "driver")
 
 
-@pytest.fixture(scope="module", params=["avx-vnni", "amx"])   # avx512-vnni: its own test, both tiles
+@pytest.fixture(scope="module", params=["amx"])   # avx-vnni, avx512-vnni: their own test, both tiles
 def vnni_driver(x86_driver, tmp_path_factory, request) -> Path:
     isa = request.param
     if host_isa(isa)[0] != isa:
@@ -147,14 +147,18 @@ def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, dumped)
 
 
 @pytest.mark.slow
-def test_the_512_bit_tiles_and_the_256_bit_ones_give_the_bits_of_avx2(x86_driver, tmp_path_factory, dumped):
-    """The avx512-vnni build runs its calls of more than 8 rows on 512-bit tiles where the engine
-    turns them on (x86/wide.h), else on 256-bit ones: both, every output bit for bit as avx2's."""
-    if host_isa("avx512-vnni")[0] != "avx512-vnni":
-        pytest.skip(f"this CPU cannot run the avx512-vnni kernels: {host_isa('avx512-vnni')[1]}")
-    driver = build(shutil.which("cc") or shutil.which("gcc"), "avx512-vnni", tmp_path_factory.mktemp("wide") / "driver")
+@pytest.mark.parametrize("isa", ["avx-vnni", "avx512-vnni"])
+def test_the_512_bit_tiles_and_the_256_bit_ones_give_the_bits_of_avx2(x86_driver, tmp_path_factory, dumped, isa):
+    """The VNNI builds run their calls of 6 rows or more on 512-bit tiles where the engine turns
+    them on and the CPU has AVX-512 VNNI (x86/wide.h), else on 256-bit ones: both, every output bit
+    for bit as avx2's."""
+    if host_isa(isa)[0] != isa:
+        pytest.skip(f"this CPU cannot run the {isa} kernels: {host_isa(isa)[1]}")
+    driver = build(shutil.which("cc") or shutil.which("gcc"), isa, tmp_path_factory.mktemp(isa) / "driver")
     avx2 = records(dumped([str(x86_driver)])[1])
-    for cmd, says in (([str(driver)], "512-bit tiles: on"), ([str(driver), "--narrow"], "512-bit tiles: off")):
+    wide = all(f in cpu_features() for f in AVX512_VNNI)
+    for cmd, says in (([str(driver)], f"512-bit tiles: {'on' if wide else 'off'}"),
+                      ([str(driver), "--narrow"], "512-bit tiles: off")):
         stdout, dump = dumped(cmd)
         passed_every_check(stdout)
         assert says in stdout, stdout
@@ -238,16 +242,18 @@ def test_x86_with_avx512_vnni_gets_its_build_and_a_named_build_it_lacks_is_refus
     assert host_isa() == ("avx2", None)
 
 
-def test_zen5_gets_the_avx512_vnni_build_with_512_bit_tiles_and_zen4_without(machine):
-    """A CPU with AVX-VNNI and AVX-512 VNNI (AMD Zen 5) takes the avx512-vnni build (its 32
-    registers), and from AMD family 26 on its 512-bit tiles; Zen 4 (family 25), which splits a
-    512-bit instruction in two, and Intel keep the 256-bit ones."""
+def test_zen5_gets_512_bit_tiles_and_zen4_and_intel_do_not(machine):
+    """AMD from family 26 (Zen 5) with AVX-512 VNNI runs the VNNI builds' many-row products on
+    512-bit tiles; Zen 4 (family 25), which splits a 512-bit instruction in two, Intel, and a CPU
+    without AVX-512 VNNI keep the 256-bit ones."""
     flags = "fma f16c avx2 avx_vnni avx512f avx512bw avx512vl avx512_vnni"
     amd = X86_CPUINFO.replace("GenuineIntel", "AuthenticAMD").format(extra=flags)
     machine("x86_64", cpuinfo=amd.replace("model name", "cpu family\t: 26\nmodel name"))
-    assert host_isa() == ("avx512-vnni", None)
+    assert host_isa() == ("avx-vnni", None)
     assert cpu_identity() == ("AuthenticAMD", 26)
-    assert wide_tiles("avx512-vnni") and not wide_tiles("avx-vnni")
+    assert wide_tiles("avx-vnni") and wide_tiles("avx512-vnni") and not wide_tiles("avx2")
+    machine("x86_64", cpuinfo=amd.replace("model name", "cpu family\t: 26\nmodel name").replace(" avx512_vnni", ""))
+    assert not wide_tiles("avx-vnni")
     machine("x86_64", cpuinfo=amd.replace("model name", "cpu family\t: 25\nmodel name"))
     assert not wide_tiles("avx512-vnni")
     assert not wide_tiles("avx512-vnni", ("GenuineIntel", 6))
@@ -261,7 +267,7 @@ def test_x86_with_amx_gets_the_amx_build_and_without_it_cannot_name_it(machine):
     assert host_isa() == ("amx", None)
     assert host_isa("avx-vnni") == ("avx-vnni", None)     # the builds without tiles stay selectable
     machine("x86_64", cpuinfo=X86_CPUINFO.format(extra=sapphire.replace(" amx_int8", "")))
-    assert host_isa() == ("avx512-vnni", None)   # AVX-512 VNNI too: its 32 registers before avx-vnni
+    assert host_isa() == ("avx-vnni", None)
     isa, why = host_isa("amx")
     assert isa is None and "AMX" in why
 

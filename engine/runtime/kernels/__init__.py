@@ -286,12 +286,15 @@ def cpu_identity() -> tuple[str, int]:
 
 
 def wide_tiles(isa: str, identity: tuple[str, int] | None = None) -> bool:
-    """Whether the avx512-vnni build's products of many rows take 512-bit tiles (x86/wide.h): on
-    CPUs that run a 512-bit vpdpbusd whole, AMD from Zen 5 (family 26) on. Zen 4 (family 25) splits
-    it into two 256-bit halves, where the 512-bit tiles measured 0.46-1.25x the 256-bit ones' time;
-    Intel's AVX-512 CPUs without AMX were not measured, so they keep the 256-bit tiles."""
+    """Whether the VNNI builds' products of 6 rows or more take 512-bit tiles (x86/wide.h): on CPUs
+    with AVX-512 VNNI that run a 512-bit vpdpbusd whole, AMD from Zen 5 (family 26) on (its avx-vnni
+    build: 1-2 row steps ran 1.01-1.16x slower in the avx512-vnni one). Zen 4 (family 25) splits it
+    into two 256-bit halves, where the 512-bit tiles measured 0.46-1.25x the 256-bit ones' time;
+    Intel's AVX-512 CPUs were not measured, so they keep the 256-bit tiles (the amx build's AMX
+    tiles take the many-row calls there)."""
     vendor, family = identity or cpu_identity()
-    return isa == "avx512-vnni" and vendor == "AuthenticAMD" and family >= 26
+    return (isa in ("avx-vnni", "avx512-vnni") and vendor == "AuthenticAMD" and family >= 26
+            and all(f in cpu_features() for f in AVX512_VNNI))
 
 
 def host_isa(prefer: str = "auto") -> tuple[str | None, str | None]:
@@ -316,10 +319,7 @@ def host_isas(prefer: str = "auto") -> tuple[list[str], str | None]:
         has = {"avx2": True, "avx-vnni": "avx_vnni" in flags, "avx512-vnni": all(f in flags for f in AVX512_VNNI),
                "amx": all(f in flags for f in AMX)}
         if prefer == "auto":
-            # avx512-vnni before avx-vnni where a CPU has both (AMD Zen 5): the same instructions
-            # EVEX-encoded, with 32 vector registers (8-row tiles: a Qwen2.5-1.5B-shaped pass of 8
-            # rows 1.37x faster, 2026-12-01) and, on Zen 5, the 512-bit tiles (wide_tiles)
-            return [isa for isa in ("amx", "avx512-vnni", "avx-vnni", "avx2") if has[isa]], None
+            return [isa for isa in ("amx", "avx-vnni", "avx512-vnni", "avx2") if has[isa]], None
         if prefer not in has:
             return [], f"isa {prefer} is not for an x86-64 CPU"
         return ([prefer], None) if has[prefer] else ([], f"this CPU has no {prefer.upper().replace('-', ' ')}")

@@ -31,17 +31,6 @@ INLINE __m256 kv_load(const void *row, int64_t i, int f16) {
                : _mm256_loadu_ps((const float *)row + i);
 }
 
-#ifdef __AVX512F__
-/* the 512-bit tiles are on (hexa_wide, quant_dot.c): so is this file's 512-bit loop */
-extern __attribute__((visibility("hidden"))) int hexa_wide_on;
-
-/* 16 values from value i on, as kv_load's 8 twice */
-INLINE __m512 kv_load16(const void *row, int64_t i, int f16) {
-    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)))
-               : _mm512_loadu_ps((const float *)row + i);
-}
-#endif
-
 /* Query rows per tile: 3 (a GQA group of one token), and with AVX-512's 32 vector registers 6
    where a block has more than 3 rows left (a prompt chunk's). A chunk's 128 keys (128 KB of fp32
    K or V at 256 dims) come from L2 once per tile: 3 rows read 4 key vectors per 12 FMAs, near
@@ -142,8 +131,7 @@ struct attention_job {
 
 /* rows r0..r0+rt-1 (rt <= RT) of item (head h, chunk c): partial softmax over the chunk's keys.
    A row's numbers depend only on its own row and the chunk, never on the tile or item it is in. */
-INLINE void attend_tile(const struct attention_job *a, int h, int c, int r0, int rt, int f16, const int RT,
-                        const int wide) {
+INLINE void attend_tile(const struct attention_job *a, int h, int c, int r0, int rt, int f16, const int RT) {
     const int D = a->D, R = a->R, L = a->L;
     const float *mask = a->mask;
     const int j0 = a->plan.lo[c], n = a->plan.hi[c] - j0, sw = ((a->plan.widest + 7) & ~7) + 8;
@@ -183,30 +171,6 @@ INLINE void attend_tile(const struct attention_job *a, int h, int c, int r0, int
         }
     }
     softmax_numerators(sw, s, rt, nv, mx, l, RT);
-#ifdef __AVX512F__
-    if (wide) {   /* the same FMA chain a lane (a dim) over the keys in order, 16 dims a register */
-        for (int half = 0; half < D / 32; half++) {
-            __m512 o[RT_MAX][2];
-            _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) o[i][0] = o[i][1] = _mm512_setzero_ps();
-            for (int j = 0; j < nv; j++) {
-                const void *vj = vh + ((int64_t)(j0 + j) * D + 32 * half) * es;
-                __m512 p[RT_MAX];
-                _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) p[i] = _mm512_set1_ps(s[i][j]);
-                for (int d = 0; d < 2; d++) {
-                    const __m512 vd = kv_load16(vj, 16 * d, f16);
-                    _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) o[i][d] = _mm512_fmadd_ps(p[i], vd, o[i][d]);
-                }
-            }
-            for (int i = 0; i < rt; i++) {
-                const int64_t slot = slot0 + i;
-                for (int d = 0; d < 2; d++) _mm512_storeu_ps(a->part_o + slot * D + 32 * half + 16 * d, o[i][d]);
-                a->part_m[slot] = mx[i];
-                a->part_l[slot] = l[i];
-            }
-        }
-        return;
-    }
-#endif
     for (int half = 0; half < D / 32; half++) {      /* 32 of the head's dims at a time */
         /* all RT rows, unrolled: with a loop over rt the accumulators went to the stack */
         __m256 o[RT_MAX][4];
@@ -231,16 +195,16 @@ INLINE void attend_tile(const struct attention_job *a, int h, int c, int r0, int
 }
 
 /* item = (head, chunk, block of rows), in tiles of RT_MAX rows while more than RT_SMALL are left */
-INLINE void attend(const struct attention_job *a, int item, int f16, const int wide) {
+INLINE void attend(const struct attention_job *a, int item, int f16) {
     const int R = a->R, b = item % a->B, h = item / a->B / a->C, c = item / a->B % a->C;
     const int rend = (b + 1) * BLOCK < R ? (b + 1) * BLOCK : R;
     for (int r0 = b * BLOCK; r0 < rend;) {
         const int left = rend - r0;
         if (RT_MAX > RT_SMALL && left > RT_SMALL) {
-            attend_tile(a, h, c, r0, left < RT_MAX ? left : RT_MAX, f16, RT_MAX, wide);
+            attend_tile(a, h, c, r0, left < RT_MAX ? left : RT_MAX, f16, RT_MAX);
             r0 += RT_MAX;
         } else {
-            attend_tile(a, h, c, r0, left < RT_SMALL ? left : RT_SMALL, f16, RT_SMALL, wide);
+            attend_tile(a, h, c, r0, left < RT_SMALL ? left : RT_SMALL, f16, RT_SMALL);
             r0 += RT_SMALL;
         }
     }
@@ -249,15 +213,8 @@ INLINE void attend(const struct attention_job *a, int item, int f16, const int w
 /* the pool's item: one copy of the work for each cache type, the loads chosen at compile time */
 static void attend_chunk(void *ctx, int item) {
     const struct attention_job *a = ctx;
-#ifdef __AVX512F__
-    if (hexa_wide_on) {   /* 512-bit registers where the CPU runs them whole (hexa_wide) */
-        if (a->kv_f16) attend(a, item, 1, 1);
-        else attend(a, item, 0, 1);
-        return;
-    }
-#endif
-    if (a->kv_f16) attend(a, item, 1, 0);
-    else attend(a, item, 0, 0);
+    if (a->kv_f16) attend(a, item, 1);
+    else attend(a, item, 0);
 }
 
 /* item = (head, row): combine the row's chunks in key order */

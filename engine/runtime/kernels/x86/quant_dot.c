@@ -582,13 +582,11 @@ static void quantize_item(void *ctx, int m) {
                  j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
 }
 
-/* 512-bit tiles over pre (wide.h, at the end of this file): the avx512-vnni build, on where the
+/* 512-bit tiles (wide.h, at the end of this file): the avx-vnni and avx512-vnni builds, on where the
    engine turns them on (hexa_wide) */
-#if defined(__AVX512F__) && defined(__AVX512VNNI__) && !defined(HEXA_AMX)
+#if (defined(__AVX512VNNI__) || defined(__AVXVNNI__)) && !defined(HEXA_AMX)
 #define HEXA_WIDE
-/* on or off for the library (attention.c's 512-bit loop reads it too) */
-__attribute__((visibility("hidden"))) int hexa_wide_on;
-#define wide_on hexa_wide_on
+static int wide_on;
 static void wide_dot(const struct dot_job *a, int threads);
 #ifndef WIDE_ONE
 /* fewest rows of a one-tile call on the 512-bit tiles: at 2-4 rows a row's 8 chained vpdpbusd a block

@@ -1,20 +1,29 @@
-/* The products over pre in 512-bit tiles (the avx512-vnni build; on where hexa_wide turns them on),
+/* The products of many rows in 512-bit tiles (the avx-vnni and avx512-vnni builds; on where hexa_wide
+ * turns them on, on a CPU with AVX-512 VNNI),
  * included at the end of quant_dot.c.
  *
  * pre holds a group of 4 inputs x 16 columns in 64 bytes (decode_panel), so one zmm vpdpbusd forms
  * a row's 16 column sums of a group where the ymm tiles take two, and the block's float steps take
  * one zmm a row where they took two ymm. Integer sums are exact, and each lane's fp32 steps are the
- * ymm tiles' (zmm.h), so the bits are theirs (the C driver runs this build with the tiles on and
- * compares it with avx2's, output for output). With 32 registers a tile takes up to WIDE_ROWS rows
+ * ymm tiles' (zmm.h), so the bits are theirs (the C driver runs both builds with the tiles on and
+ * off and compares them with avx2's, output for output). With 32 registers a tile takes up to WIDE_ROWS rows
  * (a sum and an accumulator each), so a group's codes are loaded once for that many rows.
  *
  * Why only where turned on: a CPU that splits a 512-bit instruction into two 256-bit halves gains
  * nothing from them. AMD Zen 4 does (a zmm vpdpbusd issued at half the ymm rate: 229 against 219
  * GMAC/s, and 512-bit tiles measured 0.46-1.25x the ymm ones' time, 2026-11-28); Zen 5 runs it
- * whole (426 against 186 GMAC/s, 2 threads of independent chains, 2026-12-01). The engine turns
+ * whole (one core, independent chains: 426 against 186 GMAC/s, 2026-12-01). The avx-vnni build takes
+ * them too: on Zen 5 it is the faster build for 1-2 rows (decoding steps), where the avx512-vnni
+ * build's ymm tiles took 1.01-1.16x its time. The engine turns
  * them on for the CPUs measured to run it whole (kernels/__init__.py's wide_tiles).
  */
 #ifdef HEXA_WIDE
+#ifdef __AVX512VNNI__
+#define WIDE_TARGET
+#else   /* the avx-vnni build: only these functions are compiled for AVX-512 (amx.h's way), and
+           hexa_wide turns them on only on a CPU that has it */
+#define WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#endif
 #ifndef WIDE_ROWS
 #define WIDE_ROWS 12
 #endif
@@ -45,7 +54,7 @@ static inline int wide_tile_rows(int M, int tiles, int t, int *m0) {
     return (M - m) / (tiles - t) + ((M - m) % (tiles - t) != 0);
 }
 
-static void wide_interleave(void *ctx, int t) {
+WIDE_TARGET static void wide_interleave(void *ctx, int t) {
     const struct wide_job *j = ctx;
     const struct dot_job *a = j->a;
     const int nb = a->K / QB;
@@ -69,7 +78,7 @@ static void wide_interleave(void *ctx, int t) {
 
 /* rows [m0, m0+r) x panel p over pre: r a constant (wide_tile below), so acc and the sums stay in
    registers; split, off, has_min the format's flags (amx.h's), constants too */
-static inline __attribute__((always_inline)) void wide_rows(const struct wide_job *j, int m0, const int r, int p,
+WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const struct wide_job *j, int m0, const int r, int p,
                                                             const __m256i *pre, const int split, const int off,
                                                             const int has_min) {
     const struct dot_job *a = j->a;
@@ -129,7 +138,7 @@ static inline __attribute__((always_inline)) void wide_rows(const struct wide_jo
 /* One function per row count and kind of format (amx.h's four), the flags constants */
 typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
 #define WIDE_TILE(kind, split, off, has_min, r)                                                   \
-    static void wide_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
+    WIDE_TARGET static void wide_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
         wide_rows(j, m0, r, p, pre, split, off, has_min);                                         \
     }
 #define WIDE_KIND(kind, split, off, has_min)                                                      \
@@ -142,10 +151,10 @@ typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
     static const wide_tile WIDE_##kind[13] = {0, wide_##kind##_1, wide_##kind##_2, wide_##kind##_3, \
         wide_##kind##_4, wide_##kind##_5, wide_##kind##_6, wide_##kind##_7, wide_##kind##_8,       \
         wide_##kind##_9, wide_##kind##_10, wide_##kind##_11, wide_##kind##_12};
-/* One tile a panel (ONE_Q4 rows or fewer), decoding its own codes: the nibbles and planes (8-bit
+/* One tile a panel (WIDE_OWN_ROWS rows or fewer), decoding its own codes: the nibbles and planes (8-bit
    codes take int16 pairs in such calls, PAIRS) */
 #define WIDE_OWN(kind, split, off, has_min, r)                                                    \
-    static void own_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {   \
+    WIDE_TARGET static void own_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {   \
         (void)pre;                                                                                \
         wide_rows(j, m0, r, p, NULL, split, off, has_min);                                        \
     }
@@ -159,7 +168,8 @@ typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
 WIDE_OWNS(min, 0, 0, 1)
 WIDE_OWNS(offset, 0, 1, 0)   /* 9: Q5_0 */
 WIDE_OWNS(split, 1, 1, 0)    /* 6: Q6_K */
-_Static_assert(WIDE_ROWS <= 12 && ONE_Q4 == 8, "wide tiles of 1 to 12 rows, one tile of up to 8");
+#define WIDE_OWN_ROWS 8   /* most rows of a one-tile call that decodes its own codes */
+_Static_assert(WIDE_ROWS <= 12 && WIDE_OWN_ROWS <= 8 && ONE_Q4 <= WIDE_OWN_ROWS, "wide tiles of 1 to 12 rows, one tile of up to 8");
 WIDE_KIND(min, 0, 0, 1)       /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K */
 WIDE_KIND(offset, 0, 1, 0)    /* 8, 9: Q8_0, Q5_0 */
 WIDE_KIND(split, 1, 1, 0)     /* 6: Q6_K */
@@ -167,12 +177,12 @@ WIDE_KIND(union, 1, 1, 1)     /* 7: a projection of mixed types */
 
 /* a work item (panels [g*GP, g*GP+GP) x all rows): each panel decoded into pre once, then its
    row tiles */
-static void wide_group(void *ctx, int g) {
+WIDE_TARGET static void wide_group(void *ctx, int g) {
     const struct wide_job *j = ctx;
     const struct dot_job *a = j->a;
     const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
-    if (j->tiles == 1 && a->M <= ONE_Q4) {   /* one tile a panel, its own codes */
+    if (j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
         const wide_tile *own = split ? OWN_split : off ? OWN_offset : OWN_min;
         for (int p = g * GP; p < p_end; p++) own[a->M](j, 0, p, NULL);
         return;
@@ -192,7 +202,7 @@ static void wide_group(void *ctx, int g) {
 }
 
 /* hexa_linear_dot's calls that dot_group would give pre, on the 512-bit tiles */
-static void wide_dot(const struct dot_job *a, int threads) {
+WIDE_TARGET static void wide_dot(const struct dot_job *a, int threads) {
     const int nb = a->K / QB, tiles = (a->M + WIDE_ROWS - 1) / WIDE_ROWS;
     struct wide_job j = {a, malloc((size_t)a->M * a->K), malloc(sizeof(struct wide_scale) * (size_t)a->M * nb), tiles};
     if (!j.quads || !j.scales) abort();
@@ -203,7 +213,9 @@ static void wide_dot(const struct dot_job *a, int threads) {
 }
 
 int32_t hexa_wide(int32_t on) {
-    wide_on = on != 0;
+    __builtin_cpu_init();
+    wide_on = on && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     return wide_on;
 }
 #else
