@@ -84,10 +84,11 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         return False, f"cannot import engine: {exc}"
     if kernel is None:
         return False, f"{why_not}; torch's linear is used"
-    from engine.runtime.kernels import cpu_features
+    from engine.runtime.kernels import AVX512_VNNI, cpu_features
 
     flags = cpu_features()
-    unused = sorted(f for f in flags if f.startswith(UNUSED_FEATURES.get(kernel.isa, ())))
+    used = set(AVX512_VNNI) if kernel.wide else set()   # the 512-bit tiles' (x86/wide.h)
+    unused = sorted(f for f in flags if f.startswith(UNUSED_FEATURES.get(kernel.isa, ())) and f not in used)
     note = f"; this CPU also has {', '.join(unused[:4])}, which no hexa kernel uses yet" if unused else ""
     isa = kernel.isa
     if isa == "neon":   # arm64/quant_dot.c picks its dot-product path by the same flags at load

@@ -95,6 +95,8 @@ def test_doctor_reports_settings_model_and_backends(tmp_path):
     kernels = next((line for line in ok.stdout.splitlines() if "native kernels" in line), "")
     if kernels.lstrip().startswith("ok"):      # what engine.kv resolves to, for the arithmetic in use
         assert "fp16 KV cache" in kernels
+        if "512-bit tiles" in kernels:   # AVX-512 VNNI is in use then, not named as unused
+            assert "avx512_vnni" not in kernels.partition("also has")[2]
         exact = hexa("doctor", home=tmp_path, env={"HEXA_DECODE": "exact"}).stdout
         assert "fp32 KV cache" in exact
 
