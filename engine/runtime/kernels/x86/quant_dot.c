@@ -594,6 +594,7 @@ static void wide_dot(const struct dot_job *a, int threads);
    1.02-1.14x (Q4_K, Q6_K weights, 2026-12-01) */
 #define WIDE_ONE 6
 #endif
+_Static_assert(WIDE_ONE == 6, "wide.h compiles one-tile calls of 6-8 rows only");
 #endif
 
 #ifdef HEXA_AMX

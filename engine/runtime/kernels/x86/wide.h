@@ -76,8 +76,9 @@ WIDE_TARGET static void wide_interleave(void *ctx, int t) {
         }
 }
 
-/* rows [m0, m0+r) x panel p over pre: r a constant (wide_tile below), so acc and the sums stay in
-   registers; split, off, has_min the format's flags (amx.h's), constants too */
+/* rows [m0, m0+r) x panel p over pre (NULL: one tile a panel, which decodes the codes itself): r a
+   constant (the functions below), so acc and the sums stay in registers; split, off, has_min the
+   format's flags (amx.h's), constants too */
 WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const struct wide_job *j, int m0, const int r, int p,
                                                             const __m256i *pre, const int split, const int off,
                                                             const int has_min) {
@@ -141,16 +142,17 @@ typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
     WIDE_TARGET static void wide_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
         wide_rows(j, m0, r, p, pre, split, off, has_min);                                         \
     }
+/* Tiles over pre take 6-12 rows: a call over pre has more than ONE_Q4 or ONE_Q8 rows (7 or more)
+   and the fewest tiles of at most 12, so 13 rows make the smallest ones (6 and 7). Only those are
+   compiled: each unrolls its whole block, and all 12 row counts (and one-tile calls of 2-8 rows)
+   made quant_dot.c's compile 4x as long (-O3, 105 against 26 s; 54 s now). */
 #define WIDE_KIND(kind, split, off, has_min)                                                      \
-    WIDE_TILE(kind, split, off, has_min, 1) WIDE_TILE(kind, split, off, has_min, 2)               \
-    WIDE_TILE(kind, split, off, has_min, 3) WIDE_TILE(kind, split, off, has_min, 4)               \
-    WIDE_TILE(kind, split, off, has_min, 5) WIDE_TILE(kind, split, off, has_min, 6)               \
-    WIDE_TILE(kind, split, off, has_min, 7) WIDE_TILE(kind, split, off, has_min, 8)               \
-    WIDE_TILE(kind, split, off, has_min, 9) WIDE_TILE(kind, split, off, has_min, 10)              \
-    WIDE_TILE(kind, split, off, has_min, 11) WIDE_TILE(kind, split, off, has_min, 12)             \
-    static const wide_tile WIDE_##kind[13] = {0, wide_##kind##_1, wide_##kind##_2, wide_##kind##_3, \
-        wide_##kind##_4, wide_##kind##_5, wide_##kind##_6, wide_##kind##_7, wide_##kind##_8,       \
-        wide_##kind##_9, wide_##kind##_10, wide_##kind##_11, wide_##kind##_12};
+    WIDE_TILE(kind, split, off, has_min, 6) WIDE_TILE(kind, split, off, has_min, 7)               \
+    WIDE_TILE(kind, split, off, has_min, 8) WIDE_TILE(kind, split, off, has_min, 9)               \
+    WIDE_TILE(kind, split, off, has_min, 10) WIDE_TILE(kind, split, off, has_min, 11)             \
+    WIDE_TILE(kind, split, off, has_min, 12)                                                      \
+    static const wide_tile WIDE_##kind[13] = {0, 0, 0, 0, 0, 0, wide_##kind##_6, wide_##kind##_7, \
+        wide_##kind##_8, wide_##kind##_9, wide_##kind##_10, wide_##kind##_11, wide_##kind##_12};
 /* One tile a panel (WIDE_OWN_ROWS rows or fewer), decoding its own codes: the nibbles and planes (8-bit
    codes take int16 pairs in such calls, PAIRS) */
 #define WIDE_OWN(kind, split, off, has_min, r)                                                    \
@@ -159,17 +161,15 @@ typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
         wide_rows(j, m0, r, p, NULL, split, off, has_min);                                        \
     }
 #define WIDE_OWNS(kind, split, off, has_min)                                                      \
-    WIDE_OWN(kind, split, off, has_min, 2) WIDE_OWN(kind, split, off, has_min, 3)                 \
-    WIDE_OWN(kind, split, off, has_min, 4) WIDE_OWN(kind, split, off, has_min, 5)                 \
     WIDE_OWN(kind, split, off, has_min, 6) WIDE_OWN(kind, split, off, has_min, 7)                 \
     WIDE_OWN(kind, split, off, has_min, 8)                                                        \
-    static const wide_tile OWN_##kind[9] = {0, 0, own_##kind##_2, own_##kind##_3, own_##kind##_4, \
-        own_##kind##_5, own_##kind##_6, own_##kind##_7, own_##kind##_8};
+    static const wide_tile OWN_##kind[9] = {0, 0, 0, 0, 0, 0, own_##kind##_6, own_##kind##_7, own_##kind##_8};
 WIDE_OWNS(min, 0, 0, 1)
 WIDE_OWNS(offset, 0, 1, 0)   /* 9: Q5_0 */
 WIDE_OWNS(split, 1, 1, 0)    /* 6: Q6_K */
 #define WIDE_OWN_ROWS 8   /* most rows of a one-tile call that decodes its own codes */
-_Static_assert(WIDE_ROWS <= 12 && WIDE_OWN_ROWS <= 8 && ONE_Q4 <= WIDE_OWN_ROWS, "wide tiles of 1 to 12 rows, one tile of up to 8");
+_Static_assert(WIDE_ROWS == 12 && WIDE_OWN_ROWS == 8 && ONE_Q4 >= 6 && ONE_Q4 <= WIDE_OWN_ROWS && ONE_Q8 >= 6,
+               "tiles over pre of 6-12 rows, one-tile calls of 6-8");
 WIDE_KIND(min, 0, 0, 1)       /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K */
 WIDE_KIND(offset, 0, 1, 0)    /* 8, 9: Q8_0, Q5_0 */
 WIDE_KIND(split, 1, 1, 0)     /* 6: Q6_K */
