@@ -109,10 +109,10 @@ def weight_table(kernels: dict, types: list[str], shapes, rows: list[int], reps:
             for m in rows:
                 x = np.random.default_rng(m).standard_normal((m, K), dtype=np.float32)
 
-                def call(name, w=None):
+                def call(name):
                     kernel, tiles = kernels[name]
                     set_tiles(kernel, tiles)
-                    return kernel.linear(x, w if w is not None else weights[name], exact=False)
+                    return kernel.linear(x, weights[name], exact=False)
                 outs = {name: call(name) for name in weights}
                 first = next(iter(outs.values()))
                 if not all(np.array_equal(first, o) for o in outs.values()):

@@ -81,9 +81,9 @@ void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count,
    on = 1 asks the OS for the tile state, 0 goes back to the VNNI tiles (the same bits either
    way); returns 1 if the tiles are in use, 0 in every other build or if the OS refused */
 int32_t hexa_amx(int32_t on);
-/* hexa_linear_dot's calls of more rows than one tile on 512-bit tiles (the avx512-vnni build,
-   x86/wide.h): on = 1 turns them on, 0 back to the 256-bit tiles (the same bits either way);
-   returns 1 if they are on, 0 in every other build */
+/* hexa_linear_dot's calls of 6 rows or more on 512-bit tiles (the avx-vnni and avx512-vnni builds,
+   x86/wide.h): on = 1 turns them on where the CPU has AVX-512 VNNI, 0 back to the 256-bit tiles
+   (the same bits either way); returns 1 if they are on, 0 in every other build or on another CPU */
 int32_t hexa_wide(int32_t on);
 
 /* the worker pool (pool.c): how long idle workers spin before sleeping, 0..1000000 us (default

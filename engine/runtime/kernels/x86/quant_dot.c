@@ -588,13 +588,10 @@ static void quantize_item(void *ctx, int m) {
 #define HEXA_WIDE
 static int wide_on;
 static void wide_dot(const struct dot_job *a, int threads);
-#ifndef WIDE_ONE
 /* fewest rows of a one-tile call on the 512-bit tiles: at 2-4 rows a row's 8 chained vpdpbusd a block
    wait on each other where the ymm tiles split them (SPLIT), 0.74-1.01x their speed; 6-8 rows
-   1.02-1.14x (Q4_K, Q6_K weights, 2026-12-01) */
+   1.02-1.14x (Q4_K, Q6_K weights, 2026-12-01). wide.h compiles one-tile calls of 6-8 rows only. */
 #define WIDE_ONE 6
-#endif
-_Static_assert(WIDE_ONE == 6, "wide.h compiles one-tile calls of 6-8 rows only");
 #endif
 
 #ifdef HEXA_AMX

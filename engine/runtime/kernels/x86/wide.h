@@ -76,12 +76,12 @@ WIDE_TARGET static void wide_interleave(void *ctx, int t) {
         }
 }
 
-/* rows [m0, m0+r) x panel p over pre (NULL: one tile a panel, which decodes the codes itself): r a
-   constant (the functions below), so acc and the sums stay in registers; split, off, has_min the
-   format's flags (amx.h's), constants too */
+/* rows [m0, m0+r) x panel p over pre (own: one tile a panel, which decodes the codes itself): r and
+   own constants (the functions below), so acc and the sums stay in registers and each function
+   holds one of the two paths; split, off, has_min the format's flags (amx.h's), constants too */
 WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const struct wide_job *j, int m0, const int r, int p,
                                                             const __m256i *pre, const int split, const int off,
-                                                            const int has_min) {
+                                                            const int has_min, const int own) {
     const struct dot_job *a = j->a;
     const int nb = a->K / QB, bits = a->bits, min_at = has_min ? MIN_AT(bits) : -1, bytes = BLOCK_BYTES(bits);
     const int32_t *restrict quads = (const int32_t *)((const int8_t *)j->quads + (int64_t)m0 * a->K);
@@ -90,13 +90,13 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++) acc[i] = _mm512_setzero_ps();
     for (int blk = 0; blk < nb; blk++, quads += QB / 4 * r, sc += r) {
-        const __m512i *w = pre ? (const __m512i *)(pre + (int64_t)blk * QB / 2) : NULL;   /* the block's 8 groups */
+        const __m512i *w = own ? NULL : (const __m512i *)(pre + (int64_t)blk * QB / 2);   /* the block's 8 groups */
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);
-        if (!pre)
+        if (own)
             for (int o = 0; o < bytes; o += 64)   /* PREFETCH blocks ahead, as the ymm tiles */
                 _mm_prefetch((const char *)bp + PREFETCH * bytes + o, _MM_HINT_T0);
         float tmp[3 * PW];
-        const float *hd = pre && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
+        const float *hd = !own && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
         __m512i s[WIDE_ROWS];
 #pragma GCC unroll 16
         for (int i = 0; i < r; i++) s[i] = _mm512_setzero_si512();
@@ -111,7 +111,7 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
                 }
             }
             __m512i wv;
-            if (pre) {
+            if (!own) {
                 wv = _mm512_load_si512(w + g);
             } else {   /* one tile a panel: its codes decoded here (decode_panel's quads_codes) */
                 __m256i h[2];
@@ -140,7 +140,7 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
 typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
 #define WIDE_TILE(kind, split, off, has_min, r)                                                   \
     WIDE_TARGET static void wide_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
-        wide_rows(j, m0, r, p, pre, split, off, has_min);                                         \
+        wide_rows(j, m0, r, p, pre, split, off, has_min, 0);                                         \
     }
 /* Tiles over pre take 6-12 rows: a call over pre has more than ONE_Q4 or ONE_Q8 rows (7 or more)
    and the fewest tiles of at most 12, so 13 rows make the smallest ones (6 and 7). Only those are
@@ -157,8 +157,7 @@ typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
    codes take int16 pairs in such calls, PAIRS) */
 #define WIDE_OWN(kind, split, off, has_min, r)                                                    \
     WIDE_TARGET static void own_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {   \
-        (void)pre;                                                                                \
-        wide_rows(j, m0, r, p, NULL, split, off, has_min);                                        \
+        wide_rows(j, m0, r, p, pre, split, off, has_min, 1);                                      \
     }
 #define WIDE_OWNS(kind, split, off, has_min)                                                      \
     WIDE_OWN(kind, split, off, has_min, 6) WIDE_OWN(kind, split, off, has_min, 7)                 \
