@@ -143,14 +143,30 @@ static inline __m256 quad_order(const float *d, int h) {
     return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(d + 4 * h)), _mm_loadu_ps(d + 8 + 4 * h), 1);
 }
 
-/* Blocks read ahead in software. A step's ~120 calls each stream 0.1-1.5 MB, too short for the
-   hardware prefetchers to reach full speed: all projections of one step ran at ~12 GB/s where a
-   plain sum reaches ~26. Interleaved in one process over all of a step's projections: 0 blocks
-   ahead 7.9 ms, 4 blocks 6.7, 8 blocks 6.8, 16 blocks 7.3. Past a work item's end this reads
-   into the next panels (harmless). */
-#ifndef PREFETCH
-#define PREFETCH 4
-#endif
+/* Bytes read ahead in software, up to the end of the work item (item_end): a step's ~120 calls
+   each stream 0.1-1.5 MB, too short for the hardware prefetchers to reach full speed (all
+   projections of one step ran at ~12 GB/s where a plain sum reaches ~26 on the first machine).
+   There 4 blocks ahead did best (~1.3 KB of Q4_1; 16 blocks took 1.09x the time, reading past
+   each item's end). On AMD Zen 5 (2026-12-02), one process alternating builds: a streamed
+   8960 x 1536 product at 1-4 rows took 0.85-0.98x its time at 4 KB to 8 KB ahead (Q4_K, Q6_K,
+   Q8_0, Q5_0); whole decoding steps with the reading stopped at the item's end, 6 KB against 4
+   blocks: Qwen2.5-1.5B's widths 1.10x / 1.08x as fast at 1 / 4 rows, SmolLM2-135M Q4_1 1.09x /
+   1.06x, Gemma-3-270M 1.04x. */
+#define READ_AHEAD 6144
+
+/* the last line a read ahead may touch from panel p on: the end of p's work item (dot_group's) */
+static inline const char *item_end(const struct dot_job *a, int p) {
+    const int last = (p / GP + 1) * GP < a->P ? (p / GP + 1) * GP : a->P;
+    return (const char *)a->packed + (int64_t)last * PANEL_BYTES(a->bits, a->K / QB) - 64;
+}
+
+/* the block at bp (bytes long) READ_AHEAD bytes on, or as far as end */
+static inline void read_ahead(const uint8_t *bp, int bytes, const char *end) {
+    for (int off = 0; off < bytes; off += 64) {
+        const char *at = (const char *)bp + READ_AHEAD + off;
+        _mm_prefetch(at < end ? at : end, _MM_HINT_T0);
+    }
+}
 
 /* GCC re-associated each running sum: it formed a block's products first and added them up
    after, spilling most of them (a 6-row Q8_0 tile: 417 ymm spills and reloads per block; 95, the
@@ -198,14 +214,13 @@ static inline float *pre_head(const __m256i *pre, int nb, int per_blk, int blk) 
 #define DOT_Q4(MR, PRE)                                                                           \
 static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
     const int nb = a->K / QB, bits = a->bits, bytes = BLOCK_BYTES(bits);                          \
+    const char *end = item_end(a, p);                                                             \
     const int8_t *codes = (const int8_t *)a->codes + (int64_t)m0 * a->K;                          \
     __m256 acc[MR][2];                                                                            \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
     for (int blk = 0; blk < nb; blk++) {                                                          \
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);                                \
-        if (!PRE)                                                                                 \
-            for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
-                _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
+        if (!PRE) read_ahead(bp, bytes, end);                                                     \
         __m256i s[MR][2], u[MR][2];   /* int16 pair sums, or with VNNI the int32 quad sums themselves */ \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i][0] = s[i][1] = u[i][0] = u[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 8") for (int g = 0; g < QB / 4; g++) {                                \
@@ -308,14 +323,13 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 #define DOT_NIB(FMT, MR, PRE)                                                                     \
 static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) { \
     const int nb = a->K / QB, bits = a->bits, bytes = BLOCK_BYTES(bits);                          \
+    const char *end = item_end(a, p);                                                             \
     const int8_t *codes = (const int8_t *)a->codes + (int64_t)m0 * a->K;                          \
     __m256 acc[MR][2];                                                                            \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
     for (int blk = 0; blk < nb; blk++) {                                                          \
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);                                \
-        if (!PRE)                                                                                 \
-            for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
-                _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
+        if (!PRE) read_ahead(bp, bytes, end);                                                     \
         float tmp[3 * PW];                                                                        \
         const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
         const float *hd = d;                                                                      \
@@ -431,14 +445,13 @@ static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
 static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
     const int nb = a->K / QB, half = a->K / 2, bits = a->bits;                                    \
     const int bytes = BLOCK_BYTES(bits), head = CODE_HEAD(bits);                                  \
+    const char *end = item_end(a, p);                                                             \
     const int32_t *pairs = (const int32_t *)a->codes + (int64_t)m0 * half;                        \
     __m256 acc[MR][2];                                                                            \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps(); \
     for (int blk = 0; blk < nb; blk++) {                                                          \
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);                                \
-        if (!PRE)                                                                                 \
-            for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */               \
-                _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);             \
+        if (!PRE) read_ahead(bp, bytes, end);                                                     \
         float tmp[3 * PW];                                                                        \
         const float *hd = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB, blk) : block_head(a->packed, bits, nb, p, blk, tmp), *d = hd; \
         __m256i isum[MR][2];                                                                      \
@@ -522,10 +535,10 @@ _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of
 static inline __attribute__((always_inline)) void decode_panel(const struct dot_job *a, int p, __m256i *pre) {
     const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB;
     const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;
+    const char *end = item_end(a, p);
     for (int blk = 0; blk < nb; blk++) {
         const uint8_t *bp = block_at(a->packed, a->bits, nb, p, blk);
-        for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */
-            _mm_prefetch((const char *)bp + PREFETCH * bytes + off, _MM_HINT_T0);
+        read_ahead(bp, bytes, end);
         for (int q = 0; q < per_blk / 2; q++) {
             if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
             else if (byte) quads_bytes(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);

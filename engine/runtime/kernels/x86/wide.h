@@ -84,6 +84,7 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
                                                             const int has_min, const int own) {
     const struct dot_job *a = j->a;
     const int nb = a->K / QB, bits = a->bits, min_at = has_min ? MIN_AT(bits) : -1, bytes = BLOCK_BYTES(bits);
+    const char *end = item_end(a, p);
     const int32_t *restrict quads = (const int32_t *)((const int8_t *)j->quads + (int64_t)m0 * a->K);
     const struct wide_scale *restrict sc = j->scales + (int64_t)m0 * nb;
     __m512 acc[WIDE_ROWS];
@@ -92,9 +93,7 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
     for (int blk = 0; blk < nb; blk++, quads += QB / 4 * r, sc += r) {
         const __m512i *w = own ? NULL : (const __m512i *)(pre + (int64_t)blk * QB / 2);   /* the block's 8 groups */
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);
-        if (own)
-            for (int o = 0; o < bytes; o += 64)   /* PREFETCH blocks ahead, as the ymm tiles */
-                _mm_prefetch((const char *)bp + PREFETCH * bytes + o, _MM_HINT_T0);
+        if (own) read_ahead(bp, bytes, end);   /* as the ymm tiles */
         float tmp[3 * PW];
         const float *hd = !own && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
         __m512i s[WIDE_ROWS];
