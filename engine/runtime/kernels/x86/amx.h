@@ -176,12 +176,12 @@ AMX_TARGET static void amx_rows_tail(const struct dot_job *a, int m0, int r, int
     amx_rows(a, m0, r, p, pre, SPLIT_SCALE(a->bits), amx_offset(a->bits), amx_min(a->bits));
 }
 
-/* a work item (panels [g*GP, g*GP+GP) x all rows) on the tiles: each panel decoded into pre,
+/* a work item (panels [g*gp, g*gp+gp) x all rows) on the tiles: each panel decoded into pre,
    then its rows 16 at a time */
 AMX_TARGET static void amx_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int split = SPLIT_SCALE(a->bits);
-    const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
+    const int p_end = (g + 1) * a->gp < a->P ? (g + 1) * a->gp : a->P;
     __m256i *pre = aligned_alloc(64, pre_bytes(a));
     if (!pre) abort();
     int configured = 0;   /* 2 * rows + split of the configuration loaded (0: none) */
@@ -189,7 +189,7 @@ AMX_TARGET static void amx_group(void *ctx, int g) {
     void (*rows16)(const struct dot_job *, int, int, const __m256i *) =   /* NULL: no such format yet */
         !off ? (!split && has_min ? amx_rows16_min : NULL)
              : split ? (has_min ? amx_rows16_union : amx_rows16_split) : has_min ? NULL : amx_rows16_offset;
-    for (int p = g * GP; p < p_end; p++) {
+    for (int p = g * a->gp; p < p_end; p++) {
         decode_panel(a, p, pre);
         for (int m = 0; m < a->M; m += 16) {
             const int r = a->M - m < 16 ? a->M - m : 16;

@@ -173,22 +173,22 @@ WIDE_KIND(offset, 0, 1, 0)    /* 8, 9: Q8_0, Q5_0 */
 WIDE_KIND(split, 1, 1, 0)     /* 6: Q6_K */
 WIDE_KIND(union, 1, 1, 1)     /* 7: a projection of mixed types */
 
-/* a work item (panels [g*GP, g*GP+GP) x all rows): each panel decoded into pre once, then its
+/* a work item (panels [g*gp, g*gp+gp) x all rows): each panel decoded into pre once, then its
    row tiles */
 WIDE_TARGET static void wide_group(void *ctx, int g) {
     const struct wide_job *j = ctx;
     const struct dot_job *a = j->a;
     const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
-    const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
+    const int p_end = (g + 1) * a->gp < a->P ? (g + 1) * a->gp : a->P;
     if (j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
         const wide_tile *own = split ? OWN_split : off ? OWN_offset : OWN_min;
-        for (int p = g * GP; p < p_end; p++) own[a->M](j, 0, p, NULL);
+        for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
         return;
     }
     const wide_tile *tiles_of = split ? (has_min ? WIDE_union : WIDE_split) : off ? WIDE_offset : WIDE_min;
     __m256i *pre = aligned_alloc(64, pre_bytes(a));
     if (!pre) abort();
-    for (int p = g * GP; p < p_end; p++) {
+    for (int p = g * a->gp; p < p_end; p++) {
         decode_panel(a, p, pre);
         for (int t = 0, m = 0; t < j->tiles; t++) {
             const int rows = (a->M - m) / (j->tiles - t) + ((a->M - m) % (j->tiles - t) != 0);
@@ -205,7 +205,7 @@ WIDE_TARGET static void wide_dot(const struct dot_job *a, int threads) {
     struct wide_job j = {a, malloc((size_t)a->M * a->K), malloc(sizeof(struct wide_scale) * (size_t)a->M * nb), tiles};
     if (!j.quads || !j.scales) abort();
     hexa_run(wide_interleave, &j, tiles, threads);
-    hexa_run(wide_group, &j, (a->P + GP - 1) / GP, threads);
+    hexa_run(wide_group, &j, (a->P + a->gp - 1) / a->gp, threads);
     free(j.quads);
     free(j.scales);
 }
