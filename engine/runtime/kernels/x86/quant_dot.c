@@ -568,6 +568,10 @@ static int item_panels(int M, int P, int threads) {
     return M > 8 || gp < GP ? GP : gp > STEP_GP ? STEP_GP : gp;
 }
 
+/* rows of the next tile when `left` rows remain for `tiles` tiles: the rows split evenly over the
+   fewest tiles (dot_group's, wide.h's) */
+static inline int tile_rows(int left, int tiles) { return left / tiles + (left % tiles != 0); }
+
 /* a work item: panels [g*gp, g*gp+gp) x all rows, in tiles (the codes of a panel stay in cache
    across the row tiles; each row's arithmetic is the same in every tile) */
 static void dot_group(void *ctx, int g) {
@@ -583,7 +587,7 @@ static void dot_group(void *ctx, int g) {
     for (int p = g * a->gp; p < p_end; p++) {
         if (pre) decode_panel(a, p, pre);
         for (int t = 0, m = 0; t < tiles; t++) {
-            const int rows = (a->M - m) / (tiles - t) + ((a->M - m) % (tiles - t) != 0);
+            const int rows = tile_rows(a->M - m, tiles - t);
             tiles_of[!one][rows](a, m, p, pre);
             m += rows;
         }

@@ -49,9 +49,9 @@ struct wide_job {
    rule) */
 static inline int wide_tile_rows(int M, int tiles, int t, int *m0) {
     int m = 0;
-    for (int u = 0; u < t; u++) m += (M - m) / (tiles - u) + ((M - m) % (tiles - u) != 0);
+    for (int u = 0; u < t; u++) m += tile_rows(M - m, tiles - u);
     *m0 = m;
-    return (M - m) / (tiles - t) + ((M - m) % (tiles - t) != 0);
+    return tile_rows(M - m, tiles - t);
 }
 
 WIDE_TARGET static void wide_interleave(void *ctx, int t) {
@@ -191,7 +191,7 @@ WIDE_TARGET static void wide_group(void *ctx, int g) {
     for (int p = g * a->gp; p < p_end; p++) {
         decode_panel(a, p, pre);
         for (int t = 0, m = 0; t < j->tiles; t++) {
-            const int rows = (a->M - m) / (j->tiles - t) + ((a->M - m) % (j->tiles - t) != 0);
+            const int rows = tile_rows(a->M - m, j->tiles - t);
             tiles_of[rows](j, m, p, pre);
             m += rows;
         }
