@@ -181,7 +181,7 @@ AMX_TARGET static void amx_rows_tail(const struct dot_job *a, int m0, int r, int
 AMX_TARGET static void amx_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int split = SPLIT_SCALE(a->bits);
-    const int p_end = (g + 1) * a->gp < a->P ? (g + 1) * a->gp : a->P;
+    const int p_end = item_stop(a, g);
     __m256i *pre = aligned_alloc(64, pre_bytes(a));
     if (!pre) abort();
     int configured = 0;   /* 2 * rows + split of the configuration loaded (0: none) */

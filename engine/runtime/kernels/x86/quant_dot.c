@@ -155,10 +155,14 @@ static inline __m256 quad_order(const float *d, int h) {
    1.06x, Gemma-3-270M 1.04x. */
 #define READ_AHEAD 6144
 
-/* the last line a read ahead may touch from panel p on: the end of p's work item (dot_group's) */
+/* one past the last panel of work item g (panels [g*gp, g*gp+gp), the last item shorter) */
+static inline int item_stop(const struct dot_job *a, int g) {
+    return (g + 1) * a->gp < a->P ? (g + 1) * a->gp : a->P;
+}
+
+/* the last line a read ahead may touch from panel p on: the end of p's work item */
 static inline const char *item_end(const struct dot_job *a, int p) {
-    const int last = (p / a->gp + 1) * a->gp < a->P ? (p / a->gp + 1) * a->gp : a->P;
-    return (const char *)a->packed + (int64_t)last * PANEL_BYTES(a->bits, a->K / QB) - 64;
+    return (const char *)a->packed + (int64_t)item_stop(a, p / a->gp) * PANEL_BYTES(a->bits, a->K / QB) - 64;
 }
 
 /* the block at bp (bytes long) READ_AHEAD bytes on, or as far as end. Always inlined: a function
@@ -560,15 +564,16 @@ static size_t pre_bytes(const struct dot_job *a) {
     return (sizeof(__m256i) * (size_t)nb * per_blk + heads + 63) / 64 * 64;
 }
 
-/* Panels per work item. A call of up to 8 rows (a decoding step, a draft tree) streams its codes
-   once, and each item starts a stream whose first READ_AHEAD bytes nothing read ahead: such calls
-   take items of up to STEP_GP panels, while every thread still gets 4 or more. Whole decoding
-   steps on AMD Zen 5 (2026-12-02, builds alternated in one process), 24 panels against 6:
-   Qwen2.5-1.5B's widths 1.01-1.05x as fast, SmolLM2-135M Q4_1 1.08-1.15x; 3 panels 0.88x. */
+/* Panels per work item. A call of up to STEP_ROWS rows (a decoding step, a draft tree) streams
+   its codes once, and each item starts a stream whose first READ_AHEAD bytes nothing read ahead:
+   such calls take items of up to STEP_GP panels, while every thread still gets 4 or more. Whole
+   decoding steps on AMD Zen 5 (2026-12-02, builds alternated in one process), 24 panels against
+   6: Qwen2.5-1.5B's widths 1.01-1.05x as fast, SmolLM2-135M Q4_1 1.08-1.15x; 3 panels 0.88x. */
+#define STEP_ROWS 8
 #define STEP_GP 24
 static int item_panels(int M, int P, int threads) {
     const int gp = P / (4 * threads);
-    return M > 8 || gp < GP ? GP : gp > STEP_GP ? STEP_GP : gp;
+    return M > STEP_ROWS || gp < GP ? GP : gp > STEP_GP ? STEP_GP : gp;
 }
 
 /* rows of the next tile when `left` rows remain for `tiles` tiles: the rows split evenly over the
@@ -582,7 +587,7 @@ static void dot_group(void *ctx, int g) {
     const int q8 = a->pairs, byte = BYTE_CODES(a->bits), codes = CODES(a->bits);
     const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : byte ? BYTE_TILES(codes)
                                     : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
-    const int p_end = (g + 1) * a->gp < a->P ? (g + 1) * a->gp : a->P;
+    const int p_end = item_stop(a, g);
     const int one = a->M <= (byte ? ONE_Q8 : ONE_Q4), mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;
     const int tiles = one ? 1 : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
     __m256i *pre = NULL;

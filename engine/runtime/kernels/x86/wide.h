@@ -179,7 +179,7 @@ WIDE_TARGET static void wide_group(void *ctx, int g) {
     const struct wide_job *j = ctx;
     const struct dot_job *a = j->a;
     const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
-    const int p_end = (g + 1) * a->gp < a->P ? (g + 1) * a->gp : a->P;
+    const int p_end = item_stop(a, g);
     if (j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
         const wide_tile *own = split ? OWN_split : off ? OWN_offset : OWN_min;
         for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
