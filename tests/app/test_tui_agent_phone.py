@@ -96,7 +96,10 @@ async def test_the_agent_mode_on_the_virtual_phone(tmp_path):
         assert "Home screen" in str(screen.query_one(PhonePanel).render())     # drawn at once
         await wait(pilot, lambda: "no app explored yet" in known_text(screen), 10, "the apps known")
 
-        # Explore (the button): a progress bar while it runs, Esc stops it, what it learned is kept
+        # Explore (the button): a progress bar while it runs, Esc stops it, what it learned is kept.
+        # Paced as a real phone's screen reads are: the virtual one over TCP explores Settings' 300
+        # actions in ~1 s, before Esc could reach it
+        paced(screen.link.device, 0.05)
         await pilot.click("#explore")
         bar = screen.query_one(ExploreBar)
         await wait(pilot, lambda: re.search(r"Settings: ([1-9]\d*)/300 actions", bar_text(screen)), 30,

@@ -277,7 +277,9 @@ def test_a_qnn_engine_plans_sizes_and_estimates_with_the_profile(engine, tmp_pat
     cpu_side = curve(1) - n_blocks * 0.2
     assert 0 < cpu_side and curve(8) - curve(2) == 0          # the device's staircase: flat over 2..8
 
-    runs = {m: EngineMethod(e, m).run(e.chat_ids([{"role": "user", "content": PROMPT}]), 12, [])
+    # 6 tokens: each emulated graph run takes ~0.75 s (12 took 62 of the test's 70 s); losslessness
+    # over more tokens is test_qnn's
+    runs = {m: EngineMethod(e, m).run(e.chat_ids([{"role": "user", "content": PROMPT}]), 6, [])
             for m in ("vanilla", "hexa")}
     assert runs["hexa"].tokens == runs["vanilla"].tokens
     assert runs["hexa"].steps < runs["vanilla"].steps          # the flat device curve drafts
