@@ -87,7 +87,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     from engine.runtime.kernels import AVX512_VNNI, cpu_features
 
     flags = cpu_features()
-    used = set(AVX512_VNNI) if kernel.wide else set()   # the 512-bit tiles' (x86/wide.h)
+    used = set(AVX512_VNNI) if kernel.wide else set()   # the 512-bit tiles' (x86/wide.c)
     unused = sorted(f for f in flags if f.startswith(UNUSED_FEATURES.get(kernel.isa, ())) and f not in used)
     note = f"; this CPU also has {', '.join(unused[:4])}, which no hexa kernel uses yet" if unused else ""
     isa = kernel.isa
@@ -99,7 +99,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         isa += (" (int8 tiles for calls of 32 rows or more: prompt chunks, the largest draft trees; bf16 tiles "
                 "for prompt rows with engine.prompt = bf16; AVX-VNNI for the rest)"
                 if kernel.amx else " (the OS refused the tile state: AVX-VNNI for every call)")
-    elif kernel.wide:   # x86/wide.h: where the CPU runs a 512-bit vpdpbusd whole
+    elif kernel.wide:   # x86/wide.c: where the CPU runs a 512-bit vpdpbusd whole
         isa += " (512-bit tiles for calls of 6 rows or more: prompt chunks, draft trees)"
     if kernel.passed_over:   # e.g. a compiler too old for the AMX or AVX-VNNI intrinsics
         names = ", ".join(name for name, _ in kernel.passed_over)

@@ -77,7 +77,7 @@ def interleaved(calls: dict[str, callable], reps: int) -> dict[str, float]:
 
 def tiles_of(spec: str) -> tuple[str, str]:
     """"avx512-vnni:narrow" -> ("avx512-vnni", "narrow"): a build, and the tiles its calls of many
-    rows take ("wide": 512-bit, x86/wide.h; "narrow": 256-bit; "": as the engine would choose)."""
+    rows take ("wide": 512-bit, x86/wide.c; "narrow": 256-bit; "": as the engine would choose)."""
     isa, _, tiles = spec.partition(":")
     if tiles not in ("", "wide", "narrow"):
         raise SystemExit(f"kernels bench: {spec}: the tiles are wide or narrow")

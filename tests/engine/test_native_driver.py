@@ -150,7 +150,7 @@ def test_the_vnni_kernels_give_the_bits_of_avx2(x86_driver, vnni_driver, dumped)
 @pytest.mark.parametrize("isa", ["avx-vnni", "avx512-vnni"])
 def test_the_512_bit_tiles_and_the_256_bit_ones_give_the_bits_of_avx2(x86_driver, tmp_path_factory, dumped, isa):
     """The VNNI builds run their calls of 6 rows or more on 512-bit tiles where the engine turns
-    them on and the CPU has AVX-512 VNNI (x86/wide.h), else on 256-bit ones: both, every output bit
+    them on and the CPU has AVX-512 VNNI (x86/wide.c), else on 256-bit ones: both, every output bit
     for bit as avx2's."""
     if host_isa(isa)[0] != isa:
         pytest.skip(f"this CPU cannot run the {isa} kernels: {host_isa(isa)[1]}")

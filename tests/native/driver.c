@@ -1117,7 +1117,7 @@ static void run(const char *name, void (*check)(void)) {
 
 int main(int argc, char **argv) {
     /* --narrow: the avx512-vnni build's 256-bit tiles (the ones a CPU that splits 512-bit
-       instructions runs); without it its 512-bit tiles (x86/wide.h) run every call they take */
+       instructions runs); without it its 512-bit tiles (x86/wide.c) run every call they take */
     const int narrow = argc > 1 && !strcmp(argv[1], "--narrow");
     argc -= narrow;
     argv += narrow;

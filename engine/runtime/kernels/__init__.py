@@ -106,7 +106,7 @@ class NativeKernel:
         self.fn = HEADER.bind(lib)
         self.threads = threads
         self.amx = False     # hexa_linear_dot's many-row calls on AMX tiles (native_kernel turns them on)
-        self.wide = False    # ... on 512-bit tiles (x86/wide.h; native_kernel turns them on where they pay)
+        self.wide = False    # ... on 512-bit tiles (x86/wide.c; native_kernel turns them on where they pay)
         self.passed_over: list[tuple[str, str]] = []   # (build, why): better builds native_kernel could not use
 
     def pack(self, w: np.ndarray, keep_fp32: bool = False) -> PackedWeight:
@@ -286,7 +286,7 @@ def cpu_identity() -> tuple[str, int]:
 
 
 def wide_tiles(isa: str, identity: tuple[str, int] | None = None) -> bool:
-    """Whether the VNNI builds' products of 6 rows or more take 512-bit tiles (x86/wide.h): on CPUs
+    """Whether the VNNI builds' products of 6 rows or more take 512-bit tiles (x86/wide.c): on CPUs
     with AVX-512 VNNI that run a 512-bit vpdpbusd whole, AMD from Zen 5 (family 26) on (its avx-vnni
     build: 1-2 row steps ran 1.01-1.16x slower in the avx512-vnni one). Zen 4 (family 25) splits it
     into two 256-bit halves, where the 512-bit tiles measured 0.46-1.25x the 256-bit ones' time;

@@ -82,7 +82,7 @@ void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count,
    way); returns 1 if the tiles are in use, 0 in every other build or if the OS refused */
 int32_t hexa_amx(int32_t on);
 /* hexa_linear_dot's calls of 6 rows or more on 512-bit tiles (the avx-vnni and avx512-vnni builds,
-   x86/wide.h): on = 1 turns them on where the CPU has AVX-512 VNNI, 0 back to the 256-bit tiles
+   x86/wide.c): on = 1 turns them on where the CPU has AVX-512 VNNI, 0 back to the 256-bit tiles
    (the same bits either way); returns 1 if they are on, 0 in every other build or on another CPU */
 int32_t hexa_wide(int32_t on);
 

@@ -34,18 +34,7 @@
 #include "quantize.h"
 #include "codes.h"
 #include "tile.h"
-
-struct dot_job {
-    const uint8_t *packed;
-    const float *b, *res;
-    float *y;
-    const void *codes;      /* nibbles, planes: [M][K] the rows' 8-bit codes; 8-bit codes: [M][K/2] inputs 2j, 2j+1 as two int16 */
-    const float *dx, *sx;   /* [M][K/32]: block scale, and scale * sum of the block's codes */
-    const int32_t *qs;      /* [M][K/16]: the offset times the codes' sum that each float step subtracts (offs) */
-    int M, N, K, P, bits;
-    int pairs;              /* the codes are int16 pairs (8-bit codes, DOT_Q8), else int8 (quads) */
-    int gp;                 /* panels per work item (item_panels) */
-};
+#include "dot.h"
 
 /* max|x| of a block as quantize_block's chain of fmaxf gives it, on the bits: a float >= 0
    orders as its bits do, and |x|'s bits above inf's are NaN, which fmaxf leaves out. fmaxf is a
@@ -70,19 +59,6 @@ static inline int block_amax(const float *xb, float *amax) {
    their order, and GCC orders a builtin's operands as suits its registers: the build before
    block_amax called fmaxf(|x|, amax). Through a pointer, that order stays. */
 static float (*volatile fmaxf_call)(float, float) = fmaxf;
-
-/* 8-bit codes (layouts 7 and 8) are summed as int16 pairs (DOT_Q8), the nibbles and planes as
-   bytes. With VNNI, tiles over pre (more than ONE_Q8 rows) take 8-bit codes as bytes too, biased
-   by 128 (quads_bytes, DOT_NIB's B7 and B8): 4 inputs a vpdpbusd where vpdpwssd takes 2, and
-   vpdpbusd never saturates. A 256-row Q8_0 product took 0.68-0.74x the time (two builds
-   alternated in one process, same bits); one tile of 1-8 rows, which decodes its own codes,
-   stays on pairs, where biasing and transposing would be paid in every tile. */
-#define BYTE_CODES(bits) (CODES(bits) == 7 || CODES(bits) == 8)
-#ifdef HEXA_VNNI
-#define PAIRS(bits, M) (BYTE_CODES(bits) && (M) <= ONE_Q8)
-#else
-#define PAIRS(bits, M) BYTE_CODES(bits)
-#endif
 
 /* The sum of 16 int8 codes, exactly: each biased by 128 into 0..255 (xor 0x80), summed by
    psadbw in two halves of 8. GCC made the plain loop 16 byte extractions, which were over half
@@ -139,55 +115,12 @@ static void quantize_row(const float *x, int K, int pairs, int off, int split, v
    below), and give the bytes' integer sum(q * xq) once OFF * sum(xq) is subtracted: 5- and 6-bit
    codes streamed as planes take 0.62 / 0.75 bytes a weight instead of 1. */
 
-/* d[16] (or m[16]) in the quads' column order: columns 0-3 | 8-11, 4-7 | 12-15 */
-static inline __m256 quad_order(const float *d, int h) {
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(d + 4 * h)), _mm_loadu_ps(d + 8 + 4 * h), 1);
-}
-
-/* Bytes read ahead in software, up to the end of the work item (item_end): a step's ~120 calls
-   each stream 0.1-1.5 MB, too short for the hardware prefetchers to reach full speed (all
-   projections of one step ran at ~12 GB/s where a plain sum reaches ~26 on the first machine).
-   There 4 blocks ahead did best (~1.3 KB of Q4_1; 16 blocks took 1.09x the time, reading past
-   each item's end). On AMD Zen 5 (2026-12-02), one process alternating builds: a streamed
-   8960 x 1536 product at 1-4 rows took 0.85-0.98x its time at 4 KB to 8 KB ahead (Q4_K, Q6_K,
-   Q8_0, Q5_0); whole decoding steps with the reading stopped at the item's end, 6 KB against 4
-   blocks: Qwen2.5-1.5B's widths 1.10x / 1.08x as fast at 1 / 4 rows, SmolLM2-135M Q4_1 1.09x /
-   1.06x, Gemma-3-270M 1.04x. */
-#define READ_AHEAD 6144
-
-/* one past the last panel of work item g (panels [g*gp, g*gp+gp), the last item shorter) */
-static inline int item_stop(const struct dot_job *a, int g) {
-    return (g + 1) * a->gp < a->P ? (g + 1) * a->gp : a->P;
-}
-
-/* the last line a read ahead may touch from panel p on: the end of p's work item */
-static inline const char *item_end(const struct dot_job *a, int p) {
-    return (const char *)a->packed + (int64_t)item_stop(a, p / a->gp) * PANEL_BYTES(a->bits, a->K / QB) - 64;
-}
-
-/* the block at bp (bytes long) READ_AHEAD bytes on, or as far as end. Always inlined: a function
-   of nothing but prefetches has no effect GCC must keep, and where it was not inlined (the tiles
-   over pre, the 512-bit tiles) its calls were dropped whole, so those tiles read nothing ahead
-   (8- and 16-row steps took 1.2-1.4x their time, 2026-12-02) */
-static inline __attribute__((always_inline)) void read_ahead(const uint8_t *bp, int bytes, const char *end) {
-    for (int off = 0; off < bytes; off += 64) {
-        const char *at = (const char *)bp + READ_AHEAD + off;
-        _mm_prefetch(at < end ? at : end, _MM_HINT_T0);
-    }
-}
-
 /* GCC re-associated each running sum: it formed a block's products first and added them up
    after, spilling most of them (a 6-row Q8_0 tile: 417 ymm spills and reloads per block; 95, the
    fp32 sums', with this). An empty asm on each running sum keeps one add per product, in order. */
 #define IN_ORDER(u, v) __asm__("" : "+x"(u), "+x"(v))
 
 typedef void (*dot_tile)(const struct dot_job *, int, int, const __m256i *);
-
-/* Block blk's head in pre: after the panel's decoded codes (per_blk ymm a block), dot_group
-   rebuilds a compact head once per panel for all its row tiles, as it decodes the codes once */
-static inline float *pre_head(const __m256i *pre, int nb, int per_blk, int blk) {
-    return (float *)(pre + (int64_t)nb * per_blk) + blk * 3 * PW;
-}
 
 /* The integer sums, with or without VNNI (the builds for CPUs with AVX-VNNI or AVX-512 VNNI
    define HEXA_VNNI). A 32-bit lane is one column's 4 inputs either way: maddubs' int16 pair sums
@@ -289,9 +222,6 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 #define BITS_B7 7   /* with VNNI, the 8-bit codes as biased bytes (quads_bytes): u = q + 128 */
 #define BITS_B8 8
 #define PL_(FMT) PLANES(BITS_##FMT)
-/* the offset a tile's codes carry (u = q + OFF): the planes' CODE_OFFSET, 128 for 8-bit codes as
-   bytes; hexa_linear_dot has the rows' offs formed with the same one */
-#define TILE_OFFSET(bits) (BYTE_CODES(bits) ? 128 : CODE_OFFSET(bits))
 #define OFF_(FMT) TILE_OFFSET(BITS_##FMT)
 #define SPL_(FMT) SPLIT_SCALE(BITS_##FMT)
 #define MIN_(FMT) (MIN_AT(BITS_##FMT) >= 0)
@@ -439,15 +369,6 @@ static const dot_tile TILES_BYTES[2][2][9] = {PRE_TILES(B7), PRE_TILES(B8)};
    maddubs instead. So these stay int16 pairs (without VNNI, and in one-tile calls with it); rows
    gain from IN_ORDER and the decoding shared. */
 
-/* 16 columns x inputs (2kk, 2kk+1) as int16 pairs: w[0] columns 0-7, w[1] columns 8-15; the codes
-   start at head (CODE_HEAD: Q8_0's, or layout 7's after its three fp32 arrays) */
-static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
-    const __m128i *c = (const __m128i *)(bp + head) + 2 * kk;
-    const __m128i a = _mm_loadu_si128(c), b = _mm_loadu_si128(c + 1);
-    w[0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
-    w[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
-}
-
 /* rows [m0, m0+MR) x panel p; PRE: the pairs come from pre (decoded once per panel) */
 #define DOT_Q8(MR, PRE)                                                                           \
 static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
@@ -510,60 +431,6 @@ static const dot_tile TILES_Q8[2][9] = {
     {0, dot_q8_1_0, dot_q8_2_0, dot_q8_3_0, dot_q8_4_0, dot_q8_5_0, dot_q8_6_0, dot_q8_7_0, dot_q8_8_0},
     {0, dot_q8_1_1, dot_q8_2_1, dot_q8_3_1, dot_q8_4_1, dot_q8_5_1, dot_q8_6_1, dot_q8_7_1, dot_q8_8_1}};
 
-/* Rows per tile. Up to ONE rows take one tile that decodes its codes itself; more rows take
-   tiles of up to MR rows over the panel's codes decoded once (pre): decoding in every tile
-   repeats the same work per tile, and a tile whose sums outgrow the 16 ymm registers spills.
-   The Q8_0 head, 1 thread: 64 rows in tiles of 8 decoding their own codes 41.5 ms, in tiles of 4
-   over pre 32.7; but 8 rows in one tile 4.7, in two over pre 6.6. Q4_1 cared little (4 to 8). */
-#ifndef ONE_Q4
-#ifdef __AVX512F__   /* 32 vector registers: 8 rows' sums fit (7-8 rows 1.3-1.5x faster than 2 tiles over pre) */
-#define ONE_Q4 8
-#else
-#define ONE_Q4 6
-#endif
-#endif
-#ifndef MR_Q4
-#define MR_Q4 6
-#endif
-#ifndef ONE_Q8
-#define ONE_Q8 8
-#endif
-#ifndef MR_Q8
-#define MR_Q8 4
-#endif
-#ifndef MR_B
-#define MR_B 6
-#endif
-_Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of 1 to 8 rows");
-
-/* panel p's codes decoded once for all the row tiles (pre): per block per_blk ymm (int16 pairs
-   of 8-bit codes, else quads of bytes), then the blocks' compact heads rebuilt (pre_head).
-   Inlined into each caller: called out of line from dot_group and amx.h, it took 40% of an
-   8-row Qwen3-shaped pass where inlined it took 25% (perf), the whole pass 1.1x the time */
-static inline __attribute__((always_inline)) void decode_panel(const struct dot_job *a, int p, __m256i *pre) {
-    const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB;
-    const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;
-    const char *end = item_end(a, p);
-    for (int blk = 0; blk < nb; blk++) {
-        const uint8_t *bp = block_at(a->packed, a->bits, nb, p, blk);
-        read_ahead(bp, bytes, end);
-        for (int q = 0; q < per_blk / 2; q++) {
-            if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
-            else if (byte) quads_bytes(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
-            else quads_codes(bp + CODE_HEAD(a->bits), PLANES(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
-        }
-        if (HEAD_OF(a->bits))   /* a compact head: always rebuilt into its place */
-            block_head(a->packed, a->bits, nb, p, blk, pre_head(pre, nb, per_blk, blk));
-    }
-}
-
-/* bytes of one panel's pre (decode_panel), rounded up for aligned_alloc's 64 */
-static size_t pre_bytes(const struct dot_job *a) {
-    const int nb = a->K / QB, per_blk = a->pairs ? QB : QB / 2;   /* decoded ymm per block */
-    const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
-    return (sizeof(__m256i) * (size_t)nb * per_blk + heads + 63) / 64 * 64;
-}
-
 /* Panels per work item. A call of up to STEP_ROWS rows (a decoding step, a draft tree) streams
    its codes once, and each item starts a stream whose first READ_AHEAD bytes nothing read ahead:
    such calls take items of up to STEP_GP panels, while every thread still gets 4 or more. Whole
@@ -575,10 +442,6 @@ static int item_panels(int M, int P, int threads) {
     const int gp = P / (4 * threads);
     return M > STEP_ROWS || gp < GP ? GP : gp > STEP_GP ? STEP_GP : gp;
 }
-
-/* rows of the next tile when `left` rows remain for `tiles` tiles: the rows split evenly over the
-   fewest tiles (dot_group's, wide.h's) */
-static inline int tile_rows(int left, int tiles) { return left / tiles + (left % tiles != 0); }
 
 /* a work item: panels [g*gp, g*gp+gp) x all rows, in tiles (the codes of a panel stay in cache
    across the row tiles; each row's arithmetic is the same in every tile) */
@@ -618,18 +481,6 @@ static void quantize_item(void *ctx, int m) {
     quantize_row(j->x + (int64_t)m * j->K, j->K, j->pairs, j->off, j->split, j->codes + j->row_bytes * m,
                  j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
 }
-
-/* 512-bit tiles (wide.h, at the end of this file): the avx-vnni and avx512-vnni builds, on where the
-   engine turns them on (hexa_wide) */
-#if (defined(__AVX512VNNI__) || defined(__AVXVNNI__)) && !defined(HEXA_AMX)
-#define HEXA_WIDE
-static int wide_on;
-static void wide_dot(const struct dot_job *a, int threads);
-/* fewest rows of a one-tile call on the 512-bit tiles: at 2-4 rows a row's 8 chained vpdpbusd a block
-   wait on each other where the ymm tiles split them (SPLIT), 0.74-1.01x their speed; 6-8 rows
-   1.02-1.14x (Q4_K, Q6_K weights, 2026-12-01). wide.h compiles one-tile calls of 6-8 rows only. */
-#define WIDE_ONE 6
-#endif
 
 #ifdef HEXA_AMX
 /* the AMX tiles' calls (amx.h, at the end of this file). Fewer rows keep the VNNI tiles: a whole
@@ -678,4 +529,3 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
 #include "zmm.h"
 #include "amx.h"
 #include "amx_bf16.h"
-#include "wide.h"

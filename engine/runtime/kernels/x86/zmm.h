@@ -1,5 +1,5 @@
-/* A panel's 16 columns in one zmm, for the tiles that hold a row's sums so (amx.h, amx_bf16.h and
- * wide.h, included at the end of quant_dot.c): the quads' column order (quad_order's two halves,
+/* A panel's 16 columns in one zmm, for the tiles that hold a row's sums so (wide.c; amx.h and
+ * amx_bf16.h, included at the end of quant_dot.c): the quads' column order (quad_order's two halves,
  * columns 0-3 | 8-11 | 4-7 | 12-15, as pre holds a group's 16 columns), one float step of a row,
  * and a row's store. A lane's arithmetic is the ymm tiles' (NIB_FLOAT's, DOT_Q4's), so holding 16
  * columns in one register changes no bit. The amx build is not compiled for AVX-512: there these

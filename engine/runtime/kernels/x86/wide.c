@@ -1,6 +1,6 @@
 /* The products of many rows in 512-bit tiles (the avx-vnni and avx512-vnni builds; on where hexa_wide
- * turns them on, on a CPU with AVX-512 VNNI),
- * included at the end of quant_dot.c.
+ * turns them on, on a CPU with AVX-512 VNNI), for quant_dot.c's hexa_linear_dot. A file of its own,
+ * compiled beside quant_dot.c (dot.h says why); the other builds compile only hexa_wide from it.
  *
  * pre holds a group of 4 inputs x 16 columns in 64 bytes (decode_panel), so one zmm vpdpbusd forms
  * a row's 16 column sums of a group where the ymm tiles take two, and the block's float steps take
@@ -17,6 +17,9 @@
  * build's ymm tiles took 1.01-1.16x its time. The engine turns
  * them on for the CPUs measured to run it whole (kernels/__init__.py's wide_tiles).
  */
+#include "dot.h"
+#include "zmm.h"
+
 #ifdef HEXA_WIDE
 #ifdef __AVX512VNNI__
 #define WIDE_TARGET
@@ -200,7 +203,7 @@ WIDE_TARGET static void wide_group(void *ctx, int g) {
 }
 
 /* hexa_linear_dot's calls that dot_group would give pre, on the 512-bit tiles */
-WIDE_TARGET static void wide_dot(const struct dot_job *a, int threads) {
+WIDE_TARGET void wide_dot(const struct dot_job *a, int threads) {
     const int nb = a->K / QB, tiles = (a->M + WIDE_ROWS - 1) / WIDE_ROWS;
     struct wide_job j = {a, malloc((size_t)a->M * a->K), malloc(sizeof(struct wide_scale) * (size_t)a->M * nb), tiles};
     if (!j.quads || !j.scales) abort();
@@ -209,6 +212,8 @@ WIDE_TARGET static void wide_dot(const struct dot_job *a, int threads) {
     free(j.quads);
     free(j.scales);
 }
+
+int wide_on;   /* what hexa_wide last said: quant_dot.c reads it */
 
 int32_t hexa_wide(int32_t on) {
     __builtin_cpu_init();
