@@ -74,8 +74,13 @@ def test_race_cancels_the_loser(engine, server_url):
         host, port = server_url.split("//")[1].split("/")[0].split(":")
         proxy = DelayProxy(host, int(port), latency_s=0.01, ttft=lambda rng: 3.0)
         pport = await proxy.start()
+        # probed straight (the proxy would hold each of the probe's ~10 requests 3 s), adopted by
+        # the client through the proxy, as the router's clients adopt its first probe
+        direct = ServerClient(Endpoint("lab", server_url))
+        caps = await direct.probe(engine.encode)
+        await direct.aclose()
         client = ServerClient(Endpoint("lab", f"http://127.0.0.1:{pport}/v1"))
-        caps = await client.probe(engine.encode)
+        client.adopt(caps, direct.model)
         live = make_live(engine, client, caps)
         ids = engine.chat_ids([{"role": "user", "content": PROMPTS[1]}])
         t0 = time.perf_counter()
