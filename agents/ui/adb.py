@@ -126,7 +126,8 @@ class AdbConnection:
 
 
 def _nodelay_transport(host: str, port: int):
-    """adb-shell's TCP transport with Nagle's algorithm off, as adb's own host and adbd set it.
+    """adb-shell's TCP transport with Nagle's algorithm off, as adb's own tools set their TCP
+    connections (``disable_tcp_nagle`` in adb's sysdeps).
     adb-shell writes a message's 24-byte header and its payload in two sends: with Nagle on, the
     payload waited for the header's ACK, which the phone's delayed ACK held ~40 ms, so every shell
     command took ~43 ms where ~2 ms is the round trip (an exploration of Clock over TCP to the
