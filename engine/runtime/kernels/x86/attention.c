@@ -40,8 +40,9 @@ INLINE __m256 kv_load(const void *row, int64_t i, int f16) {
 
 /* Query rows per tile: 3 (a GQA group of one token), and with AVX-512's 32 vector registers 6
    where a block has more than 3 rows left (a prompt chunk's). A chunk's 128 keys (128 KB of fp32
-   K or V at 256 dims) come from L2 once per tile: 3 rows read 4 key vectors per 12 FMAs, near
-   what L2 delivers, 6 rows the same per 24. Every row takes the same operations in either tile. */
+   K or V at 256 dims) come from L2 once per tile: 3 rows read 4 key vectors per 12 FMAs (3 per 9
+   in the scores' pass with 16 registers, KG below), near what L2 delivers, 6 rows the same per
+   24. Every row takes the same operations in either tile. */
 #define RT_SMALL 3
 #ifdef __AVX512F__
 #define RT_MAX 6
