@@ -98,7 +98,8 @@ static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
     w[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
 }
 
-/* Rows per tile. Up to ONE rows take one tile that decodes its codes itself; more rows take
+/* Rows per tile. Up to ONE rows take one tile that decodes its codes itself (without VNNI, up to
+   OWN_TILES x ONE rows take such tiles: quant_dot.c); more rows take
    tiles of up to MR rows over the panel's codes decoded once (pre): decoding in every tile
    repeats the same work per tile, and a tile whose sums outgrow the 16 ymm registers spills.
    The Q8_0 head, 1 thread: 64 rows in tiles of 8 decoding their own codes 41.5 ms, in tiles of 4
