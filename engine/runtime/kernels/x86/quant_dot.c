@@ -18,8 +18,10 @@
  * Q4_1 bytes, the sums added in order (IN_ORDER), a panel's codes decoded once for all its row
  * tiles (dot_group) and the rows' max|x| found without fmaxf (block_amax).
  *
- * Not the fp32 arithmetic: prefill keeps the exact kernels, and decoding uses this one for every
- * step and tree alike (``engine/runtime/transformer.py`` decides by phase, never by row count). Every
+ * Not the fp32 arithmetic: in the default int8 arithmetic (engine.decode) every pass takes this
+ * one, prompt chunks (since 2026-11-25; before, prefill kept the exact kernels), steps and trees
+ * alike, never chosen by row count (the amx build's bf16 prompt rows aside: hexa_linear_prefill,
+ * amx_bf16.h). Every
  * row is quantized alone and accumulated in one fixed order, block after block, whatever the
  * tile or the batch: a tree row still equals a plain step bit for bit.
  */
