@@ -98,10 +98,10 @@ static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
     w[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
 }
 
-/* Rows per tile. Up to ONE rows take one tile that decodes its codes itself (without VNNI, up to
-   OWN_TILES x ONE rows take such tiles: quant_dot.c); more rows take
-   tiles of up to MR rows over the panel's codes decoded once (pre): decoding in every tile
-   repeats the same work per tile, and a tile whose sums outgrow the 16 ymm registers spills.
+/* Rows per tile. Up to ONE rows take one tile that decodes its codes itself (up to OWN_TILES x
+   ONE rows, such tiles of up to ONE rows each); more rows take tiles of up to MR rows over the
+   panel's codes decoded once (pre): decoding in every tile repeats the same work per tile, and a
+   tile whose sums outgrow the 16 ymm registers spills.
    The Q8_0 head, 1 thread: 64 rows in tiles of 8 decoding their own codes 41.5 ms, in tiles of 4
    over pre 32.7; but 8 rows in one tile 4.7, in two over pre 6.6. Q4_1 cared little (4 to 8). */
 #ifndef ONE_Q4
@@ -124,6 +124,20 @@ static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
 #define MR_B 6
 #endif
 _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of 1 to 8 rows");
+/* Calls of up to OWN_TILES x ONE rows take tiles that decode their own codes, each at most ONE
+   rows, where more rows take tiles over pre: decoding a panel into pre and reading it back costs
+   more than decoding it again in two or three tiles. Without VNNI on AMD Zen 2 (2026-12-02,
+   builds alternated in one process, forward passes at 512 tokens of context, same outputs), 3
+   against 1: 8 rows 1.22x / 1.44x / 1.08x as fast on Qwen2.5-1.5B's widths, Gemma-3-1B's and
+   SmolLM2-135M Q4_1, 16 rows 1.07x / 1.17x / 1.04x, prefill unchanged. The VNNI builds keep 1:
+   not measured there (their 512-bit tiles take these calls on Zen 5). */
+#ifndef OWN_TILES
+#ifdef HEXA_VNNI
+#define OWN_TILES 1
+#else
+#define OWN_TILES 3
+#endif
+#endif
 
 /* panel p's codes decoded once for all the row tiles (pre): per block per_blk ymm (int16 pairs
    of 8-bit codes, else quads of bytes), then the blocks' compact heads rebuilt (pre_head).

@@ -21,9 +21,8 @@
  * Not the fp32 arithmetic: in the default int8 arithmetic (engine.decode) every pass takes this
  * one, prompt chunks (since 2026-11-25; before, prefill kept the exact kernels), steps and trees
  * alike, never chosen by row count (the amx build's bf16 prompt rows aside: hexa_linear_prefill,
- * amx_bf16.h). Every
- * row is quantized alone and accumulated in one fixed order, block after block, whatever the
- * tile or the batch: a tree row still equals a plain step bit for bit.
+ * amx_bf16.h). Every row is quantized alone and accumulated in one fixed order, block after
+ * block, whatever the tile or the batch: a tree row still equals a plain step bit for bit.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -439,20 +438,6 @@ static const dot_tile TILES_Q8[2][9] = {
    decoding steps on AMD Zen 5 (2026-12-02, builds alternated in one process), 24 panels against
    6: Qwen2.5-1.5B's widths 1.01-1.05x as fast, SmolLM2-135M Q4_1 1.08-1.15x; 3 panels 0.88x. */
 #define STEP_ROWS 8
-/* Calls of up to OWN_TILES x ONE rows take tiles that decode their own codes, each at most ONE
-   rows, where more rows take tiles over pre: decoding a panel into pre and reading it back costs
-   more than decoding it again in two or three tiles. Without VNNI on AMD Zen 2 (2026-12-02,
-   builds alternated in one process, forward passes at 512 tokens of context, same outputs), 3
-   against 1: 8 rows 1.22x / 1.44x / 1.08x as fast on Qwen2.5-1.5B's widths, Gemma-3-1B's and
-   SmolLM2-135M Q4_1, 16 rows 1.07x / 1.17x / 1.04x, prefill unchanged. The VNNI builds keep 1:
-   not measured there (their 512-bit tiles take these calls on Zen 5). */
-#ifndef OWN_TILES
-#ifdef HEXA_VNNI
-#define OWN_TILES 1
-#else
-#define OWN_TILES 3
-#endif
-#endif
 #define STEP_GP 24
 static int item_panels(int M, int P, int threads) {
     const int gp = P / (4 * threads);
@@ -468,15 +453,15 @@ static void dot_group(void *ctx, int g) {
                                     : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
     const int p_end = item_stop(a, g);
     const int lim = byte ? ONE_Q8 : ONE_Q4, mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;
-    const int one = a->M <= lim * OWN_TILES;   /* tiles that decode their own codes */
-    const int tiles = one ? (a->M + lim - 1) / lim : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
+    const int own = a->M <= lim * OWN_TILES;   /* tiles that decode their own codes, else over pre */
+    const int tiles = own ? (a->M + lim - 1) / lim : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
     __m256i *pre = NULL;
-    if (!one && !(pre = aligned_alloc(64, pre_bytes(a)))) abort();
+    if (!own && !(pre = aligned_alloc(64, pre_bytes(a)))) abort();
     for (int p = g * a->gp; p < p_end; p++) {
         if (pre) decode_panel(a, p, pre);
         for (int t = 0, m = 0; t < tiles; t++) {
             const int rows = tile_rows(a->M - m, tiles - t);
-            tiles_of[!one][rows](a, m, p, pre);
+            tiles_of[!own][rows](a, m, p, pre);
             m += rows;
         }
     }
