@@ -134,7 +134,11 @@ def quantize_with_llamacpp(src: Path, out: Path, kind: str = "Q4_K_M") -> Path:
             f"p.ftype = {LLAMA_FTYPES[kind]}; p.allow_requantize = True; p.nthread = 2\n"
             "sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(p)))\n")
     tmp = out.with_suffix(".tmp")
-    subprocess.run([sys.executable, "-c", code, str(src), str(tmp)], check=True, capture_output=True, timeout=900)
+    done = subprocess.run([sys.executable, "-c", code, str(src), str(tmp)], capture_output=True, text=True, timeout=900)
+    if done.returncode:   # llama_cpp missing, or the quantizer refused: its last line says which
+        last = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()[-1]
+        tmp.unlink(missing_ok=True)
+        raise SystemExit(f"random_gguf: llama.cpp's quantizer failed on {src.name}: {last}")
     tmp.rename(out)
     return out
 
