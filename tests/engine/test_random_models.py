@@ -52,3 +52,19 @@ def test_logits_agree_with_llamacpp(random_engine, dev_cases):
     result = compare(engine, ids, skip=1)
     # measured 2026-11-24 on a 3-layer qwen3 of 512 wide: 96.7% top-1, max |Δ| 1.6% of the range
     assert result.top1 >= 0.85 and result.max_rel <= 0.1, (name, result.line())
+
+
+def test_a_failing_quantizer_is_one_line(tmp_path):
+    """The benchmark's model files come from llama.cpp's quantizer: when it fails (here on a file
+    that is no GGUF; without llama_cpp, on the import) the tool says so in one line, and leaves
+    no partial output behind."""
+    from engine.bench.random_gguf import quantize_with_llamacpp
+
+    bad = tmp_path / "not-a-model.gguf"
+    bad.write_bytes(b"not a gguf")
+    with pytest.raises(SystemExit) as failed:
+        quantize_with_llamacpp(bad, tmp_path / "out.gguf")
+    message = str(failed.value)
+    assert message.startswith("random_gguf: llama.cpp's quantizer failed on not-a-model.gguf: ")
+    assert "\n" not in message and "Traceback" not in message
+    assert not (tmp_path / "out.gguf").exists() and not (tmp_path / "out.tmp").exists()
