@@ -29,12 +29,12 @@ class CalibrationPolicy:
         return self.tree.k
 
 
-# The CPU's trees rank the first 1,024 ids, not 4,096: calibration's share of a prefill is what
-# these ids cost (SmolLM2-135M Q4_K_M, 1,487-token prompt: 78 ms of ~2.8 s with 4,096, 35 with
-# 1,024; Qwen2.5-1.5B's widths at 4 layers 175 and 77 of ~3.3 s), and the trees accepted as much
-# (the embedded model, 24 dev prompts with --history: 1.41 tokens a step both ways, 1.36 without
-# calibration, 1.37 with 256 ids; AMD Zen 3, 2026-12-02). On short answers that share of the
-# prefill is more than calibration gains back.
+# Trees sized by the cost curve (every calibrating method but hexa-fill) rank the first 1,024 ids,
+# not 4,096: calibration's share of a prefill is what these ids cost (SmolLM2-135M Q4_K_M,
+# 1,487-token prompt: 78 ms of ~2.8 s with 4,096, 35 with 1,024; Qwen2.5-1.5B's widths at 4 layers
+# 175 and 77 of ~3.3 s), and the trees accepted as much (the embedded model, 24 dev prompts with
+# --history: 1.41 tokens a step both ways, 1.36 without calibration, 1.37 with 256 ids; AMD Zen 3,
+# 2026-12-02). On short answers that share of the prefill is more than calibration gains back.
 DEFAULT = CalibrationPolicy(vocab=1024)
 # For trees that fill a 32-token budget (``hexa-fill``, a static graph): more and less likely
 # paths. Replaying the drafter on recorded dev outputs (summary, rag), they accept ~8% more per

@@ -124,9 +124,8 @@ static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
 #define MR_B 6
 #endif
 _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of 1 to 8 rows");
-/* Calls of up to OWN_TILES x ONE rows take tiles that decode their own codes, each at most ONE
-   rows, where more rows take tiles over pre: decoding a panel into pre and reading it back costs
-   more than decoding it again in two or three tiles. Without VNNI on AMD Zen 2 (2026-12-02,
+/* OWN_TILES: decoding a panel into pre and reading it back costs more than decoding it again in
+   two or three tiles of their own. Without VNNI on AMD Zen 2 (2026-12-02,
    builds alternated in one process, forward passes at 512 tokens of context, same outputs), 3
    against 1: 8 rows 1.22x / 1.44x / 1.08x as fast on Qwen2.5-1.5B's widths, Gemma-3-1B's and
    SmolLM2-135M Q4_1, 16 rows 1.07x / 1.17x / 1.04x, prefill unchanged. The VNNI builds keep 1:
