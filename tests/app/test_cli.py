@@ -97,6 +97,8 @@ def test_doctor_reports_settings_model_and_backends(tmp_path):
         assert "fp16 KV cache" in kernels
         if "512-bit tiles" in kernels:   # AVX-512 VNNI is in use then, not named as unused
             assert "avx512_vnni" not in kernels.partition("also has")[2]
+        if "bf16 tiles" in kernels:      # the amx build's prompt rows use AMX-BF16: not named as unused
+            assert "amx_bf16" not in kernels.partition("also has")[2]
         exact = hexa("doctor", home=tmp_path, env={"HEXA_DECODE": "exact"}).stdout
         assert "fp32 KV cache" in exact
 
