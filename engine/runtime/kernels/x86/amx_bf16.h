@@ -151,7 +151,8 @@ static int bf16_linear(const float *x, const uint8_t *packed, const float *b, co
     if (!amx_on) return 0;
     uint16_t *xb = aligned_alloc(64, ((size_t)M * K * 2 + 63) / 64 * 64);
     if (!xb) abort();
-    const struct dot_job a = {packed, b, res, y, NULL, NULL, NULL, NULL, M, N, K, (N + PW - 1) / PW, bits, 0};
+    /* gp: bf_group's items are GP panels, which decode_panel's read-ahead (item_end) divides by */
+    const struct dot_job a = {packed, b, res, y, NULL, NULL, NULL, NULL, M, N, K, (N + PW - 1) / PW, bits, 0, GP};
     const struct bf_job j = {&a, x, xb};
     hexa_run(bf_rows_to_bf16, (void *)&j, (M + 15) / 16, threads);
     hexa_run(bf_group, (void *)&j, (a.P + GP - 1) / GP, threads);
