@@ -102,7 +102,7 @@ struct bf_job {
 BF_TARGET static void bf_group(void *ctx, int g) {
     const struct bf_job *j = ctx;
     const struct dot_job *a = j->a;
-    const int p0 = g * GP, p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P, np = p_end - p0, nb = a->K / QB;
+    const int p0 = g * a->gp, p_end = item_stop(a, g), np = p_end - p0, nb = a->K / QB;
     const int64_t panel_words = (int64_t)a->K * 8, rows16 = (a->M + 15) / 16 * 16;
     __m256i *pre = aligned_alloc(64, pre_bytes(a));
     uint32_t *wb = aligned_alloc(64, sizeof(uint32_t) * panel_words * np);
@@ -151,11 +151,11 @@ static int bf16_linear(const float *x, const uint8_t *packed, const float *b, co
     if (!amx_on) return 0;
     uint16_t *xb = aligned_alloc(64, ((size_t)M * K * 2 + 63) / 64 * 64);
     if (!xb) abort();
-    /* gp: bf_group's items are GP panels, which decode_panel's read-ahead (item_end) divides by */
+    /* gp: panels per work item (GP), read by bf_group and by decode_panel's read-ahead (item_end) */
     const struct dot_job a = {packed, b, res, y, NULL, NULL, NULL, NULL, M, N, K, (N + PW - 1) / PW, bits, 0, GP};
     const struct bf_job j = {&a, x, xb};
     hexa_run(bf_rows_to_bf16, (void *)&j, (M + 15) / 16, threads);
-    hexa_run(bf_group, (void *)&j, (a.P + GP - 1) / GP, threads);
+    hexa_run(bf_group, (void *)&j, (a.P + a.gp - 1) / a.gp, threads);
     free(xb);
     return 1;
 }
