@@ -262,11 +262,14 @@ def test_zen5_gets_512_bit_tiles_and_zen4_and_intel_do_not(machine):
 
 
 def test_x86_with_amx_gets_the_amx_build_and_without_it_cannot_name_it(machine):
-    sapphire = "fma f16c avx2 avx_vnni avx512f avx512bw avx512vl avx512_vnni amx_tile amx_int8 amx_bf16"
+    sapphire = "fma f16c avx2 avx_vnni avx512f avx512bw avx512vl avx512_vnni avx512_bf16 amx_tile amx_int8 amx_bf16"
     machine("x86_64", cpuinfo=X86_CPUINFO.format(extra=sapphire))
     assert host_isa() == ("amx", None)
     assert host_isa("avx-vnni") == ("avx-vnni", None)     # the builds without tiles stay selectable
     machine("x86_64", cpuinfo=X86_CPUINFO.format(extra=sapphire.replace(" amx_int8", "")))
+    assert host_isa() == ("avx-vnni", None)
+    # the bf16 prompt rows convert with AVX512-BF16's instructions (x86/amx_bf16.h)
+    machine("x86_64", cpuinfo=X86_CPUINFO.format(extra=sapphire.replace(" avx512_bf16", "")))
     assert host_isa() == ("avx-vnni", None)
     isa, why = host_isa("amx")
     assert isa is None and "AMX" in why

@@ -51,7 +51,7 @@ ISA_FLAGS = {"avx2": ["-mavx2", "-mfma", "-mf16c"], "avx-vnni": ["-mavx2", "-mfm
                              "-DHEXA_VNNI"],
              "neon": ["-march=armv8-a"]}
 AVX512_VNNI = ("avx512f", "avx512vl", "avx512bw", "avx512_vnni")   # /proc/cpuinfo's names
-AMX = ("amx_tile", "amx_int8", "amx_bf16", "avx512f", "avx512vl", "avx512bw", "avx_vnni")   # amx.h, amx_bf16.h
+AMX = ("amx_tile", "amx_int8", "amx_bf16", "avx512_bf16", "avx512f", "avx512vl", "avx512bw", "avx_vnni")   # amx.h, amx_bf16.h
 FLAGS = ["-O3", "-pthread", "-ffp-contract=off", "-shared", "-fPIC"]
 
 
