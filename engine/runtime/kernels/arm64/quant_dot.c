@@ -492,7 +492,8 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
         }
     }
     const int P = (N + PW - 1) / PW;
-    struct dot_job a = {packed, b, res, y, codes, dx, sx, qs, pairs, M, N, K, P, bits};
+    struct dot_job a = {.packed = packed, .b = b, .res = res, .y = y, .codes = codes, .dx = dx, .sx = sx, .qs = qs,
+                        .pairs = pairs, .M = M, .N = N, .K = K, .P = P, .bits = bits};
     hexa_run(dot_group, &a, (P + GP - 1) / GP, threads);
     free(pairs);
     free(codes);

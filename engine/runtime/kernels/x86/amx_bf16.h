@@ -173,8 +173,10 @@ static int bf16_linear(const float *x, const uint8_t *packed, const float *b, co
     if (!amx_on) return 0;
     uint16_t *xb = aligned_alloc(64, (size_t)(M + 15) / 16 * 16 * K * 2);   /* whole A tiles */
     if (!xb) abort();
-    /* gp: panels per work item (GP), read by bf_group and by decode_panel's read-ahead (item_end) */
-    const struct dot_job a = {packed, b, res, y, NULL, NULL, NULL, NULL, M, N, K, (N + PW - 1) / PW, bits, 0, GP};
+    /* gp: panels per work item (GP), read by bf_group and by decode_panel's read-ahead (item_end);
+       left out (0), every prefill died dividing by it (c723aee) */
+    const struct dot_job a = {.packed = packed, .b = b, .res = res, .y = y, .M = M, .N = N, .K = K,
+                              .P = (N + PW - 1) / PW, .bits = bits, .gp = GP};
     const struct bf_job j = {&a, x, xb};
     hexa_run(bf_rows_to_bf16, (void *)&j, (M + 15) / 16, threads);
     hexa_run(bf_group, (void *)&j, (a.P + a.gp - 1) / a.gp, threads);

@@ -508,8 +508,10 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
     else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;
-    struct dot_job a = {packed, b, res, y, codes, scales, scales + (int64_t)M * nb, qs, M, N, K, P, bits, pairs,
-                        item_panels(M, P, threads)};
+    /* named fields: a field left out is 0, and gp 0 is a division by zero (item_end) */
+    struct dot_job a = {.packed = packed, .b = b, .res = res, .y = y, .codes = codes, .dx = scales,
+                        .sx = scales + (int64_t)M * nb, .qs = qs, .M = M, .N = N, .K = K, .P = P, .bits = bits,
+                        .pairs = pairs, .gp = item_panels(M, P, threads)};
 #ifdef HEXA_AMX
     /* pre is a B tile per block (amx.h); chosen here, not in dot_group, which stays the avx-vnni
        build's code: with the branch inside it, 8- and 16-row passes took 1.1x their time */
