@@ -10,6 +10,11 @@
  * The cache holds fp32 values, or fp16 ones (half the bytes a step reads): widened to fp32 on
  * load, exactly, so every operation after the load is the same in both.
  */
+/* The amx build is the avx-vnni one, not compiled for AVX-512 as a whole; its CPUs have it, and
+   attention takes it there (the 512-bit passes below). */
+#ifdef HEXA_AMX
+#pragma GCC target("avx512f,avx512vl,avx512bw")
+#endif
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -19,7 +24,6 @@
 #include "keys.h"
 #include "pool.h"
 #include "vexp.h"
-
 
 static const float zeros[HEXA_MAX_HEAD_DIM] __attribute__((aligned(32)));   /* a zero key, fp32 or fp16 */
 
@@ -55,7 +59,7 @@ INLINE __m256 kv_load(const void *row, int64_t i, int f16) {
    an FMA and a store a step, each waiting on the last (a quarter of attention's time in a
    Gemma-3-270M prefill, perf annotate; AMD Zen 2). 3 keys take 13. */
 #ifdef __AVX512F__
-#define KG 4
+#define KG 8   /* four key pairs, one a zmm (scores below) */
 #else
 #define KG 3
 #endif
@@ -64,6 +68,7 @@ INLINE __m256 kv_load(const void *row, int64_t i, int f16) {
    operation sequence whatever rt, RT, n, KG or the key's slot in its group: 8-lane partial
    products in dimension order, then one fixed horizontal-add tree (a key's lanes never meet
    another key's in it). */
+#ifndef __AVX512F__
 INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int rt, int n, int f16, const int RT) {
     const int64_t row = (int64_t)D << (f16 ? 1 : 2);   /* bytes */
     for (int j = 0; j < n; j += KG) {
@@ -93,7 +98,57 @@ INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int r
         }
     }
 }
+#else
+/* two keys' 8 values from value i on, key a's in the low half, b's in the high */
+INLINE __m512 kv_pair(const void *a, const void *b, int64_t i, int f16) {
+    if (f16)
+        return _mm512_cvtph_ps(_mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)a + i))),
+            _mm_loadu_si128((const __m128i *)((const uint16_t *)b + i)), 1));
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps((const float *)a + i))),
+                                               _mm256_castps_pd(_mm256_loadu_ps((const float *)b + i)), 1));
+}
 
+/* _mm256_hadd_ps in each 128-bit lane: [a0+a1, a2+a3, b0+b1, b2+b3] */
+INLINE __m512 hadd512(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
+}
+
+/* The same dots with a key pair in each zmm: lanes 0-7 are the 8-lane partial products of one
+   key and 8-15 of the next, each lane the ymm pass's FMA chain, and the add tree is the ymm one's
+   (((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)) a key): the same bits, half the FMAs, loads and
+   conversions. */
+INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int rt, int n, int f16, const int RT) {
+    const int64_t row = (int64_t)D << (f16 ? 1 : 2);   /* bytes */
+    for (int j = 0; j < n; j += KG) {
+        const void *kj[KG];
+        for (int t = 0; t < KG; t++)        /* past the chunk's end: a zero key, discarded */
+            kj[t] = j + t < n ? (const char *)k + (j + t) * row : (const void *)zeros;
+        for (int t = 0; t < KG && j + KEYS_AHEAD + t < n; t++)
+            for (int off = 0; off < row; off += 64) _mm_prefetch((const char *)k + (j + KEYS_AHEAD + t) * row + off, _MM_HINT_T0);
+        __m512 a[RT_MAX][KG / 2];
+        for (int d = 0; d < D / 8; d++) {
+            __m512 kv[KG / 2];
+            for (int t = 0; t < KG / 2; t++) kv[t] = kv_pair(kj[2 * t], kj[2 * t + 1], 8 * d, f16);
+            for (int i = 0; i < RT; i++) {   /* rows past rt: computed, discarded */
+                const __m512 qd = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(
+                    _mm256_loadu_ps(q + (i < rt ? i : 0) * D + 8 * d))));
+                for (int t = 0; t < KG / 2; t++) a[i][t] = d ? _mm512_fmadd_ps(qd, kv[t], a[i][t]) : _mm512_mul_ps(qd, kv[t]);
+            }
+        }
+        for (int i = 0; i < rt; i++) {
+            /* 128-bit lanes: keys 0,2,4,6's first four lanes' sums, their last four's, then keys 1,3,5,7's */
+            __m512 h = hadd512(hadd512(a[i][0], a[i][1]), hadd512(a[i][2], a[i][3]));
+            h = _mm512_add_ps(h, _mm512_shuffle_f32x4(h, h, _MM_SHUFFLE(2, 3, 0, 1)));
+            const __m128 even = _mm512_castps512_ps128(h), odd = _mm512_extractf32x4_ps(h, 2);
+            float eight[8];
+            _mm_storeu_ps(eight, _mm_unpacklo_ps(even, odd));
+            _mm_storeu_ps(eight + 4, _mm_unpackhi_ps(even, odd));
+            for (int t = 0; t < KG && j + t < n; t++) s[i * sw + j + t] = eight[t];
+        }
+    }
+}
+#endif
 
 /* For each of rt rows: s[j] <- exp(s[j] - mx) in place, l <- their sum in key order; all zero
    for a row whose every key is masked. Rows rt..RT-1 hold zeros: their sums run alongside, so
@@ -136,6 +191,56 @@ static int visible_keys(const float *const *rows, int rt, int n) {
     }
     return last;
 }
+
+#ifndef __AVX512F__
+/* o[i] = sum over the n keys of s[i][j] * v_j for rt rows, one FMA chain a lane in key order */
+INLINE void weighted_values(float *o_rows, const char *vh, int sw, float s[][sw], int rt, int nv, int D, int f16, const int RT) {
+    const int es = f16 ? 2 : 4;
+    for (int half = 0; half < D / 32; half++) {      /* 32 of the head's dims at a time */
+        /* all RT rows, unrolled: with a loop over rt the accumulators went to the stack */
+        __m256 o[RT_MAX][4];
+        _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++)
+            for (int d = 0; d < 4; d++) o[i][d] = _mm256_setzero_ps();
+        for (int j = 0; j < nv; j++) {
+            const void *vj = vh + ((int64_t)j * D + 32 * half) * es;
+            if (half == 0 && j + KEYS_AHEAD < nv)   /* the later passes find V's rows in cache */
+                for (int off = 0; off < D * es; off += 64)
+                    _mm_prefetch(vh + (int64_t)(j + KEYS_AHEAD) * D * es + off, _MM_HINT_T0);
+            __m256 p[RT_MAX];
+            _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) p[i] = _mm256_set1_ps(s[i][j]);
+            for (int d = 0; d < 4; d++) {
+                const __m256 vd = kv_load(vj, 8 * d, f16);
+                _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) o[i][d] = _mm256_fmadd_ps(p[i], vd, o[i][d]);
+            }
+        }
+        for (int i = 0; i < rt; i++)
+            for (int d = 0; d < 4; d++) _mm256_store_ps(o_rows + (int64_t)i * D + 32 * half + 8 * d, o[i][d]);
+    }
+}
+#else
+/* the same with 16 dims a zmm: each lane's FMA chain is the ymm pass's, the same bits */
+INLINE void weighted_values(float *o_rows, const char *vh, int sw, float s[][sw], int rt, int nv, int D, int f16, const int RT) {
+    const int es = f16 ? 2 : 4;
+    for (int blk = 0; blk < D / 64; blk++) {   /* 64 of the head's dims at a time */
+        __m512 o[RT_MAX][4];
+        _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++)
+            for (int d = 0; d < 4; d++) o[i][d] = _mm512_setzero_ps();
+        for (int j = 0; j < nv; j++) {
+            const char *vj = vh + ((int64_t)j * D + 64 * blk) * es;
+            if (blk == 0 && j + KEYS_AHEAD < nv)   /* the later passes find V's rows in cache */
+                for (int off = 0; off < D * es; off += 64)
+                    _mm_prefetch(vh + (int64_t)(j + KEYS_AHEAD) * D * es + off, _MM_HINT_T0);
+            for (int d = 0; d < 4; d++) {
+                const __m512 vd = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vj + 32 * d)))
+                                      : _mm512_loadu_ps((const float *)vj + 16 * d);
+                _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) o[i][d] = _mm512_fmadd_ps(_mm512_set1_ps(s[i][j]), vd, o[i][d]);
+            }
+        }
+        for (int i = 0; i < rt; i++)
+            for (int d = 0; d < 4; d++) _mm512_storeu_ps(o_rows + (int64_t)i * D + 64 * blk + 16 * d, o[i][d]);
+    }
+}
+#endif
 
 struct attention_job {
     const float *q;
@@ -192,30 +297,8 @@ INLINE void attend_tile(const struct attention_job *a, int h, int c, int r0, int
         }
     }
     softmax_numerators(sw, s, rt, nv, mx, l, RT);
-    for (int half = 0; half < D / 32; half++) {      /* 32 of the head's dims at a time */
-        /* all RT rows, unrolled: with a loop over rt the accumulators went to the stack */
-        __m256 o[RT_MAX][4];
-        _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++)
-            for (int d = 0; d < 4; d++) o[i][d] = _mm256_setzero_ps();
-        for (int j = 0; j < nv; j++) {
-            const void *vj = vh + ((int64_t)(j0 + j) * D + 32 * half) * es;
-            if (half == 0 && j + KEYS_AHEAD < nv)   /* the later passes find V's rows in cache */
-                for (int off = 0; off < D * es; off += 64)
-                    _mm_prefetch(vh + (int64_t)(j0 + j + KEYS_AHEAD) * D * es + off, _MM_HINT_T0);
-            __m256 p[RT_MAX];
-            _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) p[i] = _mm256_set1_ps(s[i][j]);
-            for (int d = 0; d < 4; d++) {
-                const __m256 vd = kv_load(vj, 8 * d, f16);
-                _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) o[i][d] = _mm256_fmadd_ps(p[i], vd, o[i][d]);
-            }
-        }
-        for (int i = 0; i < rt; i++) {
-            const int64_t slot = slot0 + i;
-            for (int d = 0; d < 4; d++) _mm256_store_ps(a->part_o + slot * D + 32 * half + 8 * d, o[i][d]);
-            a->part_m[slot] = mx[i];
-            a->part_l[slot] = l[i];
-        }
-    }
+    for (int i = 0; i < rt; i++) { a->part_m[slot0 + i] = mx[i]; a->part_l[slot0 + i] = l[i]; }
+    weighted_values(a->part_o + slot0 * D, vh + (int64_t)j0 * D * es, sw, s, rt, nv, D, f16, RT);
 }
 
 /* item = (head, chunk, block of rows), in tiles of RT_MAX rows while more than RT_SMALL are left */
