@@ -36,6 +36,11 @@ static const float zeros[HEXA_MAX_HEAD_DIM] __attribute__((aligned(32)));   /* a
    2,048 (32: 0.54x), the same bits (AMD Zen 5, 2026-12-02, builds alternated in one process). */
 #define KEYS_AHEAD 16
 
+/* one cache row (a key's or a value's bytes) into L1 ahead of its use */
+INLINE void prefetch_row(const char *row, int64_t bytes) {
+    for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+}
+
 /* 8 values of a cache row from value i on, as fp32 (fp16 widened exactly) */
 INLINE __m256 kv_load(const void *row, int64_t i, int f16) {
     return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + i)))
@@ -76,7 +81,7 @@ INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int r
         for (int t = 0; t < KG; t++)        /* past the chunk's end: a zero key, discarded */
             kj[t] = j + t < n ? (const char *)k + (j + t) * row : (const void *)zeros;
         for (int t = 0; t < KG && j + KEYS_AHEAD + t < n; t++)
-            for (int off = 0; off < row; off += 64) _mm_prefetch((const char *)k + (j + KEYS_AHEAD + t) * row + off, _MM_HINT_T0);
+            prefetch_row((const char *)k + (j + KEYS_AHEAD + t) * row, row);
         __m256 a[RT_MAX][KG];
         for (int i = 0; i < RT; i++) {
             const __m256 q0 = _mm256_loadu_ps(q + (i < rt ? i : 0) * D);   /* rows past rt: computed, discarded */
@@ -125,7 +130,7 @@ INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int r
         for (int t = 0; t < KG; t++)        /* past the chunk's end: a zero key, discarded */
             kj[t] = j + t < n ? (const char *)k + (j + t) * row : (const void *)zeros;
         for (int t = 0; t < KG && j + KEYS_AHEAD + t < n; t++)
-            for (int off = 0; off < row; off += 64) _mm_prefetch((const char *)k + (j + KEYS_AHEAD + t) * row + off, _MM_HINT_T0);
+            prefetch_row((const char *)k + (j + KEYS_AHEAD + t) * row, row);
         __m512 a[RT_MAX][KG / 2];
         for (int d = 0; d < D / 8; d++) {
             __m512 kv[KG / 2];
@@ -204,8 +209,7 @@ INLINE void weighted_values(float *o_rows, const char *vh, int sw, float s[][sw]
         for (int j = 0; j < nv; j++) {
             const void *vj = vh + ((int64_t)j * D + 32 * half) * es;
             if (half == 0 && j + KEYS_AHEAD < nv)   /* the later passes find V's rows in cache */
-                for (int off = 0; off < D * es; off += 64)
-                    _mm_prefetch(vh + (int64_t)(j + KEYS_AHEAD) * D * es + off, _MM_HINT_T0);
+                prefetch_row(vh + (int64_t)(j + KEYS_AHEAD) * D * es, D * es);
             __m256 p[RT_MAX];
             _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) p[i] = _mm256_set1_ps(s[i][j]);
             for (int d = 0; d < 4; d++) {
@@ -228,8 +232,7 @@ INLINE void weighted_values(float *o_rows, const char *vh, int sw, float s[][sw]
         for (int j = 0; j < nv; j++) {
             const char *vj = vh + ((int64_t)j * D + 64 * blk) * es;
             if (blk == 0 && j + KEYS_AHEAD < nv)   /* the later passes find V's rows in cache */
-                for (int off = 0; off < D * es; off += 64)
-                    _mm_prefetch(vh + (int64_t)(j + KEYS_AHEAD) * D * es + off, _MM_HINT_T0);
+                prefetch_row(vh + (int64_t)(j + KEYS_AHEAD) * D * es, D * es);
             for (int d = 0; d < 4; d++) {
                 const __m512 vd = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vj + 32 * d)))
                                       : _mm512_loadu_ps((const float *)vj + 16 * d);
