@@ -453,8 +453,9 @@ static void dot_group(void *ctx, int g) {
                                     : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
     const int p_end = item_stop(a, g);
     const int lim = byte ? ONE_Q8 : ONE_Q4, mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;
-    /* tiles that decode their own codes, else over pre (VNNI's byte tiles past ONE_Q8 rows: pre only) */
-    const int own = a->M <= lim * (byte && !q8 ? 1 : OWN_TILES);
+    /* tiles that decode their own codes where the format has them (VNNI's byte tiles are over pre
+       only), else over pre */
+    const int own = tiles_of[0][1] && a->M <= lim * OWN_TILES;
     const int tiles = own ? (a->M + lim - 1) / lim : (a->M + mr - 1) / mr;   /* rows split evenly over the fewest tiles */
     __m256i *pre = NULL;
     if (!own && !(pre = aligned_alloc(64, pre_bytes(a)))) abort();
