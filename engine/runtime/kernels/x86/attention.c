@@ -47,32 +47,29 @@ INLINE __m256 kv_load(const void *row, int64_t i, int f16) {
                : _mm256_loadu_ps((const float *)row + i);
 }
 
-/* Query rows per tile: 3 (a GQA group of one token), and with AVX-512's 32 vector registers 6
-   where a block has more than 3 rows left (a prompt chunk's). A chunk's 128 keys (128 KB of fp32
-   K or V at 256 dims) come from L2 once per tile: 3 rows read 4 key vectors per 12 FMAs (3 per 9
-   in the scores' pass with 16 registers, KG below), near what L2 delivers, 6 rows the same per
-   24. Every row takes the same operations in either tile. */
+/* Query rows per tile: 3 (a GQA group of one token). With AVX-512's 32 vector registers, 12 where
+   a block has more than 9 rows left, else 9 or 6 (a prompt chunk's rows; a 2- to 4-token tree's
+   GQA rows). A chunk's 128 keys (128 KB of fp32 K or V at 256 dims) come from L2 once per tile: 3
+   rows read 4 key vectors per 12 FMAs (3 per 9 in the scores' pass with 16 registers, KG below),
+   near what L2 delivers. 9 and 12 rows (one pass over the keys where 6 + 3 or 6 + 6 took two, and
+   half the key loads and conversions per FMA, below) took 0.90-0.91x the attention's time for 3
+   tokens x 3 query heads at 800-1,600 keys, 0.94-0.95x for 4 and 0.93-0.95x for 16 (SmolLM2's
+   heads, builds alternated in one process; Xeon with AMX, 2026-12-03). Every row takes the same
+   operations in any tile. */
 #define RT_SMALL 3
 #ifdef __AVX512F__
-#define RT_MAX 6
+#define RT_MAX 12
 #else
 #define RT_MAX RT_SMALL
 #endif
 
-/* Keys per group of the scores' pass: RT rows x KG keys of sums, KG keys and a query vector in
-   registers. With 16 (AVX2) 3 rows x 4 keys took 17, and GCC kept one sum on the stack: a load,
+/* Keys per group of the AVX2 scores' pass: RT rows x KG keys of sums, KG keys and a query vector
+   in registers. With 16 (AVX2) 3 rows x 4 keys took 17, and GCC kept one sum on the stack: a load,
    an FMA and a store a step, each waiting on the last (a quarter of attention's time in a
-   Gemma-3-270M prefill, perf annotate; AMD Zen 2). 3 keys take 13. */
-#ifdef __AVX512F__
-#define KG 8   /* four key pairs, one a zmm (scores below) */
-#else
+   Gemma-3-270M prefill, perf annotate; AMD Zen 2). 3 keys take 13. The 512-bit pass takes 4 key
+   pairs (8 keys) for up to 6 rows and 2 pairs for 9 or 12: 24 sums either way. */
 #define KG 3
-#endif
 
-/* s[i][j] = q_i . k_j for rt <= RT rows and n keys. Every (row, key) dot is the same
-   operation sequence whatever rt, RT, n, KG or the key's slot in its group: 8-lane partial
-   products in dimension order, then one fixed horizontal-add tree (a key's lanes never meet
-   another key's in it). */
 #ifndef __AVX512F__
 INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int rt, int n, int f16, const int RT) {
     const int64_t row = (int64_t)D << (f16 ? 1 : 2);   /* bytes */
@@ -125,31 +122,34 @@ INLINE __m512 hadd512(__m512 a, __m512 b) {
    conversions. */
 INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int rt, int n, int f16, const int RT) {
     const int64_t row = (int64_t)D << (f16 ? 1 : 2);   /* bytes */
-    for (int j = 0; j < n; j += KG) {
-        const void *kj[KG];
-        for (int t = 0; t < KG; t++)        /* past the chunk's end: a zero key, discarded */
+    const int KP = RT > 6 ? 2 : 4, G = 2 * KP;   /* key pairs, keys a group: RT x KP sums in registers */
+    for (int j = 0; j < n; j += G) {
+        const void *kj[8];
+        for (int t = 0; t < G; t++)        /* past the chunk's end: a zero key, discarded */
             kj[t] = j + t < n ? (const char *)k + (j + t) * row : (const void *)zeros;
-        for (int t = 0; t < KG && j + KEYS_AHEAD + t < n; t++)
+        for (int t = 0; t < G && j + KEYS_AHEAD + t < n; t++)
             prefetch_row((const char *)k + (j + KEYS_AHEAD + t) * row, row);
-        __m512 a[RT_MAX][KG / 2];
+        __m512 a[RT_MAX][4];
         for (int d = 0; d < D / 8; d++) {
-            __m512 kv[KG / 2];
-            for (int t = 0; t < KG / 2; t++) kv[t] = kv_pair(kj[2 * t], kj[2 * t + 1], 8 * d, f16);
+            __m512 kv[4];
+            for (int t = 0; t < KP; t++) kv[t] = kv_pair(kj[2 * t], kj[2 * t + 1], 8 * d, f16);
             for (int i = 0; i < RT; i++) {   /* rows past rt: computed, discarded */
                 const __m512 qd = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(
                     _mm256_loadu_ps(q + (i < rt ? i : 0) * D + 8 * d))));
-                for (int t = 0; t < KG / 2; t++) a[i][t] = d ? _mm512_fmadd_ps(qd, kv[t], a[i][t]) : _mm512_mul_ps(qd, kv[t]);
+                for (int t = 0; t < KP; t++) a[i][t] = d ? _mm512_fmadd_ps(qd, kv[t], a[i][t]) : _mm512_mul_ps(qd, kv[t]);
             }
         }
         for (int i = 0; i < rt; i++) {
-            /* 128-bit lanes: keys 0,2,4,6's first four lanes' sums, their last four's, then keys 1,3,5,7's */
-            __m512 h = hadd512(hadd512(a[i][0], a[i][1]), hadd512(a[i][2], a[i][3]));
+            /* 128-bit lanes: keys 0,2,4,6's first four lanes' sums, their last four's, then keys 1,3,5,7's
+               (two pairs: keys 0,2 twice, then 1,3 twice) */
+            const __m512 lo = hadd512(a[i][0], a[i][1]);
+            __m512 h = hadd512(lo, KP == 4 ? hadd512(a[i][2], a[i][3]) : lo);
             h = _mm512_add_ps(h, _mm512_shuffle_f32x4(h, h, _MM_SHUFFLE(2, 3, 0, 1)));
             const __m128 even = _mm512_castps512_ps128(h), odd = _mm512_extractf32x4_ps(h, 2);
             float eight[8];
             _mm_storeu_ps(eight, _mm_unpacklo_ps(even, odd));
             _mm_storeu_ps(eight + 4, _mm_unpackhi_ps(even, odd));
-            for (int t = 0; t < KG && j + t < n; t++) s[i * sw + j + t] = eight[t];
+            for (int t = 0; t < G && j + t < n; t++) s[i * sw + j + t] = eight[t];
         }
     }
 }
@@ -170,10 +170,10 @@ INLINE void softmax_numerators(int sw, float s[][sw], int rt, int n, const float
         for (int j = 0; j < n; j += 8) _mm256_storeu_ps(s[i] + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(s[i] + j), mv)));
     }
     float sum[RT_MAX];
-    _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) sum[i] = 0.f;
+    _Pragma("GCC unroll 12") for (int i = 0; i < RT; i++) sum[i] = 0.f;
     for (int j = 0; j < n; j++)
-        _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) sum[i] += s[i][j];
-    _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) l[i] = sum[i];
+        _Pragma("GCC unroll 12") for (int i = 0; i < RT; i++) sum[i] += s[i][j];
+    _Pragma("GCC unroll 12") for (int i = 0; i < RT; i++) l[i] = sum[i];
 }
 
 /* Keys of the chunk past the last one some row of the tile may see: those rows' scores there are
@@ -225,22 +225,23 @@ INLINE void weighted_values(float *o_rows, const char *vh, int sw, float s[][sw]
 /* the same with 16 dims a zmm: each lane's FMA chain is the ymm pass's, the same bits */
 INLINE void weighted_values(float *o_rows, const char *vh, int sw, float s[][sw], int rt, int nv, int D, int f16, const int RT) {
     const int es = f16 ? 2 : 4;
-    for (int blk = 0; blk < D / 64; blk++) {   /* 64 of the head's dims at a time */
+    const int DZ = RT > 6 ? 2 : 4;   /* zmm of dims a pass: RT x DZ sums in registers */
+    for (int blk = 0; blk < D / (16 * DZ); blk++) {   /* 16 * DZ of the head's dims at a time */
         __m512 o[RT_MAX][4];
-        _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++)
-            for (int d = 0; d < 4; d++) o[i][d] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 12") for (int i = 0; i < RT; i++)
+            for (int d = 0; d < DZ; d++) o[i][d] = _mm512_setzero_ps();
         for (int j = 0; j < nv; j++) {
-            const char *vj = vh + ((int64_t)j * D + 64 * blk) * es;
+            const char *vj = vh + ((int64_t)j * D + 16 * DZ * blk) * es;
             if (blk == 0 && j + KEYS_AHEAD < nv)   /* the later passes find V's rows in cache */
                 prefetch_row(vh + (int64_t)(j + KEYS_AHEAD) * D * es, D * es);
-            for (int d = 0; d < 4; d++) {
+            for (int d = 0; d < DZ; d++) {
                 const __m512 vd = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vj + 32 * d)))
                                       : _mm512_loadu_ps((const float *)vj + 16 * d);
-                _Pragma("GCC unroll 6") for (int i = 0; i < RT; i++) o[i][d] = _mm512_fmadd_ps(_mm512_set1_ps(s[i][j]), vd, o[i][d]);
+                _Pragma("GCC unroll 12") for (int i = 0; i < RT; i++) o[i][d] = _mm512_fmadd_ps(_mm512_set1_ps(s[i][j]), vd, o[i][d]);
             }
         }
         for (int i = 0; i < rt; i++)
-            for (int d = 0; d < 4; d++) _mm512_storeu_ps(o_rows + (int64_t)i * D + 64 * blk + 16 * d, o[i][d]);
+            for (int d = 0; d < DZ; d++) _mm512_storeu_ps(o_rows + (int64_t)i * D + 16 * DZ * blk + 16 * d, o[i][d]);
     }
 }
 #endif
@@ -310,13 +311,17 @@ INLINE void attend(const struct attention_job *a, int item, int f16) {
     const int rend = (b + 1) * BLOCK < R ? (b + 1) * BLOCK : R;
     for (int r0 = b * BLOCK; r0 < rend;) {
         const int left = rend - r0;
-        if (RT_MAX > RT_SMALL && left > RT_SMALL) {
-            attend_tile(a, h, c, r0, left < RT_MAX ? left : RT_MAX, f16, RT_MAX);
-            r0 += RT_MAX;
-        } else {
-            attend_tile(a, h, c, r0, left < RT_SMALL ? left : RT_SMALL, f16, RT_SMALL);
-            r0 += RT_SMALL;
-        }
+#ifdef __AVX512F__   /* 12 rows a tile; 9 or 6 for the rest (a 3- or 2-token tree's GQA rows) */
+        const int RT = left > 9 ? 12 : left > 6 ? 9 : left > RT_SMALL ? 6 : RT_SMALL;
+#else
+        const int RT = RT_SMALL;
+#endif
+        const int rt = left < RT ? left : RT;
+        if (RT == 12) attend_tile(a, h, c, r0, rt, f16, 12);   /* each with RT known when inlined */
+        else if (RT == 9) attend_tile(a, h, c, r0, rt, f16, 9);
+        else if (RT == 6) attend_tile(a, h, c, r0, rt, f16, 6);
+        else attend_tile(a, h, c, r0, rt, f16, RT_SMALL);
+        r0 += RT;
     }
 }
 
