@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 PROFILE_SIZES = (1, 2, 4, 8, 16, 32)
 PROFILE_PAST = (128, 1024)
+PROFILE_VERSION = "2"   # how profiles are measured: a new one makes saved profiles be measured again
 
 
 class CostCurve:
@@ -92,24 +93,34 @@ class CostModel:
         return {p: c.as_dict() for p, c in self.curves.items()}
 
 
-def profile_cost_curve(model, past: int = 256, repeats: int = 3) -> CostCurve:
-    """Time forward + logits for each size over a ``past``-token cache; keep each size's best time."""
-    cache = model.new_cache(past + max(PROFILE_SIZES) + 1)
+def profile_cost_curves(model, pasts: tuple[int, ...], repeats: int = 5) -> dict[int, CostCurve]:
+    """Time forward + logits for each size over each ``past``-token cache; keep each size's best.
+
+    The sizes and contexts take turns within every round, so a slow moment of a shared machine
+    lands on one round of every size rather than on all of one size's: timed one size after
+    another (3 repeats each), a profile made while the llama.cpp peer's process was starting put
+    the embedded model's 1-row step at 8.1 ms where decoding then took 6.3-7.1, and 32 rows at
+    4.9x a step where decoding's took 6.7-7.0x; scaled by the plain steps observed, big trees
+    looked 1.3-1.8x cheaper than they were and were chosen (AMX Xeon, 2026-12-03). Interleaved,
+    three profiles in a row put 32 rows at 6.5-6.7x."""
     g = np.random.default_rng(0)
-    cache.k[...] = g.standard_normal(cache.k.shape, dtype=np.float32)
-    cache.v[...] = g.standard_normal(cache.v.shape, dtype=np.float32)
-    cache.length = past
-    points = []
-    for n in PROFILE_SIZES:
-        best = float("inf")
-        toks = g.integers(0, 1000, n, dtype=np.int64)
-        mask = np.tri(n, past + n, past, dtype=bool) if n > 1 else None
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            model.logits(model.forward(toks, np.arange(past, past + n, dtype=np.int64), cache, mask))
-            best = min(best, (time.perf_counter() - t0) * 1000)
-        points.append((n, best))
-    return CostCurve(_monotone(points))
+    caches = {}
+    for past in pasts:
+        cache = model.new_cache(past + max(PROFILE_SIZES) + 1)
+        cache.k[...] = g.standard_normal(cache.k.shape, dtype=np.float32)
+        cache.v[...] = g.standard_normal(cache.v.shape, dtype=np.float32)
+        cache.length = past
+        caches[past] = cache
+    best = {(p, n): float("inf") for p in pasts for n in PROFILE_SIZES}
+    for _ in range(repeats):
+        for past in pasts:
+            for n in PROFILE_SIZES:
+                toks = g.integers(0, 1000, n, dtype=np.int64)
+                mask = np.tri(n, past + n, past, dtype=bool) if n > 1 else None
+                t0 = time.perf_counter()
+                model.logits(model.forward(toks, np.arange(past, past + n, dtype=np.int64), caches[past], mask))
+                best[past, n] = min(best[past, n], (time.perf_counter() - t0) * 1000)
+    return {p: CostCurve(_monotone([(n, best[p, n]) for n in PROFILE_SIZES])) for p in pasts}
 
 
 def profile_static_lengths(model, repeats: int = 2) -> CostModel:
@@ -160,12 +171,12 @@ def device_cost_model(profile: DeviceCostProfile, n_blocks: int, graph_for: Call
     return CostModel({0: CostCurve(_monotone(points))})
 
 
-def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: int = 3) -> CostModel:
+def profile_cost_model(model, pasts: tuple[int, ...] = PROFILE_PAST, repeats: int = 5) -> CostModel:
     if model.decode_lengths:             # a static-shape backend
         return profile_static_lengths(model)
     model.logits(model.forward(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
                                model.new_cache(2)))          # warm the kernels once
-    return CostModel({p: profile_cost_curve(model, p, repeats) for p in pasts})
+    return CostModel(profile_cost_curves(model, pasts, repeats))
 
 
 def profile_key(model, model_name: str, threads: int) -> str:
@@ -179,7 +190,7 @@ def profile_key(model, model_name: str, threads: int) -> str:
             cpu = next((line for line in f if line.startswith("model name")), "")
     except OSError:
         pass
-    raw = "|".join([model_name, model.kernel, model.kernel_build, str(threads),
+    raw = "|".join([PROFILE_VERSION, model_name, model.kernel, model.kernel_build, str(threads),
                     np.__version__, platform.machine(), cpu])
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
