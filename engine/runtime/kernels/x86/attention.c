@@ -70,6 +70,10 @@ INLINE __m256 kv_load(const void *row, int64_t i, int f16) {
    pairs (8 keys) for up to 6 rows and 2 pairs for 9 or 12: 24 sums either way. */
 #define KG 3
 
+/* s[i][j] = q_i . k_j for rt <= RT rows and n keys. Every (row, key) dot is the same
+   operation sequence whatever rt, RT, n, the keys a group or the key's slot in its group: 8-lane
+   partial products in dimension order, then one fixed horizontal-add tree (a key's lanes never
+   meet another key's in it). */
 #ifndef __AVX512F__
 INLINE void scores(const float *q, const void *k, int D, float *s, int sw, int rt, int n, int f16, const int RT) {
     const int64_t row = (int64_t)D << (f16 ? 1 : 2);   /* bytes */
