@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from engine.decoding.drafting.tree import Candidate, ConfidenceMap, TreeBuilder, choose_budget
-from engine.runtime import profiling
-from engine.runtime.profiling import CostCurve, CostModel, profile_cost_model
+from engine.runtime.profiling import CostCurve, CostModel, profile_cost_curves, profile_cost_model
 
 
 def test_cost_curve_interpolates_and_extrapolates():
@@ -68,7 +67,7 @@ class _BusyAtFirst:
 def test_a_busy_moment_while_profiling_does_not_bend_the_curve():
     # timed one size after another, the busy passes were all of the 1- and 2-token sizes: a plain
     # step looked 3x dearer, and every bigger tree cheaper, than it was
-    curves = profiling.profile_cost_curves(_BusyAtFirst(), (64, 512))
+    curves = profile_cost_curves(_BusyAtFirst(), (64, 512))
     for curve in curves.values():
         assert curve(32) / curve(1) == pytest.approx((2.0 + 0.25 * 32) / (2.0 + 0.25), rel=0.2)
 
