@@ -101,8 +101,10 @@ def profile_cost_curves(model, pasts: tuple[int, ...], repeats: int = 5) -> dict
     another (3 repeats each), a profile made while the llama.cpp peer's process was starting put
     the embedded model's 1-row step at 8.1 ms where decoding then took 6.3-7.1, and 32 rows at
     4.9x a step where decoding's took 6.7-7.0x; scaled by the plain steps observed, big trees
-    looked 1.3-1.8x cheaper than they were and were chosen (AMX Xeon, 2026-12-03). Interleaved,
-    three profiles in a row put 32 rows at 6.5-6.7x."""
+    looked 1.3-1.8x cheaper than they were and were chosen (AMX Xeon, 2026-12-03). On a quiet
+    host both orders agree (32 rows 6.5-6.7x one size after another, 6.2-6.4x interleaved, three
+    profiles each); under heavy load from other tenants the interleaved ones still moved
+    (5.3-6.3x), but no longer by one size alone."""
     g = np.random.default_rng(0)
     caches = {}
     for past in pasts:
