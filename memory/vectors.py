@@ -203,7 +203,11 @@ class VectorIndex:
             self._bump_gen()
             if ids:
                 for i in range(0, len(ids), BATCH):
-                    c.delete(ids=list(ids[i:i + BATCH]))
+                    # chromadb logs a delete for every id given, stored or not (15,000 ids of a
+                    # document cancelled early: 1.4 s); asking which exist first takes 0.1 s
+                    there = c.get(ids=list(ids[i:i + BATCH]), include=[])["ids"]
+                    if there:
+                        c.delete(ids=there)
             elif where:
                 c.delete(where=where)
             self._bump_gen()
