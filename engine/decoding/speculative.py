@@ -99,7 +99,7 @@ class DraftingSpeculator:
                 history = build_history(list(self.sources) + list(self.history))
         self.drafter = Drafter(prompt_ids, history, sources_index=extra, use_context=s.context,
                                use_history=s.history, use_calibration=s.calibration, use_reuse=s.reuse,
-                               mode=s.mode, cost_curve=self.cost if sized else None,
+                               mode=s.mode, cost_at=self.cost.at if sized else None,
                                confidence=self.confidence, max_branches=s.branches,
                                calibration=self.calibration.tree if self.calibration else None,
                                # a static graph's empty slots are paid anyway: start from the floor
@@ -115,8 +115,6 @@ class DraftingSpeculator:
         d = self.drafter
         if self.spec.fill:
             return d.propose(min(self.spec.fill, self.max_tree), self.max_depth)
-        if d.cost_curve is not None:
-            d.cost_curve = self.cost.at(len(d.seq))   # the cost at the current context length
         tree = d.propose(self.max_tree, self.max_depth)
         if self._verified_at is not None:
             self.cost.observe_overhead((time.perf_counter() - self._verified_at) * 1000)

@@ -138,6 +138,33 @@ def test_online_cost_learns_a_rare_size_in_full():
     assert oc.at(128)(2) == pytest.approx(90.0, rel=0.03)
 
 
+def test_what_is_learnt_does_not_depend_on_when_it_is_read():
+    """Observations wait to be learnt until a cost is read: read after every pass or once at
+    the end, the corrections come out the same; a curve read leaves at most 7 waiting."""
+    import random
+
+    from engine.runtime.profiling import OnlineCost
+
+    def model():
+        return CostModel({128: CostCurve([(1, 10.0), (2, 13.0), (8, 30.0)]),
+                          1024: CostCurve([(1, 14.0), (2, 18.0), (8, 40.0)])})
+    eager, lazy = OnlineCost(model()), OnlineCost(model())
+    rng = random.Random(2)
+    for i in range(500):
+        fed, past = rng.choice([1, 1, 1, 2, 3, 8]), rng.randrange(100, 1500)
+        ms, over = model().at(past)(fed) * rng.uniform(0.8, 1.6), rng.uniform(0.1, 0.6)
+        for oc in (eager, lazy):
+            oc.observe(fed, past, ms)
+            oc.observe_overhead(over)
+        eager.ratio
+        if i % 50 == 0:
+            curve = lazy.at(past)
+            assert len(lazy._todo) < 8
+            assert curve(1) == lazy.at(past)(1)
+    assert lazy.ratio == eager.ratio
+    assert lazy.overhead_ms == eager.overhead_ms
+
+
 def test_a_steps_overhead_makes_trees_worth_more():
     """A step's wall time outside its verification is paid once a step: with it, a draft
     that would not pay for its verification alone pays by saving steps."""

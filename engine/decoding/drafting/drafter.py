@@ -30,7 +30,8 @@ from ...events import DRAFT_SOURCES
 from .calibration import CalibratedTree, CalibrationConfig, CalibrationStats
 from .reuse import ReuseBuffer, best_run
 from .suffix_automaton import Continuation, Matcher, SuffixAutomaton
-from .tree import ALPHA0, AdaptiveCutoff, Candidate, ConfidenceMap, DraftTree, TreeBuilder, root_only
+from .tree import (ALPHA0, AdaptiveCutoff, Candidate, ConfidenceMap, DraftTree, TreeBuilder, best_first_step,
+                   first_step_ceiling, pay_threshold, pays, root_only)
 
 _MAX_P = 0.98
 
@@ -60,6 +61,7 @@ class Drafter:
                  alpha0: float = ALPHA0, tc: float = 0.9, max_branches: int = 4,
                  min_match_context: int = 1, min_match_history: int = 2,
                  cost_curve: Callable[[int], float] | None = None,
+                 cost_at: Callable[[int], Callable[[int], float]] | None = None,
                  confidence: ConfidenceMap | None = None,
                  sources_index: SuffixAutomaton | None = None) -> None:
         """``history_sources``: the history automaton (kept across requests) or sequences to build
@@ -76,6 +78,7 @@ class Drafter:
         self.linear_len, self.max_branches = linear_len, max_branches
         self.min_match_context, self.min_match_history = min_match_context, min_match_history
         self.cost_curve = cost_curve
+        self.cost_at = cost_at    # the cost curve at a context length (read only when sizing a tree)
         self.confidence = confidence
         self.seq: list[int] = []
         self.prompt_len = len(prompt)
@@ -136,16 +139,21 @@ class Drafter:
             out.append(Candidate(c.tokens, probs, source))
         return out
 
-    def candidates(self, budget: int, max_depth: int) -> list[Candidate]:
-        out: list[Candidate] = []
-        max_nodes = max(8, 2 * budget)
+    def _matches(self) -> list[tuple[SuffixAutomaton, int, int, str]]:
+        """The automata whose match is long enough to draft from: (automaton, state, length, source)."""
+        out = []
         if self.use_context:
             s, L = self.local.self_match()
             if L >= self.min_match_context:
-                out += self._sam_candidates(self.local, s, L, "context", max_depth, max_nodes)
+                out.append((self.local, s, L, "context"))
         for sam, m in self._hist:
             if m.length >= self.min_match_history:
-                out += self._sam_candidates(sam, m.state, m.length, "history", max_depth, max_nodes)
+                out.append((sam, m.state, m.length, "history"))
+        return out
+
+    def _offers(self) -> list[Candidate]:
+        """The calibrated tree's and the reuse buffer's candidates (no automaton walk)."""
+        out: list[Candidate] = []
         if self.calibrated is not None:
             sc = 0.9 * self.scale("calibrated")
             for toks, ps in self.calibrated.lookup(self.seq[-self.calibration_config.order:], self.max_branches * 2):
@@ -157,6 +165,27 @@ class Drafter:
                 out.append(c)
         return out
 
+    def candidates(self, budget: int, max_depth: int) -> list[Candidate]:
+        return self._walk_matches(self._matches(), budget, max_depth) + self._offers()
+
+    def _walk_matches(self, matches, budget: int, max_depth: int) -> list[Candidate]:
+        out: list[Candidate] = []
+        max_nodes = max(8, 2 * budget)
+        for sam, state, L, source in matches:
+            out += self._sam_candidates(sam, state, L, source, max_depth, max_nodes)
+        return out
+
+    def _first_step_caps(self, matches, offers: list[Candidate]) -> dict[str, float]:
+        """Per source, the most any of its candidates' first steps can be: an automaton's
+        continuation ratio is at most 1, so its walk need not be made to know this."""
+        caps: dict[str, float] = {}
+        for _, _, L, source in matches:
+            caps[source] = max(caps.get(source, 0.0), min(_MAX_P, match_confidence(L) * self.scale(source)))
+        for c in offers:
+            if c.tokens:
+                caps[c.source] = max(caps.get(c.source, 0.0), c.probs[0])
+        return caps
+
     def propose(self, budget: int, max_depth: int = 16) -> DraftTree:
         """Draft tree for this step, rooted at the last committed token, at most ``budget`` drafts."""
         if not self.seq:
@@ -164,20 +193,32 @@ class Drafter:
         root = self.seq[-1]
         if budget <= 0 or max_depth <= 0:
             return root_only(root)
-        self._scale_at_propose = {s: self.scale(s) for s in self.stats}
         if self.linear:
+            self._scale_at_propose = {s: self.scale(s) for s in self.stats}
             b = TreeBuilder(root)
             cand = self._linear(min(budget, max_depth, self.linear_len))
             if cand is not None:
                 b.add(cand)
             return b.flatten(list(range(1, len(b.token))))
-        cands = self.candidates(budget, max_depth)
-        if not cands:              # most steps of most answers: no trie to build
+        matches, offers = self._matches(), self._offers()
+        if not matches and not offers:     # most steps of most answers: nothing to draft from
             return root_only(root)
+        # a tree pays only if its best first step clears the cost curve's threshold: checked
+        # from the sources' ceilings before walking the automata, then from the candidates
+        # before building the trie (either way the trie would have chosen no draft)
+        curve = self.cost_at(len(self.seq)) if self.cost_at is not None else self.cost_curve
+        floor = pay_threshold(curve, budget) if curve is not None else None
+        if floor is not None and not pays(first_step_ceiling(self._first_step_caps(matches, offers),
+                                                              self.confidence), floor):
+            return root_only(root)
+        cands = self._walk_matches(matches, budget, max_depth) + offers
+        if not cands or floor is not None and not pays(best_first_step(cands, self.confidence), floor):
+            return root_only(root)
+        self._scale_at_propose = {s: self.scale(s) for s in self.stats}
         b = TreeBuilder(root, self.confidence)
         for c in cands:
             b.add(c, max_depth)
-        return b.build(budget, self.cutoff.alpha, max_depth, self.cost_curve)
+        return b.build(budget, self.cutoff.alpha, max_depth, curve)
 
     def _linear(self, n: int) -> Candidate | None:
         """SAM-Decoding baseline: the longer of the local/history matches, its most frequent continuation."""

@@ -142,6 +142,19 @@ class ConfidenceMap:
         b = self._bin(p)
         return (self.acc[source][b] + self.prior * p) / (n[b] + self.prior)
 
+    def ceiling(self, source: str, p: float) -> float:
+        """The most ``self(source, q)`` is for any q <= p (a bin's map grows within the bin, so
+        each lower bin's most is at its top edge)."""
+        n = self.n.get(source)
+        if n is None:
+            return p
+        acc, prior = self.acc[source], self.prior
+        b = self._bin(p)
+        best = (acc[b] + prior * p) / (n[b] + prior)
+        for i in range(b):
+            best = max(best, (acc[i] + prior * (i + 1) / self.bins) / (n[i] + prior))
+        return best
+
     def update(self, source: str, p: float, accepted: bool) -> None:
         if source not in self.n:
             self.n[source] = [0.0] * self.bins
@@ -191,8 +204,7 @@ class TreeBuilder:
         self._cum = None
 
     def source_of(self, i: int) -> str:
-        sp = self.src_p[i]
-        return max(sp, key=sp.get) if sp else "root"
+        return _source_of(self.src_p[i])
 
     def cumulative(self) -> list[float]:
         """Step estimate = noisy-OR across sources (independent sources agreeing is evidence),
@@ -202,15 +214,12 @@ class TreeBuilder:
         n = len(self.token)
         step = [1.0] * n
         for i in range(1, n):
-            miss = 1.0
-            for p in self.src_p[i].values():
-                miss *= 1.0 - min(max(p, 0.0), 0.999)
-            step[i] = 1.0 - miss
+            step[i] = _noisy_or(self.src_p[i])
         self.raw_step = list(step)
         if self.confidence is not None:
             conf = self.confidence
             for i in range(1, n):
-                step[i] = min(0.999, max(0.0, conf(self.source_of(i), step[i])))
+                step[i] = _mapped(conf, self.src_p[i], step[i])
         for i in range(n):
             kids = self.kids[i]
             if len(kids) > 1:
@@ -270,6 +279,70 @@ class TreeBuilder:
     def build(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,
               cost_curve: Callable[[int], float] | None = None) -> DraftTree:
         return self.flatten(self.select(budget, alpha, max_depth, cost_curve))
+
+
+def _source_of(src_p: dict[str, float]) -> str:
+    return max(src_p, key=src_p.get) if src_p else "root"
+
+
+def _noisy_or(src_p: dict[str, float]) -> float:
+    miss = 1.0
+    for p in src_p.values():
+        miss *= 1.0 - min(max(p, 0.0), 0.999)
+    return 1.0 - miss
+
+
+def _mapped(conf: ConfidenceMap, src_p: dict[str, float], raw: float) -> float:
+    return min(0.999, max(0.0, conf(_source_of(src_p), raw)))
+
+
+def pay_threshold(cost_curve: Callable[[int], float], budget: int) -> float:
+    """The least first-step estimate with which some tree of at most ``budget`` drafts beats a
+    plain step: ``choose_budget`` takes n > 0 drafts only if (1 + their cums) / cost(n + 1) >
+    1 / cost(1), and every node's cum is at most its tree's best first step (later steps are
+    below 1, siblings only scaled down), so a best first step at or under min over n of
+    (cost(n + 1) / cost(1) - 1) / n means no draft. Kept on a memoizing curve (``CostCurve``)."""
+    memo = getattr(cost_curve, "thresholds", None)
+    if memo is not None and budget in memo:
+        return memo[budget]
+    c1 = cost_curve(1)
+    floor = min((cost_curve(n + 1) / c1 - 1.0) / n for n in range(1, budget + 1))
+    if memo is not None:
+        memo[budget] = floor
+    return floor
+
+
+def pays(first_step: float, floor: float) -> bool:
+    # the margin keeps a tie in float rounding on the side of building the tree
+    return first_step * (1.0 + 1e-9) > floor
+
+
+def best_first_step(cands: Sequence[Candidate], confidence: ConfidenceMap | None = None) -> float:
+    """The highest step estimate a child of the root gets from ``cands`` (as ``cumulative``
+    computes it, before siblings are scaled down)."""
+    firsts: dict[int, dict[str, float]] = {}
+    for c in cands:
+        if c.tokens:
+            sp = firsts.setdefault(c.tokens[0], {})
+            if c.probs[0] > sp.get(c.source, -1.0):
+                sp[c.source] = c.probs[0]
+    best = 0.0
+    for sp in firsts.values():
+        step = _noisy_or(sp)
+        best = max(best, _mapped(confidence, sp, step) if confidence is not None else step)
+    return best
+
+
+def first_step_ceiling(caps: dict[str, float], confidence: ConfidenceMap | None = None) -> float:
+    """The most ``best_first_step`` can be when each source's first steps are at most
+    ``caps[source]``: every source agreeing on one token, mapped by whichever source's map
+    gives most."""
+    if not caps:
+        return 0.0
+    raw = _noisy_or(caps)
+    if confidence is None:
+        return raw
+    return min(0.999, max(confidence.ceiling(s, raw) for s in caps))
 
 
 def assemble(tokens: list[int], parents: list[int], sources: list[str], cum: list[float],
@@ -332,6 +405,20 @@ def graft(tree: DraftTree, node: int, tokens: Sequence[int], source: str, p: flo
                     tree.sources + [source] * len(tokens), cum, raw + [p] * len(tokens))
 
 
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+_ROOT_DEPTHS = _frozen(np.zeros(1, dtype=np.int64))
+_ROOT_PARENTS = _frozen(np.full(1, -1, dtype=np.int64))
+_ROOT_MASK = _frozen(np.ones((1, 1), dtype=np.bool_))
+
+
 def root_only(root_token: int) -> DraftTree:
-    """A tree with no drafts: a plain decoding step."""
-    return assemble([int(root_token)], [-1], ["root"], [1.0], [1.0])
+    """A tree with no drafts: a plain decoding step (most steps of most answers, so made
+    without ``assemble``'s loops; the arrays every root-only tree has alike are shared, read-only)."""
+    t = int(root_token)
+    return DraftTree(tokens=np.array([t], dtype=np.int64), depths=_ROOT_DEPTHS, parents=_ROOT_PARENTS,
+                     mask=_ROOT_MASK, sources=["root"], cum=[1.0], token_list=[t], parent_list=[-1],
+                     children=[[]], raw_step=[1.0])
