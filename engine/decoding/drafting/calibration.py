@@ -60,6 +60,9 @@ class CalibratedTree:
         self._succ: dict[tuple[int, ...], list[tuple[float, int]] | None] = {}   # key -> [(P(t | key), t)], best first, once looked up
         self._tables: list = []    # per key length: ``_sample``'s index and lists
         self._radix = 1            # key codes: a key's tokens as digits of this base
+        # lookup's paths by (start, end, max_paths): a tree's paths never change once searched,
+        # and the same contexts come back step after step
+        self._paths: dict[tuple[int, int, int], list[tuple[list[int], list[float]]]] = {}
         self.stats = CalibrationStats(0.0, 0, 0, 0, 0)
 
     @classmethod
@@ -213,7 +216,8 @@ class CalibratedTree:
 
     def lookup(self, context: Sequence[int], max_paths: int = 8) -> list[tuple[list[int], list[float]]]:
         """Calibrated continuations after ``context`` (the last generated tokens), as
-        (tokens, step probabilities) root-to-leaf paths, most probable leaf first."""
+        (tokens, step probabilities) root-to-leaf paths, most probable leaf first (the lists
+        are shared by every lookup that finds them: read them, do not change them)."""
         rng = None
         for o in range(min(self.config.order, len(context)), 0, -1):
             rng = self.tree(tuple(context[-o:]))
@@ -221,7 +225,12 @@ class CalibratedTree:
                 break
         if rng is None:
             return []
-        start, end = rng
+        found = self._paths.get((*rng, max_paths))
+        if found is None:
+            found = self._paths[(*rng, max_paths)] = self._leaf_paths(*rng, max_paths)
+        return found
+
+    def _leaf_paths(self, start: int, end: int, max_paths: int) -> list[tuple[list[int], list[float]]]:
         tok, par, prob = self.tok, self.parent, self.prob
         n = end - start
         has_child = [False] * n

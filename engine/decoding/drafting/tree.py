@@ -212,16 +212,18 @@ class TreeBuilder:
         if self._cum is not None:
             return self._cum
         n = len(self.token)
-        step = [1.0] * n
+        raw = [1.0] * n
+        conf = self.confidence
         for i in range(1, n):
-            step[i] = _noisy_or(self.src_p[i])
-        self.raw_step = list(step)
-        if self.confidence is not None:
-            conf = self.confidence
-            for i in range(1, n):
-                step[i] = _mapped(conf, self.src_p[i], step[i])
-        for i in range(n):
-            kids = self.kids[i]
+            sp = self.src_p[i]
+            if len(sp) == 1:       # most nodes: one source (the same value as _noisy_or's)
+                for p in sp.values():
+                    raw[i] = 1.0 - (1.0 - min(max(p, 0.0), 0.999))
+            else:
+                raw[i] = _noisy_or(sp)
+        self.raw_step = raw
+        step = list(raw) if conf is None else [1.0] + [_mapped(conf, self.src_p[i], raw[i]) for i in range(1, n)]
+        for kids in self.kids:
             if len(kids) > 1:
                 s = sum(step[c] for c in kids.values())
                 if s > 0.99:
@@ -282,6 +284,9 @@ class TreeBuilder:
 
 
 def _source_of(src_p: dict[str, float]) -> str:
+    if len(src_p) == 1:
+        for s in src_p:
+            return s
     return max(src_p, key=src_p.get) if src_p else "root"
 
 
