@@ -117,7 +117,7 @@ class DraftingSpeculator:
             return d.propose(min(self.spec.fill, self.max_tree), self.max_depth)
         tree = d.propose(self.max_tree, self.max_depth)
         if self._verified_at is not None:
-            self.cost.observe_overhead((time.perf_counter() - self._verified_at) * 1000)
+            self.cost.observe_overhead((time.perf_counter() - self._verified_at) * 1000, drafted=tree.n > 0)
         return tree
 
     def observe(self, tree: DraftTree, emitted: list[int], next_ids: np.ndarray,

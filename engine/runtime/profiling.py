@@ -254,15 +254,16 @@ class OnlineCost:
         self._rel = [1.0] * len(self.BUCKETS)     # each bigger size's over the plain one ([0] stays 1)
         self._seen = [0] * len(self.BUCKETS)      # passes observed when each bucket last was
         self._passes = 0
-        self._overhead = 0.0      # a step's wall time outside its verification (drafting, emitting)
+        # a step's wall time outside its verification (drafting, emitting): [with no draft, with one]
+        self._overhead = [0.0, 0.0]
         self._memo: dict[int, CostCurve] = {}
         self._base: dict[int, list[tuple[int, float, int]]] = {}
-        # observations not yet learnt from, in order: (fed, past, ms), or (0, -1, ms) for an
-        # overhead. Learnt when a cost is next read (a curve: once 8 wait) or 32 wait. Right
+        # observations not yet learnt from, in order: (fed, past, ms), or (drafted, -1, ms) for
+        # an overhead. Learnt when a cost is next read (a curve: once 8 wait) or 32 wait. Right
         # after a forward pass has flushed the CPU's caches, learning from each as it came
         # cost 0.08-0.10 ms a step (0.016 ms warm), a fifth of what drafting added to a step
         self._todo: list[tuple[int, int, float]] = []
-        self._built = [*self.ratio, self._overhead]   # the corrections the memoized curves use
+        self._built = [*self.ratio, *self._overhead]   # the corrections the memoized curves use
 
     @property
     def ratio(self) -> list[float]:
@@ -288,25 +289,35 @@ class OnlineCost:
                 base = self.model.at(past, bucket)
                 sizes = sorted(set(base.sizes) | {n for n in self.BUCKETS if n <= base.sizes[-1]})
                 points = self._base[key] = [(n, base(n), self._bucket(n)) for n in sizes]
-            ratio, over = self.ratio, self._overhead
-            curve = CostCurve(_monotone([(n, c * ratio[b] + over) for n, c, b in points]))
+            ratio, (plain, drafted) = self.ratio, self._overhead
+            curve = CostCurve(_monotone([(n, c * ratio[b] + (plain if n == 1 else drafted)) for n, c, b in points]))
             self._memo[key] = curve
         return curve
 
     @property
     def overhead_ms(self) -> float:
-        """A step's wall time outside its verification (drafting, emitting), averaged."""
+        """A step's wall time outside its verification (drafting, emitting), averaged over the
+        steps with no draft."""
         self._learn()
-        return self._overhead
+        return self._overhead[0]
 
-    def observe_overhead(self, ms: float) -> None:
+    @property
+    def drafted_overhead_ms(self) -> float:
+        """The same over the steps that verified drafts."""
+        self._learn()
+        return self._overhead[1]
+
+    def observe_overhead(self, ms: float, drafted: bool = False) -> None:
         """The wall time between one verification's end and the next one's start: paid once a
         step whatever its size, so a tree that saves steps saves it too (sizing by verification
         time alone chose trees too small: 0.95-1.0x plain decoding's speed on SmolLM2's chat
-        and summary prompts, 1.04-1.17x with it). Capped at a plain step's profiled cost (a
-        consumer that paused is not a step's overhead)."""
+        and summary prompts, 1.04-1.17x with it). Kept apart for steps that verify drafts
+        (``drafted``): building a tree and learning from it made those 0.7 ms where a step with
+        nothing to draft took 0.2-0.3 (the embedded model's qa with --history), so sized with one
+        average, 1-draft trees that lost time looked worth it. Capped at a plain step's profiled
+        cost (a consumer that paused is not a step's overhead)."""
         if self.learn and ms >= 0:
-            self._wait((0, -1, ms))
+            self._wait((int(drafted), -1, ms))
 
     def observe(self, fed: int, past: int, ms: float) -> None:
         """One verification pass fed ``fed`` tokens over ``past`` cached ones and took ``ms``."""
@@ -325,7 +336,8 @@ class OnlineCost:
         todo, self._todo = self._todo, []
         for fed, past, ms in todo:
             if past < 0:
-                self._overhead += self.OVERHEAD_ALPHA * (min(ms, self.model(1)) - self._overhead)
+                over = self._overhead
+                over[fed] += self.OVERHEAD_ALPHA * (min(ms, self.model(1)) - over[fed])
             else:
                 self._learn_pass(fed, past, ms)
         self._moved()
@@ -349,11 +361,11 @@ class OnlineCost:
     def _moved(self) -> None:
         """Drop the memoized curves once a correction has moved by 3% since they were made:
         rebuilding them after every pass cost 0.03 ms a step, for changes within the noise."""
-        now = [*(self._plain * r for r in self._rel), self._overhead]
+        now = [*(self._plain * r for r in self._rel), *self._overhead]
         if any(abs(a - b) > 0.03 * max(abs(b), 1e-3) for a, b in zip(now, self._built)):
             self._memo.clear()
             self._built = now
 
     def as_dict(self) -> dict:
         return {"profile": self.model.as_dict(), "ratio": dict(zip(self.BUCKETS, (round(r, 3) for r in self.ratio))),
-                "overhead_ms": round(self.overhead_ms, 3)}
+                "overhead_ms": round(self.overhead_ms, 3), "drafted_overhead_ms": round(self.drafted_overhead_ms, 3)}

@@ -155,14 +155,14 @@ def test_what_is_learnt_does_not_depend_on_when_it_is_read():
         ms, over = model().at(past)(fed) * rng.uniform(0.8, 1.6), rng.uniform(0.1, 0.6)
         for oc in (eager, lazy):
             oc.observe(fed, past, ms)
-            oc.observe_overhead(over)
+            oc.observe_overhead(over, drafted=fed > 1)
         eager.ratio
         if i % 50 == 0:
             curve = lazy.at(past)
             assert len(lazy._todo) < 8
             assert curve(1) == lazy.at(past)(1)
     assert lazy.ratio == eager.ratio
-    assert lazy.overhead_ms == eager.overhead_ms
+    assert lazy.overhead_ms == eager.overhead_ms and lazy.drafted_overhead_ms == eager.drafted_overhead_ms
 
 
 def test_a_steps_overhead_makes_trees_worth_more():
@@ -174,11 +174,29 @@ def test_a_steps_overhead_makes_trees_worth_more():
     assert choose_budget([0.25], oc.at(128)) == 0           # 1.25 tokens / 13 ms < 1 / 10 ms
     for _ in range(200):
         oc.observe_overhead(5.0)
+        oc.observe_overhead(5.0, drafted=True)
     assert oc.overhead_ms == pytest.approx(5.0, rel=0.01)
     assert oc.at(128)(1) == pytest.approx(15.0, rel=0.01)
     assert choose_budget([0.25], oc.at(128)) == 1           # 1.25 / 18 ms > 1 / 15 ms
     oc.observe_overhead(1e6)                                # a paused consumer: capped
     assert oc.overhead_ms < 6.0
+
+
+def test_what_drafting_adds_to_a_step_is_charged_to_trees():
+    """Steps that verify drafts spend longer outside the verification (building the tree,
+    learning from it): a draft must pay for that too."""
+    from engine.runtime.profiling import OnlineCost
+
+    oc = OnlineCost(CostModel({128: CostCurve([(1, 10.0), (2, 13.0), (8, 30.0)])}))
+    for _ in range(200):
+        oc.observe_overhead(0.2)
+        oc.observe_overhead(0.2, drafted=True)
+    assert choose_budget([0.35], oc.at(128)) == 1           # 1.35 / 13.2 ms > 1 / 10.2 ms
+    for _ in range(200):
+        oc.observe_overhead(1.5, drafted=True)
+    assert oc.drafted_overhead_ms == pytest.approx(1.5, rel=0.01) and oc.overhead_ms == pytest.approx(0.2, rel=0.01)
+    assert oc.at(128)(2) == pytest.approx(14.5, rel=0.01) and oc.at(128)(1) == pytest.approx(10.2, rel=0.01)
+    assert choose_budget([0.35], oc.at(128)) == 0           # 1.35 / 14.5 ms < 1 / 10.2 ms
 
 
 def test_profile_is_saved_and_reused(real_engine, tmp_path, monkeypatch):
