@@ -86,6 +86,7 @@ class SimResult:
     draft_cpu_ms: list[float] = field(default_factory=list)  # thread CPU time (immune to other processes)
     calib_ms_per_token: float = 0.0
     by_source: dict[str, int] = field(default_factory=dict)
+    trees: list[tuple[list[int], list[int]]] = field(default_factory=list)   # each step's (tokens, parents)
     lossless: bool = True
 
     @property
@@ -108,6 +109,7 @@ def simulate(prompt, target, history, budget=32, max_depth=16, k=4, seed=0, **dr
         c0, t0 = time.thread_time(), time.perf_counter()
         tree = d.propose(budget, max_depth)
         c1, t1 = time.thread_time(), time.perf_counter()
+        res.trees.append((tree.token_list, tree.parent_list))
         paths = [[tree.token_list[j] for j in tree.path_to(i)[1:]] for i in range(tree.size)]
         next_ids = [model.predict(gen, p) for p in paths]
         path, bonus = greedy_accept(tree, next_ids)

@@ -212,7 +212,7 @@ class Drafter:
                                                               self.confidence), floor):
             return root_only(root)
         cands = self._walk_matches(matches, budget, max_depth) + offers
-        if not cands or floor is not None and not pays(best_first_step(cands, self.confidence), floor):
+        if not cands or (floor is not None and not pays(best_first_step(cands, self.confidence), floor)):
             return root_only(root)
         self._scale_at_propose = {s: self.scale(s) for s in self.stats}
         b = TreeBuilder(root, self.confidence)

@@ -212,15 +212,8 @@ class TreeBuilder:
         if self._cum is not None:
             return self._cum
         n = len(self.token)
-        raw = [1.0] * n
+        raw = [1.0] + [_noisy_or(sp) for sp in self.src_p[1:]]
         conf = self.confidence
-        for i in range(1, n):
-            sp = self.src_p[i]
-            if len(sp) == 1:       # most nodes: one source (the same value as _noisy_or's)
-                for p in sp.values():
-                    raw[i] = 1.0 - (1.0 - min(max(p, 0.0), 0.999))
-            else:
-                raw[i] = _noisy_or(sp)
         self.raw_step = raw
         step = list(raw) if conf is None else [1.0] + [_mapped(conf, self.src_p[i], raw[i]) for i in range(1, n)]
         for kids in self.kids:

@@ -4,8 +4,7 @@ import random
 import pytest
 
 import engine.decoding.drafting.drafter as drafter_module
-from engine.bench.drafting import OracleModel, synthetic_request
-from engine.decoding.drafting import Drafter, greedy_accept
+from engine.bench.drafting import simulate, synthetic_request
 from engine.decoding.drafting.tree import (Candidate, ConfidenceMap, TreeBuilder, best_first_step,
                                            first_step_ceiling, pay_threshold, pays)
 from engine.runtime.profiling import CostCurve
@@ -18,23 +17,8 @@ CURVES = {
 
 def trees(prompt, target, history, curve, seed):
     """Every proposed tree of one simulated request, as (tokens, parents)."""
-    rng = random.Random(seed)
-    model = OracleModel(prompt, target)
-    d = Drafter(prompt, history, cost_curve=curve, confidence=ConfidenceMap())
-    d.set_calibration(*model.topk_view(4, rng, 5000))
-    gen = [target[0]]
-    d.observe(gen)
-    out = []
-    while len(gen) < len(target):
-        tree = d.propose(16, 8)
-        out.append((tree.token_list, tree.parent_list))
-        paths = [[tree.token_list[j] for j in tree.path_to(i)[1:]] for i in range(tree.size)]
-        next_ids = [model.predict(gen, p) for p in paths]
-        path, bonus = greedy_accept(tree, next_ids)
-        emitted = [tree.token_list[i] for i in path[1:]] + [bonus]
-        d.observe(emitted, tree, next_ids)
-        gen += emitted
-    return out
+    return simulate(prompt, target, history, budget=16, max_depth=8, seed=seed,
+                    cost_curve=curve, confidence=ConfidenceMap()).trees
 
 
 @pytest.mark.parametrize("name", sorted(CURVES))
