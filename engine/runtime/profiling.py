@@ -34,6 +34,7 @@ class CostCurve:
         self.points = sorted(points)
         self.sizes = [n for n, _ in self.points]
         self.thresholds: dict[int, float] = {}   # drafting.tree.pay_threshold's, by budget
+        self.tables: dict[int, list[float]] = {}   # drafting.tree.cost_table's, by drafts
 
     def __call__(self, n: int) -> float:
         pts = self.points

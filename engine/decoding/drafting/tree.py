@@ -179,7 +179,10 @@ class TreeBuilder:
         self.depth = [0]
         self.kids: list[dict[int, int]] = [{}]
         self.src_p: list[dict[str, float]] = [{}]   # per-source estimate (max within a source)
+        # per node: its cum, and whether its children's are known (filled as ``select`` reaches
+        # them: most of a trie lies below nodes a CPU-sized tree never takes)
         self._cum: list[float] | None = None
+        self._expanded: list[bool] = []
 
     def __len__(self) -> int:
         return len(self.token) - 1
@@ -206,74 +209,130 @@ class TreeBuilder:
     def source_of(self, i: int) -> str:
         return _source_of(self.src_p[i])
 
+    def _lazy(self) -> list[float]:
+        """The cum list, started over if candidates were added since (entries of nodes whose
+        parent is not expanded yet are not known)."""
+        if self._cum is None:
+            n = len(self.token)
+            self._cum = [1.0] * n
+            self.raw_step = [1.0] * n
+            self._expanded = [False] * n
+        return self._cum
+
+    def _expand(self, node: int) -> None:
+        """The step estimates and cums of ``node``'s children (``node``'s cum known): noisy-OR
+        across sources (independent sources agreeing is evidence), mapped by the confidence
+        map, siblings rescaled so they sum to < 1 (only one token can be the model's)."""
+        if self._expanded[node]:
+            return
+        self._expanded[node] = True
+        kids = self.kids[node]
+        if not kids:
+            return
+        conf, src_p, raw, cum = self.confidence, self.src_p, self.raw_step, self._cum
+        step = []
+        for c in kids.values():
+            r = raw[c] = _noisy_or(src_p[c])
+            step.append(r if conf is None else _mapped(conf, src_p[c], r))
+        if len(step) > 1:
+            s = sum(step)
+            if s > 0.99:
+                f = 0.99 / s
+                step = [x * f for x in step]
+        at = cum[node]
+        for c, x in zip(kids.values(), step):
+            cum[c] = at * x
+
     def cumulative(self) -> list[float]:
-        """Step estimate = noisy-OR across sources (independent sources agreeing is evidence),
-        siblings rescaled so they sum to < 1 (only one token can be the model's), times parent."""
-        if self._cum is not None:
-            return self._cum
-        n = len(self.token)
-        raw = [1.0] + [_noisy_or(sp) for sp in self.src_p[1:]]
-        conf = self.confidence
-        self.raw_step = raw
-        step = list(raw) if conf is None else [1.0] + [_mapped(conf, self.src_p[i], raw[i]) for i in range(1, n)]
-        for kids in self.kids:
-            if len(kids) > 1:
-                s = sum(step[c] for c in kids.values())
-                if s > 0.99:
-                    f = 0.99 / s
-                    for c in kids.values():
-                        step[c] *= f
-        cum = [1.0] * n
-        for i in range(1, n):          # parents are created before children
-            cum[i] = cum[self.parent[i]] * step[i]
-        self._cum = cum
+        """Every node's estimated probability of being accepted (see ``_expand``)."""
+        cum = self._lazy()
+        for i in range(len(cum)):      # parents are created before children
+            self._expand(i)
         return cum
 
     def select(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,
                cost_curve: Callable[[int], float] | None = None) -> list[int]:
         """Node ids (parents first) of the chosen subtree, root excluded: best-first by cumulative
         probability, optimal for product-form scores. Nodes with cum < alpha are never taken.
-        With ``cost_curve`` the budget is first reduced to the throughput-optimal size
-        (``choose_budget``). (EdgeLLM's branch pacer, which shares the budget between the root's
-        branches by confidence instead, measured 4% slower here and was dropped.)"""
-        cum = self.cumulative()
+        With ``cost_curve`` the budget is reduced to the throughput-optimal size
+        (``choose_budget``'s, found as the nodes are taken). (EdgeLLM's branch pacer, which
+        shares the budget between the root's branches by confidence instead, measured 4% slower
+        here and was dropped.)"""
         if budget <= 0:
             return []
-        order = self._greedy(budget, alpha, max_depth)
-        if cost_curve is None:
-            return order
-        # best-first with a smaller budget takes the same nodes in the same order: a prefix
-        return order[:choose_budget([cum[i] for i in order], cost_curve)]
+        return self._greedy(budget, alpha, max_depth, cost_curve)
 
-    def _greedy(self, budget: int, alpha: float, max_depth: int | None) -> list[int]:
-        cum, kids, depth = self.cumulative(), self.kids, self.depth
+    def _greedy(self, budget: int, alpha: float, max_depth: int | None,
+                cost_curve: Callable[[int], float] | None = None) -> list[int]:
+        """Best-first by cum. With ``cost_curve``, stops once no bigger tree can beat the best
+        ratio so far (every later node's cum is at most the last one's: a child's is its
+        parent's times a step below 1) and returns the best prefix, the one ``choose_budget``
+        picks from the whole order: the nodes below the stop are never estimated."""
+        cum, kids, depth = self._lazy(), self.kids, self.depth
+        self._expand(0)
         heap = [(-cum[c], c) for c in kids[0].values()]
         heapq.heapify(heap)
         out: list[int] = []
+        costs = cost_table(cost_curve, min(budget, len(cum) - 1)) if cost_curve is not None else None
+        if costs is not None:
+            best_n, best, acc = 0, 1.0 / costs[0], 1.0
         while heap and len(out) < budget:
             negc, i = heapq.heappop(heap)
-            if -negc < alpha:
+            c = -negc
+            if c < alpha:
                 break                  # everything left is smaller
             out.append(i)
+            if costs is not None:
+                acc += c
+                v = acc / costs[len(out)]
+                if v > best:
+                    best_n, best = len(out), v
+                if not _may_beat(acc, c, len(out), best, costs):
+                    break
             if max_depth is None or depth[i] < max_depth:
-                for c in kids[i].values():
-                    heapq.heappush(heap, (-cum[c], c))
-        return out
+                self._expand(i)
+                for k in kids[i].values():
+                    heapq.heappush(heap, (-cum[k], k))
+        return out if costs is None else out[:best_n]
 
     def flatten(self, selected: Sequence[int]) -> DraftTree:
         """Reindex the root + ``selected`` (parents must precede children) into a DraftTree."""
         if not selected:
             return root_only(self.token[0])
-        cum = self.cumulative()
+        cum = self._lazy()
+        if not all(self._expanded[self.parent[i]] for i in selected):
+            cum = self.cumulative()
         ids = [0] + list(selected)
         new = {old: k for k, old in enumerate(ids)}
         return assemble([self.token[i] for i in ids], [-1] + [new[self.parent[i]] for i in ids[1:]],
                         ["root"] + [self.source_of(i) for i in ids[1:]], [cum[i] for i in ids],
-                        [self.raw_step[i] if i < len(self.raw_step) else 1.0 for i in ids])
+                        [self.raw_step[i] for i in ids])
 
     def build(self, budget: int, alpha: float = 0.0, max_depth: int | None = None,
               cost_curve: Callable[[int], float] | None = None) -> DraftTree:
         return self.flatten(self.select(budget, alpha, max_depth, cost_curve))
+
+
+def cost_table(cost_curve: Callable[[int], float], n: int) -> list[float]:
+    """[cost(1), ..., cost(n + 1)]: a verification's cost by drafts fed (kept on a memoizing
+    curve, ``CostCurve``, whose values do not change)."""
+    memo = getattr(cost_curve, "tables", None)
+    table = memo.get(n) if memo is not None else None
+    if table is None:
+        table = [cost_curve(m) for m in range(1, n + 2)]
+        if memo is not None:
+            memo[n] = table
+    return table
+
+
+def _may_beat(acc: float, last: float, k: int, best: float, costs: list[float]) -> bool:
+    """Whether some tree of more than ``k`` drafts could have a better ratio than ``best``
+    when each further draft adds at most ``last`` (the margin keeps float rounding on the side
+    of going on)."""
+    for n in range(k + 1, len(costs)):
+        if (acc + (n - k) * last) * (1.0 + 1e-9) / costs[n] > best:
+            return True
+    return False
 
 
 def _source_of(src_p: dict[str, float]) -> str:

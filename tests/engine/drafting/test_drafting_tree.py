@@ -1,11 +1,13 @@
+import heapq
 import itertools
 import random
 
 import pytest
 import numpy as np
 
-from engine.decoding.drafting.tree import (AdaptiveCutoff, Candidate, TreeBuilder, choose_budget, graft, root_only,
-                                 subtree)
+from engine.decoding.drafting.tree import (AdaptiveCutoff, Candidate, ConfidenceMap, TreeBuilder, choose_budget, graft,
+                                           root_only, subtree)
+from engine.runtime.profiling import CostCurve
 
 
 def test_merge_dedups_prefixes_and_combines_sources():
@@ -166,3 +168,51 @@ def test_adaptive_cutoff_rules():
     for _ in range(40):
         a.update(4, 0)
     assert a.alpha == a.hi
+
+
+def test_sized_selection_estimates_only_what_it_reaches_and_picks_what_the_whole_order_gives():
+    """``select`` with a cost curve stops once no bigger tree can beat its best ratio and
+    estimates only the children of nodes it took; the reference here estimates every node
+    first, takes the whole best-first order and lets ``choose_budget`` cut it."""
+    rng = random.Random(17)
+    sources = ["context", "history", "calibrated", "reuse"]
+    stopped_early = 0
+    for trial in range(400):
+        conf = ConfidenceMap() if rng.random() < 0.7 else None
+        for _ in range(rng.randrange(0, 200) if conf else 0):
+            conf.update(rng.choice(sources), rng.random(), rng.random() < 0.5)
+        cands = []
+        for _ in range(rng.randint(1, 8)):
+            L = rng.randint(1, 12)
+            cands.append(Candidate([rng.randint(1, rng.choice([2, 4, 30])) for _ in range(L)],
+                                   [rng.random() ** rng.choice([0.2, 1, 3]) for _ in range(L)], rng.choice(sources)))
+        slope = rng.uniform(0.02, 1.0)
+        points = [(n, 10.0 * (1 + slope * (n - 1) ** rng.uniform(0.7, 1.4))) for n in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)]
+        curve = CostCurve(points) if rng.random() < 0.5 else CostCurve(points).__call__   # memoizing or not
+        budget, alpha = rng.randint(1, 32), rng.choice([0.0, 0.0, 0.01, 0.2])
+        depth = rng.choice([None, 3, 16])
+
+        full = TreeBuilder(0, conf)
+        for c in cands:
+            full.add(c)
+        cum = full.cumulative()
+        heap, order = [(-cum[c], c) for c in full.kids[0].values()], []
+        heapq.heapify(heap)
+        while heap and len(order) < budget and -heap[0][0] >= alpha:
+            _, i = heapq.heappop(heap)
+            order.append(i)
+            if depth is None or full.depth[i] < depth:
+                for k in full.kids[i].values():
+                    heapq.heappush(heap, (-cum[k], k))
+        want = order[:choose_budget([cum[i] for i in order], curve)]
+
+        lazy = TreeBuilder(0, conf)
+        for c in cands:
+            lazy.add(c)
+        got = lazy.select(budget, alpha, depth, curve)
+        assert got == want, trial
+        tree = lazy.flatten(got)
+        assert tree.cum == [1.0] + [cum[i] for i in got]            # the same floats, not close ones
+        assert tree.raw_step == [1.0] + [full.raw_step[i] for i in got]
+        stopped_early += sum(lazy._expanded) < sum(1 for k in full.kids if k)
+    assert stopped_early >= 100, "the selection never stopped early: the test shows nothing"
