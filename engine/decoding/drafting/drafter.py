@@ -176,11 +176,16 @@ class Drafter:
         return out
 
     def _first_step_caps(self, matches, offers: list[Candidate]) -> dict[str, float]:
-        """Per source, the most any of its candidates' first steps can be: an automaton's
-        continuation ratio is at most 1, so its walk need not be made to know this."""
+        """Per source, the most any of its candidates' first steps can be: an automaton's from
+        its match state's edges (``first_step_ratio``: the walk need not be made to know it;
+        the first step's estimate is ``_sam_candidates``' product, which only grows with the
+        ratio)."""
         caps: dict[str, float] = {}
-        for _, _, L, source in matches:
-            caps[source] = max(caps.get(source, 0.0), min(_MAX_P, match_confidence(L) * self.scale(source)))
+        for sam, state, L, source in matches:
+            r = sam.first_step_ratio(state)
+            if r > 0.0:
+                cap = min(_MAX_P, r * match_confidence(L) * self.scale(source))
+                caps[source] = max(caps.get(source, 0.0), cap)
         for c in offers:
             if c.tokens:
                 caps[c.source] = max(caps.get(c.source, 0.0), c.probs[0])

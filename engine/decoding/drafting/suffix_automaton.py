@@ -234,6 +234,21 @@ class SuffixAutomaton:
             out.append(Continuation(toks, cnts, prs, match_len))
         return out
 
+    def first_step_ratio(self, state: int) -> float:
+        """The largest step probability ``continuations`` can give a first token after ``state``
+        (0.0 if it gives none): one pass over the state's edges, no walk."""
+        if state <= 0:
+            return 0.0
+        self._ensure_counts()
+        cnt = self.cnt
+        denom = top = 0
+        for tok, t in self.next[state].items():
+            c = cnt[t]
+            denom += c
+            if tok >= 0 and c > top:
+                top = c
+        return top / denom if top and denom else 0.0
+
     def best_continuation(self, state: int, match_len: int, max_len: int) -> Continuation | None:
         """Single most frequent continuation (linear SAM baseline): follow the max-count edge."""
         if state <= 0:

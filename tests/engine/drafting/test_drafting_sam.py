@@ -125,3 +125,23 @@ def test_repetitive_loop_stays_cheap():
     assert L == 1993
     assert sam.count(state) == 2
     assert sam.num_states <= 2 * 2000
+
+
+def test_first_step_ratio_bounds_every_continuations_first_step():
+    """The drafter skips a walk whose best first step cannot pay: the bound must hold for every
+    walk, and be the best first kid's own ratio (reached when the walk keeps every branch)."""
+    rng = random.Random(4)
+    reached = 0
+    for _ in range(200):
+        sam = SuffixAutomaton(rng.choice(["eager", "lazy"]))
+        for _ in range(rng.randint(1, 3)):
+            sam.add_sequence([rng.randrange(rng.choice([3, 10, 50])) for _ in range(rng.randint(3, 200))])
+        for _ in range(10):
+            state = rng.randrange(1, sam.num_states)
+            bound = sam.first_step_ratio(state)
+            firsts = [c.probs[0] for c in sam.continuations(state, 1, rng.randint(1, 8), rng.randint(1, 4), rng.randint(1, 40))]
+            assert all(p <= bound for p in firsts)
+            everything = [c.probs[0] for c in sam.continuations(state, 1, 1, 10 ** 6, 10 ** 6)]
+            assert max(everything, default=0.0) == bound
+            reached += bool(everything)
+    assert reached >= 500
