@@ -25,6 +25,9 @@ def register(sub) -> None:
     p.add_argument("--turns", action="store_true",
                    help="multi-turn instead: each case's turns in one session; every turn from the second "
                         "runs warm (the kept KV prefix) and cold, comparing TTFT and tokens")
+    p.add_argument("--rounds", type=int, default=1, metavar="N",
+                   help="run each prompt N times by every method, the order rotated, and keep each "
+                        "method's fastest run (a shared host's slow moments land on one method otherwise)")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write every figure and output here")
     p.add_argument("--app", action="store_true",
                    help="measure the app instead: each prompt sent in the (headless) app, then given "
@@ -49,8 +52,10 @@ def cmd_bench(args) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
         raise EngineError("--methods is empty")
-    if args.max_new_tokens < 1 or (args.n is not None and args.n < 1):
-        raise EngineError("--max-new-tokens and --n must be positive")
+    if args.max_new_tokens < 1 or (args.n is not None and args.n < 1) or args.rounds < 1:
+        raise EngineError("--max-new-tokens, --n and --rounds must be positive")
+    if args.rounds > 1 and (args.turns or args.app or args.route):
+        raise EngineError("--rounds is for the decoding methods' runs (not --turns, --app or --route)")
     tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else None
     cases = load_cases(args.data, tasks, args.n)
     settings = args.loaded.settings
@@ -64,7 +69,7 @@ def cmd_bench(args) -> int:
         return bench_app(engine, cases, methods, args)
     opts = BenchOptions(methods=methods, max_new_tokens=args.max_new_tokens,
                         max_prompt_tokens=args.max_prompt_tokens, history=args.history,
-                        method_options=mode_options(methods, settings))
+                        method_options=mode_options(methods, settings), rounds=args.rounds)
     if args.turns:
         result = run_turns(engine, cases, opts)
         print(format_turns(result))

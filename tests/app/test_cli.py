@@ -154,6 +154,8 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
                  ["ask", "--backend", "abacus", "hi"],
                  ["bench", "--data", str(tmp_path / "none.jsonl")]):
         one_line_error(hexa(*args, home=tmp_path))
+    assert "--rounds must be positive" in one_line_error(
+        hexa("bench", "--data", str(tmp_path / "none.jsonl"), "--rounds", "0", home=tmp_path))
 
 
 @pytest.mark.slow
