@@ -83,7 +83,7 @@ def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
             for name in names[r % len(names):] + names[:r % len(names)]:
                 # cold: an engine method first forgets the prefixes earlier runs left (forget_prefixes)
                 run = _figures(runners[name].run(ids, opts.max_new_tokens, sources))
-                row["results"][name] = _faster(row["results"].get(name), run, name, case.id)
+                row["results"][name] = _faster(row["results"].get(name), run, f"{name}'s run {r + 1} of {case.id}")
         ref_tokens = row["results"][reference]["tokens"]
         for name in runners:
             # "hexa@x" is compared with "vanilla@x" when it runs: the same options, plain decoding
@@ -100,13 +100,13 @@ def run_bench(engine, cases: list[Case], opts: BenchOptions, log=sys.stderr) -> 
     return _with_device_note(_with_peer_info(result, runners), engine)
 
 
-def _faster(kept: dict | None, run: dict, name: str, case_id: str) -> dict:
-    """The faster of a method's two runs of one prompt (``--rounds``: a shared host's slow moments
-    add time, never take it away). Both must have written the same tokens."""
+def _faster(kept: dict | None, run: dict, what: str) -> dict:
+    """The faster of a method's runs of one prompt so far (``--rounds``: a shared host's slow
+    moments add time, never take it away). Every run must write the same tokens."""
     if kept is None:
         return run
     if kept["tokens"] != run["tokens"]:
-        raise EngineError(f"bench: {name} wrote other tokens on its second run of {case_id}")
+        raise EngineError(f"bench: {what} wrote other tokens than its first")
     return run if run["seconds"] < kept["seconds"] else kept
 
 

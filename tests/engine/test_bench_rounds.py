@@ -60,5 +60,5 @@ def test_each_method_runs_every_prompt_each_round_in_rotated_order_and_its_faste
 
 def test_a_method_whose_runs_disagree_stops_the_bench(engine, monkeypatch):
     logged_methods(monkeypatch, [], change="hexa")
-    with pytest.raises(EngineError, match="hexa wrote other tokens on its second run of q1"):
+    with pytest.raises(EngineError, match="hexa's run 2 of q1 wrote other tokens than its first"):
         run_bench(engine, CASES[:1], BenchOptions(["vanilla", "hexa"], max_new_tokens=12, rounds=2), log=io.StringIO())
