@@ -2,9 +2,9 @@
 
 With ``rounds`` > 1 every method runs each prompt that many times, the methods' order rotated
 each round, and each method's fastest run counts (its figures together: TTFT, prefill, decode):
-on a shared host one slow moment otherwise lands on one method and moves a task's ratio by up to
-10% (two runs of the same code on the AMX Xeon, 2026-12-03: the same prefill path 0.82-1.14x
-itself between methods).
+on a shared host one slow moment otherwise lands on one method (two single-pass runs of the same
+code on the AMX Xeon, 2026-12-03: a task's hexa/plain ratio moved by up to 0.15, and the prefill
+path the two methods share came to 0.82-1.14x itself between them).
 
 Figures, per task and method (sums over the task's prompts, then one ratio, so long prompts weigh
 more than short ones):
