@@ -29,8 +29,6 @@ def logged_methods(monkeypatch, calls: list, slow: dict | None = None, change: s
         def run(self, ids, max_new, history, *a, **k):
             t0 = time.perf_counter()
             res = self.method.run(ids, max_new, history, *a, **k)
-            if max_new == 4:                       # the warm-up run
-                return res
             r = seen[self.name] = seen.get(self.name, 0) + 1
             if slow and (self.name, r) in slow:
                 time.sleep(slow[self.name, r])
@@ -47,7 +45,7 @@ def test_each_method_runs_every_prompt_each_round_in_rotated_order_and_its_faste
     calls: list = []
     # vanilla's first run of the first prompt and hexa's second run of it made slow on purpose
     logged_methods(monkeypatch, calls, slow={("vanilla", 1): 0.5, ("hexa", 2): 0.5})
-    result = run_bench(engine, CASES, BenchOptions(["vanilla", "hexa"], max_new_tokens=12, rounds=3), log=io.StringIO())
+    result = run_bench(engine, CASES, BenchOptions(["vanilla", "hexa"], max_new_tokens=12, rounds=3, warmup=False), log=io.StringIO())
     names = [c[0] for c in calls]
     assert names == ["vanilla", "hexa", "hexa", "vanilla", "vanilla", "hexa"] * 2   # each prompt, 3 rounds rotated
     first = result["prompts"][0]["results"]
@@ -61,4 +59,4 @@ def test_each_method_runs_every_prompt_each_round_in_rotated_order_and_its_faste
 def test_a_method_whose_runs_disagree_stops_the_bench(engine, monkeypatch):
     logged_methods(monkeypatch, [], change="hexa")
     with pytest.raises(EngineError, match="hexa's run 2 of q1 wrote other tokens than its first"):
-        run_bench(engine, CASES[:1], BenchOptions(["vanilla", "hexa"], max_new_tokens=12, rounds=2), log=io.StringIO())
+        run_bench(engine, CASES[:1], BenchOptions(["vanilla", "hexa"], max_new_tokens=12, rounds=2, warmup=False), log=io.StringIO())

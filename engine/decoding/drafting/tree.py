@@ -273,7 +273,8 @@ class TreeBuilder:
         heap = [(-cum[c], c) for c in kids[0].values()]
         heapq.heapify(heap)
         out: list[int] = []
-        costs = cost_table(cost_curve, min(budget, len(cum) - 1)) if cost_curve is not None else None
+        costs = cost_table(cost_curve, budget) if cost_curve is not None else None
+        most = min(budget, len(cum) - 1)      # no tree bigger than the trie
         if costs is not None:
             best_n, best, acc = 0, 1.0 / costs[0], 1.0
         while heap and len(out) < budget:
@@ -287,7 +288,7 @@ class TreeBuilder:
                 v = acc / costs[len(out)]
                 if v > best:
                     best_n, best = len(out), v
-                if not _may_beat(acc, c, len(out), best, costs):
+                if not _may_beat(acc, c, len(out), best, costs, most):
                     break
             if max_depth is None or depth[i] < max_depth:
                 self._expand(i)
@@ -325,11 +326,11 @@ def cost_table(cost_curve: Callable[[int], float], n: int) -> list[float]:
     return table
 
 
-def _may_beat(acc: float, last: float, k: int, best: float, costs: list[float]) -> bool:
-    """Whether some tree of more than ``k`` drafts could have a better ratio than ``best``
-    when each further draft adds at most ``last`` (the margin keeps float rounding on the side
-    of going on)."""
-    for n in range(k + 1, len(costs)):
+def _may_beat(acc: float, last: float, k: int, best: float, costs: list[float], most: int) -> bool:
+    """Whether some tree of more than ``k`` and at most ``most`` drafts could have a better ratio
+    than ``best`` when each further draft adds at most ``last`` (the margin keeps float rounding
+    on the side of going on)."""
+    for n in range(k + 1, most + 1):
         if (acc + (n - k) * last) * (1.0 + 1e-9) / costs[n] > best:
             return True
     return False
@@ -362,8 +363,8 @@ def pay_threshold(cost_curve: Callable[[int], float], budget: int) -> float:
     memo = getattr(cost_curve, "thresholds", None)
     if memo is not None and budget in memo:
         return memo[budget]
-    c1 = cost_curve(1)
-    floor = min((cost_curve(n + 1) / c1 - 1.0) / n for n in range(1, budget + 1))
+    costs = cost_table(cost_curve, budget)     # the table the sized selection reads too
+    floor = min((costs[n] / costs[0] - 1.0) / n for n in range(1, budget + 1))
     if memo is not None:
         memo[budget] = floor
     return floor
