@@ -242,10 +242,10 @@ def test_x86_with_avx512_vnni_gets_its_build_and_a_named_build_it_lacks_is_refus
     assert host_isa() == ("avx2", None)
 
 
-def test_zen5_gets_512_bit_tiles_and_zen4_and_intel_do_not(machine):
-    """AMD from family 26 (Zen 5) with AVX-512 VNNI runs the VNNI builds' many-row products on
-    512-bit tiles; Zen 4 (family 25), which splits a 512-bit instruction in two, Intel, and a CPU
-    without AVX-512 VNNI keep the 256-bit ones."""
+def test_amd_zen4_and_zen5_get_512_bit_tiles_and_intel_and_zen3_do_not(machine):
+    """AMD with AVX-512 VNNI (Zen 4: family 25; Zen 5: 26) runs the VNNI builds' many-row products
+    on 512-bit tiles; Intel, a CPU without AVX-512 VNNI (Zen 3, also family 25) and AMD before
+    family 25 keep the 256-bit ones."""
     flags = "fma f16c avx2 avx_vnni avx512f avx512bw avx512vl avx512_vnni"
     amd = X86_CPUINFO.replace("GenuineIntel", "AuthenticAMD").format(extra=flags)
     machine("x86_64", cpuinfo=amd.replace("model name", "cpu family\t: 26\nmodel name"))
@@ -254,8 +254,13 @@ def test_zen5_gets_512_bit_tiles_and_zen4_and_intel_do_not(machine):
     assert wide_tiles("avx-vnni") and wide_tiles("avx512-vnni") and not wide_tiles("avx2")
     machine("x86_64", cpuinfo=amd.replace("model name", "cpu family\t: 26\nmodel name").replace(" avx512_vnni", ""))
     assert not wide_tiles("avx-vnni")
-    machine("x86_64", cpuinfo=amd.replace("model name", "cpu family\t: 25\nmodel name"))
-    assert not wide_tiles("avx512-vnni")
+    zen4 = X86_CPUINFO.replace("GenuineIntel", "AuthenticAMD").format(
+        extra="fma f16c avx2 avx512f avx512bw avx512vl avx512_vnni").replace("model name", "cpu family\t: 25\nmodel name")
+    machine("x86_64", cpuinfo=zen4)
+    assert host_isa() == ("avx512-vnni", None) and wide_tiles("avx512-vnni")
+    machine("x86_64", cpuinfo=zen4.replace(" avx512f avx512bw avx512vl avx512_vnni", ""))   # Zen 3
+    assert host_isa() == ("avx2", None) and not wide_tiles("avx2") and not wide_tiles("avx512-vnni")
+    assert not wide_tiles("avx512-vnni", ("AuthenticAMD", 23))
     assert not wide_tiles("avx512-vnni", ("GenuineIntel", 6))
     machine("x86_64", cpuinfo=X86_CPUINFO.format(extra=flags))   # Intel, no family line
     assert cpu_identity() == ("GenuineIntel", 0) and not wide_tiles("avx512-vnni")

@@ -286,14 +286,16 @@ def cpu_identity() -> tuple[str, int]:
 
 
 def wide_tiles(isa: str, identity: tuple[str, int] | None = None) -> bool:
-    """Whether the VNNI builds' products of 6 rows or more take 512-bit tiles (x86/wide.c): on CPUs
-    with AVX-512 VNNI that run a 512-bit vpdpbusd whole, AMD from Zen 5 (family 26) on (its avx-vnni
-    build: 1-2 row steps ran 1.01-1.16x slower in the avx512-vnni one). Zen 4 (family 25) splits it
-    into two 256-bit halves, where the 512-bit tiles measured 0.46-1.25x the 256-bit ones' time;
-    Intel's AVX-512 CPUs were not measured, so they keep the 256-bit tiles (the amx build's AMX
-    tiles take the many-row calls there)."""
+    """Whether the VNNI builds' products of 6 rows or more take 512-bit tiles (x86/wide.c): on AMD
+    CPUs with AVX-512 VNNI, Zen 4 (family 25; Zen 3, also 25, has no AVX-512) and Zen 5 (26) on.
+    Zen 5 runs a 512-bit vpdpbusd whole (its avx-vnni build: 1-2 row steps ran 1.01-1.16x slower
+    in the avx512-vnni one). Zen 4 splits it into two 256-bit halves, yet the tiles' fewer float
+    steps and loads a row paid there too: whole passes of 6-256 rows 1.00-1.24x as fast as the
+    256-bit tiles on four model files (2026-12-03; 0.46-1.25x before the tiles' rework of
+    2026-12-01). Intel's AVX-512 CPUs were not measured, so they keep the 256-bit tiles (the amx
+    build's AMX tiles take the many-row calls there)."""
     vendor, family = identity or cpu_identity()
-    return (isa in ("avx-vnni", "avx512-vnni") and vendor == "AuthenticAMD" and family >= 26
+    return (isa in ("avx-vnni", "avx512-vnni") and vendor == "AuthenticAMD" and family >= 25
             and all(f in cpu_features() for f in AVX512_VNNI))
 
 

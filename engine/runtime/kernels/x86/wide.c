@@ -10,12 +10,13 @@
  * (a sum and an accumulator each), so a group's codes are loaded once for that many rows.
  *
  * Why only where turned on: a CPU that splits a 512-bit instruction into two 256-bit halves gains
- * nothing from them. AMD Zen 4 does (a zmm vpdpbusd issued at half the ymm rate: 229 against 219
- * GMAC/s, and 512-bit tiles measured 0.46-1.25x the ymm ones' time, 2026-11-28); Zen 5 runs it
- * whole (one core, independent chains: 426 against 186 GMAC/s, 2026-12-01). The avx-vnni build takes
- * them too: on Zen 5 it is the faster build for 1-2 rows (decoding steps), where the avx512-vnni
- * build's ymm tiles took 1.01-1.16x its time. The engine turns
- * them on for the CPUs measured to run it whole (kernels/__init__.py's wide_tiles).
+ * little from the wider instruction itself. AMD Zen 4 does (a zmm vpdpbusd issued at half the ymm
+ * rate: 229 against 219 GMAC/s, 2026-11-28), yet these tiles' fewer float steps and loads a row
+ * took whole passes of 6-256 rows to 1.00-1.24x the ymm tiles' speed there (2026-12-03); Zen 5
+ * runs it whole (one core, independent chains: 426 against 186 GMAC/s, 2026-12-01). The avx-vnni
+ * build takes them too: on Zen 5 it is the faster build for 1-2 rows (decoding steps), where the
+ * avx512-vnni build's ymm tiles took 1.01-1.16x its time. The engine turns them on for the CPUs
+ * where they were measured to pay, AMD Zen 4 and Zen 5 (kernels/__init__.py's wide_tiles).
  */
 #include "dot.h"
 #include "zmm.h"
