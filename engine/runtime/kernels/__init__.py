@@ -290,9 +290,9 @@ def wide_tiles(isa: str, identity: tuple[str, int] | None = None) -> bool:
     CPUs with AVX-512 VNNI, Zen 4 (family 25; Zen 3, also 25, has no AVX-512) and Zen 5 (26) on.
     Zen 5 runs a 512-bit vpdpbusd whole (its avx-vnni build: 1-2 row steps ran 1.01-1.16x slower
     in the avx512-vnni one). Zen 4 splits it into two 256-bit halves, yet the tiles' fewer float
-    steps and loads a row paid there too: whole passes of 6-256 rows 1.00-1.24x as fast as the
-    256-bit tiles on four model files (2026-12-03; 0.46-1.25x before the tiles' rework of
-    2026-12-01). Intel's AVX-512 CPUs were not measured, so they keep the 256-bit tiles (the amx
+    steps and loads a row paid there too: whole passes of 6-256 rows ran 1.00-1.24x as fast as on
+    the 256-bit tiles on four model files, one 16-row sample of 0.96x aside (2026-12-03; before
+    the tiles' rework of 2026-12-01 they took 0.46-1.25x the 256-bit tiles' time). Intel's AVX-512 CPUs were not measured, so they keep the 256-bit tiles (the amx
     build's AMX tiles take the many-row calls there)."""
     vendor, family = identity or cpu_identity()
     return (isa in ("avx-vnni", "avx512-vnni") and vendor == "AuthenticAMD" and family >= 25
