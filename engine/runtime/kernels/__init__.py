@@ -292,8 +292,9 @@ def wide_tiles(isa: str, identity: tuple[str, int] | None = None) -> bool:
     in the avx512-vnni one). Zen 4 splits it into two 256-bit halves, yet the tiles' fewer float
     steps and loads a row paid there too: whole passes of 6-256 rows ran 1.00-1.24x as fast as on
     the 256-bit tiles on four model files, one 16-row sample of 0.96x aside (2026-12-03; before
-    the tiles' rework of 2026-12-01 they took 0.46-1.25x the 256-bit tiles' time). Intel's AVX-512 CPUs were not measured, so they keep the 256-bit tiles (the amx
-    build's AMX tiles take the many-row calls there)."""
+    the tiles' rework of 2026-12-01 they took 0.46-1.25x the 256-bit tiles' time). Intel's AVX-512
+    CPUs were not measured, so they keep the 256-bit tiles (the amx build's AMX tiles take the
+    many-row calls there)."""
     vendor, family = identity or cpu_identity()
     return (isa in ("avx-vnni", "avx512-vnni") and vendor == "AuthenticAMD" and family >= 25
             and all(f in cpu_features() for f in AVX512_VNNI))
