@@ -66,9 +66,10 @@ static inline __m256 quad_order(const float *d, int h) {
    reading alone left a 1-row Qwen2.5-1.5B-shaped step at 8.8-9.5 ms (a core streamed ~14 GB/s of
    the 23 one core can read): with lines asked for 16 KB on, 1.13-1.19x as fast (4 rows 1.08x,
    8 rows 1.05x); Llama-3.2-3B's widths 1.10-1.18x at 1 row (4, 8 rows 1.01x, 1.04x), Gemma-3-270M
-   1.06x (4 rows 1.09x), SmolLM2-135M Q4_K_M 1.02-1.06x, Q4_1 0.99-1.04x. 12 and 24 KB did less,
-   48 KB nothing; moving the near reading to L2 (T1, T2) instead 1.02-1.11x, NTA 0.99x. Dropping
-   the reading ahead took those steps 1.37x their time. Other x86 CPUs have not run it yet. */
+   1.06x (4 rows 1.09x), SmolLM2-135M Q4_K_M 1.02-1.06x, Q4_1 0.99-1.04x. 12 KB ran 1.05-1.07x
+   16 KB's speed at 1 row but 0.97x at 4; 24-48 KB no better; moving the near reading to L2 (T1,
+   T2) instead 1.02-1.11x, NTA 0.99x. Dropping the reading ahead took those steps 1.37x their
+   time. Other x86 CPUs have not run it yet. */
 #define READ_FAR 16384
 
 /* one past the last panel of work item g (panels [g*gp, g*gp+gp), the last item shorter) */
@@ -82,9 +83,9 @@ static inline const char *item_end(const struct dot_job *a, int p) {
 }
 
 /* the block at bp (bytes long) READ_AHEAD and READ_FAR bytes on, or as far as end. Always
-   inlined: a function of nothing but prefetches has no effect GCC must keep, and where it was not inlined (the tiles
-   over pre, the 512-bit tiles) its calls were dropped whole, so those tiles read nothing ahead
-   (8- and 16-row steps took 1.2-1.4x their time, 2026-12-02) */
+   inlined: a function of nothing but prefetches has no effect GCC must keep, and where it was not
+   inlined (the tiles over pre, the 512-bit tiles) its calls were dropped whole, so those tiles read
+   nothing ahead (8- and 16-row steps took 1.2-1.4x their time, 2026-12-02) */
 static inline __attribute__((always_inline)) void read_ahead(const uint8_t *bp, int bytes, const char *end) {
     for (int off = 0; off < bytes; off += 64) {
         const char *at = (const char *)bp + READ_AHEAD + off;
