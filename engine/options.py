@@ -49,7 +49,7 @@ class EngineOptions:
     qnn_early_switch: bool = False
     qnn_shared: bool | None = None
     cc: str | None = None            # the C compiler that builds the kernels (None: cc, gcc or clang on PATH)
-    prompt: str = "bf16"             # prompt rows on AMX tiles: bf16 (amx_bf16.h), or decoding's int8 arithmetic
+    prompt: str = "bf16"             # prompt rows' own arithmetic (bf16 on AMX tiles, per-256 scales on AMD's 512-bit tiles) or decoding's: int8
 
     def __post_init__(self) -> None:
         # the settings check first and say which file or variable; this guards direct callers

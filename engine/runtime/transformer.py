@@ -117,12 +117,13 @@ class CompactTransformer:
         self.softmax_topk = None   # the native kernel's, once packed
         self.fused = None        # its one-call forward pass for steps and trees (FusedForward)
         # fp32 arithmetic for every pass, else every pass on codes takes integer dot products
-        # (steps, trees; prompt rows too, but on AMX tiles in bf16: begin_prefill); either way each
+        # (steps, trees; prompt rows too, but on AMX tiles in bf16 and on the 512-bit tiles a
+        # K-quant's with a scale per 256 inputs: begin_prefill); either way each
         # row is computed alone, so a prompt's KV never depends on how it was chunked or reused
         if decode not in DECODE_CHOICES:
             raise EngineError(f"decode {decode!r} is not one of {', '.join(DECODE_CHOICES)}")
         self.exact = decode == "exact"
-        self.prompt_bf16 = False  # engine option prompt: prompt rows in bf16 on AMX tiles
+        self.prompt_bf16 = False  # engine option prompt: prompt rows' own arithmetic (begin_prefill)
         self._prompt = False      # between begin_prefill and end_prefill, with prompt_bf16
         self.kv = "auto"         # the KV cache's values (use_kv, kv_dtype)
         self.kernel = self._library
@@ -248,8 +249,10 @@ class CompactTransformer:
     def begin_prefill(self, total_tokens: int) -> None:
         """Passes until ``end_prefill`` are prompt rows. With ``prompt_bf16`` (the engine option
         prompt) the native kernels take them in bf16 on AMX tiles (``hexa_linear_prefill``;
-        1.5-2.5x the int8 tiles a weight at 256 rows), elsewhere in decoding's arithmetic. No
-        draft is verified against a prompt row and every method prefills alike, so the tokens
+        1.5-2.5x the int8 tiles a weight at 256 rows), a K-quant's with one scale per 256 inputs
+        on the 512-bit tiles (AMD Zen 4 and 5: no product d * dx a block), elsewhere in
+        decoding's arithmetic. No draft is verified against a prompt row and every method
+        prefills alike, so the tokens
         stay identical across methods; but a prompt's KV is then not the steps' (why it is opt-in:
         an answer migrated to a hexa server, as token ids, may go on differently there)."""
         self._prompt = self.prompt_bf16

@@ -24,6 +24,7 @@
 #include "hexa.h"
 #include "layout.h"
 #include "pool.h"
+#include "quantize.h"
 
 #define U 0x1p-24   /* fp32 unit roundoff */
 #define ROWS 33     /* batch sizes 1..ROWS: every tile shape, both sides of HEXA_QUANT_ROWS */
@@ -342,14 +343,14 @@ static void check_linear_quant(const struct qweight *q) {
    - fp32: per block two products and two FMAs, each rounding once, all terms bounded by
      S = sum (|d q| + |m|)(|x| + 0.6 dx) <= sum (|w| + 2|m|)(|x| + 0.6 dx) (|d q| <= |w| + |m|),
      so at most (2 nb + 2) u S, plus u S for w's own rounding and 2 u for the bias and residual. */
-static void ref_dot(const struct qweight *q, const float *x, const float *b, const float *res, double *ref,
-                    double *tol) {
+static void ref_dot_scaled(const struct qweight *q, const float *x, const float *b, const float *res, double *ref,
+                           double *tol, int super) {   /* super: blocks of 32 sharing a scale (ref_k256's 8) */
     const int N = q->N, K = q->K, nb = K / 32;
     for (int n = 0; n < N; n++) {
         double s = 0, qerr = 0, S = 0;
         for (int blk = 0; blk < nb; blk++) {
             double amax = 0;
-            for (int i = 0; i < 32; i++) amax = larger(amax, fabs(x[blk * 32 + i]));
+            for (int i = blk / super * super * 32; i < (blk / super + 1) * super * 32; i++) amax = larger(amax, fabs(x[i]));
             const double dx = amax / 127 * (1 + 4 * U), m = fabs(q->m[(int64_t)n * nb + blk]);
             for (int i = 0; i < 32; i++) {
                 const double w = q->w[(int64_t)n * K + blk * 32 + i], xi = x[blk * 32 + i];
@@ -362,6 +363,11 @@ static void ref_dot(const struct qweight *q, const float *x, const float *b, con
         ref[n] = rr + (s + bb);
         tol[n] = 1.01 * (qerr + (2 * nb + 6) * U * (S + fabs(bb) + fabs(rr))) + 1e-30;
     }
+}
+
+static void ref_dot(const struct qweight *q, const float *x, const float *b, const float *res, double *ref,
+                    double *tol) {
+    ref_dot_scaled(q, x, b, res, ref, tol, 1);
 }
 
 static void dot_linear(const float *x, const void *w, const float *b, const float *res, float *y, int M, int N,
@@ -421,6 +427,60 @@ static void ref_prefill(const struct qweight *q, const float *x, const float *b,
     }
 }
 
+/* Where the 512-bit tiles are on (x86/wide.c: AMD Zen 4 and 5), a K-quant's (HEAD_K) prompt rows
+   take a scale per 256 inputs (quant_dot.c's k256_linear): the row quantized per 256 inputs (the
+   blocks of 32 with their super-block's max|x|), each block's integer sum times d (the head's exact
+   fp32 value; Q6_K: each half's) and the block's sum of codes times m into a super-block's sum,
+   that times dx into the row's, then the bias and the residual. The same operations lane for lane
+   as the tiles', in scalar C, so the same bits; a bound against double is ref_dot's case. */
+static int wide_tiles;   /* the 512-bit tiles are on (main) */
+
+static int takes_k256(int bits) {
+    return wide_tiles && HEAD_OF(bits) == HEAD_K && (CODES(bits) == 4 || CODES(bits) == 5 || CODES(bits) == 6);
+}
+
+static void ref_k256(const struct qweight *q, const float *x, const float *b, const float *res, float *y) {
+    const int N = q->N, K = q->K, bits = q->bits, nb = K / QB;
+    int8_t *xq = malloc((size_t)K);
+    float *dx = malloc(sizeof(float) * nb);
+    int32_t *sum = malloc(sizeof(int32_t) * nb);
+    if (!xq || !dx || !sum) abort();
+    for (int s0 = 0; s0 < nb; s0 += KSUPER) {
+        float amax = 0.f;
+        for (int k = s0 * QB; k < (s0 + KSUPER) * QB; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
+        for (int blk = s0; blk < s0 + KSUPER; blk++) {
+            float sx;
+            quantize_scaled(x + blk * QB, amax, xq + blk * QB, dx + blk, &sx);
+            sum[blk] = 0;
+            for (int i = 0; i < QB; i++) sum[blk] += xq[blk * QB + i];
+        }
+    }
+    for (int n = 0; n < N; n++) {
+        const int p = n / PW, c = n % PW;
+        float row = 0.f, acc = 0.f, tmp[3 * PW];
+        for (int blk = 0; blk < nb; blk++) {
+            const float *hd = block_head(q->codes, bits, nb, p, blk, tmp);
+            const uint8_t *cp = block_at(q->codes, bits, nb, p, blk) + CODE_HEAD(bits);
+            int32_t half[2] = {0, 0};
+            for (int k = 0; k < QB; k++) half[k >= QB / 2] += code_at(cp, bits, c, k) * xq[blk * QB + k];
+            if (SPLIT_SCALE(bits)) {
+                acc = fmaf((float)half[0], hd[c], acc);
+                acc = fmaf((float)half[1], hd[PW + c], acc);
+            } else {
+                acc = fmaf((float)(half[0] + half[1]), hd[c], acc);
+            }
+            if (MIN_AT(bits) >= 0) acc = fmaf(hd[MIN_AT(bits) + c], (float)sum[blk], acc);
+            if (blk % KSUPER == KSUPER - 1) {
+                row = fmaf(acc, dx[blk], row);
+                acc = 0.f;
+            }
+        }
+        const float v = b ? row + b[n] : row;
+        y[n] = res ? res[n] + v : v;
+    }
+    free(xq), free(dx), free(sum);
+}
+
 static void prefill_linear(const float *x, const void *w, const float *b, const float *res, float *y, int M, int N,
                            int K, int bits, int threads) {
     hexa_linear_prefill(x, w, b, res, y, M, N, K, bits, threads);
@@ -442,6 +502,11 @@ static void check_linear_prefill(const struct qweight *q) {
             hexa_linear_prefill(xr, q->codes, b, rr, alone + (int64_t)r * N, 1, N, K, bits, threads);
             if (tiles) {
                 ref_prefill(q, xr, b, rr, ref, tol);
+                near(r, alone + (int64_t)r * N, ref, tol, N);
+            } else if (takes_k256(bits)) {
+                ref_k256(q, xr, b, rr, y);
+                same(r, alone + (int64_t)r * N, y, N, "the per-256 reference");
+                ref_dot_scaled(q, xr, b, rr, ref, tol, KSUPER);   /* and near the double sum */
                 near(r, alone + (int64_t)r * N, ref, tol, N);
             } else {
                 hexa_linear_dot(xr, q->codes, b, rr, y, 1, N, K, bits, threads);
@@ -1130,7 +1195,8 @@ int main(int argc, char **argv) {
     /* the amx build's tiles, on if the OS grants them (0 in every other build) */
     tiles = hexa_amx(1);
     printf("amx tiles: %s\n", tiles ? "on" : "off");
-    printf("512-bit tiles: %s\n", hexa_wide(!narrow) ? "on" : "off");
+    wide_tiles = hexa_wide(!narrow);
+    printf("512-bit tiles: %s\n", wide_tiles ? "on" : "off");
     run("linear", check_linear);
     run("codes", check_codes);
     run("attention", check_attention);

@@ -158,7 +158,8 @@ class NativeKernel:
         fp32 panels give identical bits, so which copy a call reads never changes a result.
         ``exact=False``: a weight with codes takes integer dot products on 8-bit activations
         (``quant_dot.c``, the decoding arithmetic) instead; with ``prompt`` as well, the prompt
-        rows' arithmetic (``hexa_linear_prefill``: bf16 on AMX tiles, else the same)."""
+        rows' arithmetic (``hexa_linear_prefill``: bf16 on AMX tiles, a K-quant's rows
+        quantized per 256 inputs on the 512-bit tiles, else the same)."""
         x = np.ascontiguousarray(x, dtype=np.float32)
         M, K = x.shape
         N = w.shape[0]

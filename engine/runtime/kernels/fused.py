@@ -64,7 +64,7 @@ class FusedForward:
         additive [group*S, start+S] or None; k/v_cache [layers, kv_heads, capacity, head_dim]
         contiguous; ``local``: (cos, sin, mask) of the sliding-window layers. ``exact``: fp32
         arithmetic throughout; else the decoding arithmetic (codes times 8-bit activations), or
-        with ``prompt`` the prompt rows' (``hexa_linear_prefill``: bf16 on AMX tiles). Returns the final normed hidden states [S, hidden]."""
+        with ``prompt`` the prompt rows' (``hexa_linear_prefill``: bf16 on AMX tiles, per-256 scales on the 512-bit tiles). Returns the final normed hidden states [S, hidden]."""
         S = x.shape[0]
         if S > ROWS or not (x.flags.c_contiguous and k_cache.flags.c_contiguous and v_cache.flags.c_contiguous):
             raise ValueError(f"fused forward: at most {ROWS} contiguous rows and a contiguous cache")

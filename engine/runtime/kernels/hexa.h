@@ -73,8 +73,10 @@ int64_t hexa_quant_bytes(int32_t bits, int32_t N, int32_t K);
 void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 /* prompt rows (prefill): on AMX tiles (the amx build, tiles granted) weights and rows in bf16
-   with fp32 sums over all of K (x86/amx_bf16.h); elsewhere hexa_linear_dot. Either way a row's
-   bits do not depend on the other rows, so a prompt gives the same bits in any chunking */
+   with fp32 sums over all of K (x86/amx_bf16.h); a K-quant's on the 512-bit tiles (AMD Zen 4, 5)
+   with the rows quantized per 256 inputs (x86/quant_dot.c's k256_linear); elsewhere
+   hexa_linear_dot. Either way a row's bits do not depend on the other rows, so a prompt gives
+   the same bits in any chunking */
 void hexa_linear_prefill(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int32_t count, int32_t N, int32_t K, int32_t bits, float *out);
 /* hexa_linear_dot's calls of 32 rows or more on AMX tiles (the amx build, x86/amx.h):

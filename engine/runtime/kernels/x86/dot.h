@@ -44,6 +44,8 @@ struct dot_job {
     int M, N, K, P, bits;
     int pairs;              /* the codes are int16 pairs (8-bit codes, DOT_Q8), else int8 (quads) */
     int gp;                 /* panels per work item (item_panels) */
+    int k256;               /* prompt rows with a scale per 256 inputs (wide.c's K256 tiles): dx the same
+                               for a super-block's 8 blocks, sx the block's sum of codes (not times dx) */
 };
 
 /* d[16] (or m[16]) in the quads' column order: columns 0-3 | 8-11, 4-7 | 12-15 */
@@ -198,6 +200,8 @@ __attribute__((visibility("hidden"))) void wide_dot(const struct dot_job *a, int
    wait on each other where the ymm tiles split them (SPLIT), 0.74-1.01x their speed; 6-8 rows
    1.02-1.14x (Q4_K, Q6_K weights, 2026-12-01). wide.c compiles one-tile calls of 6-8 rows only. */
 #define WIDE_ONE 6
+/* fewest rows of a K256 tile (prompt rows of a K-quant, wide.c) */
+#define K256_ROWS 6
 #endif
 
 #endif

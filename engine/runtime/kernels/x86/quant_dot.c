@@ -20,8 +20,8 @@
  *
  * Not the fp32 arithmetic: in the default int8 arithmetic (engine.decode) every pass takes this
  * one, prompt chunks (since 2026-11-25; before, prefill kept the exact kernels), steps and trees
- * alike, never chosen by row count (the amx build's bf16 prompt rows aside: hexa_linear_prefill,
- * amx_bf16.h). Every row is quantized alone and accumulated in one fixed order, block after
+ * alike, never chosen by row count (prompt rows aside: hexa_linear_prefill's bf16 rows on AMX,
+ * amx_bf16.h, and a K-quant's rows with a scale per 256 inputs on the 512-bit tiles, k256_linear). Every row is quantized alone and accumulated in one fixed order, block after
  * block, whatever the tile or the batch: a tree row still equals a plain step bit for bit.
  */
 #include <immintrin.h>
@@ -102,6 +102,31 @@ static void quantize_row(const float *x, int K, int pairs, int off, int split, v
             for (int h = 0; h < 2; h++)
                 _mm256_storeu_si256((__m256i *)codes + b * 2 + h,
                                     _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q + 16 * h))));
+    }
+}
+
+/* x row [K] -> codes with one scale per 256 inputs, for the K-quants' prompt rows (k256_linear):
+   each block of 32 quantized as quantize_row does, but with the super-block's max|x| (the largest of
+   its 8 blocks'), so the 8 blocks share dx; sx is the block's sum of codes itself (the min term's
+   dx is applied with the rest, per super-block) */
+static void quantize_row_k256(const float *x, int K, int off, int split, int8_t *codes, float *dx, float *sx,
+                              int32_t *qs) {
+    for (int s0 = 0; s0 < K / QB; s0 += KSUPER) {
+        float amax = 0.f;
+        for (int b = s0; b < s0 + KSUPER; b++) {
+            float a;
+            if (!block_amax(x + b * QB, &a)) {
+                a = 0.f;
+                for (int i = 0; i < QB; i++) a = fmaxf_call(fabsf(x[b * QB + i]), a);
+            }
+            amax = a > amax ? a : amax;
+        }
+        for (int b = s0; b < s0 + KSUPER; b++) {
+            int8_t *q = codes + b * QB;
+            quantize_scaled(x + b * QB, amax, q, dx + b, sx + b);
+            sx[b] = (float)(half_sum(q) + half_sum(q + QB / 2));
+            offs(q, off, split, qs + 2 * b);
+        }
     }
 }
 
@@ -477,13 +502,17 @@ struct quant_job {
     float *dx, *sx;
     int32_t *qs;
     size_t row_bytes;
-    int K, nb, pairs, off, split;
+    int K, nb, pairs, off, split, k256;
 };
 
 static void quantize_item(void *ctx, int m) {
     const struct quant_job *j = ctx;
-    quantize_row(j->x + (int64_t)m * j->K, j->K, j->pairs, j->off, j->split, j->codes + j->row_bytes * m,
-                 j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
+    if (j->k256)
+        quantize_row_k256(j->x + (int64_t)m * j->K, j->K, j->off, j->split, (int8_t *)(j->codes + j->row_bytes * m),
+                          j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
+    else
+        quantize_row(j->x + (int64_t)m * j->K, j->K, j->pairs, j->off, j->split, j->codes + j->row_bytes * m,
+                     j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
 }
 
 #ifdef HEXA_AMX
@@ -506,7 +535,7 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
     if (!codes || !scales || !qs) abort();
     struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, pairs,
-                          TILE_OFFSET(bits), SPLIT_SCALE(bits)};   /* what OFF_ and SPL_ are in its tiles */
+                          TILE_OFFSET(bits), SPLIT_SCALE(bits), 0};   /* what OFF_ and SPL_ are in its tiles */
     if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
     else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;
@@ -531,6 +560,45 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     free(scales);
     free(qs);
 }
+
+/* Prompt rows of a K-quant (Q4_K, Q5_K, Q6_K: HEAD_K) on the 512-bit tiles (hexa_linear_prefill):
+   the rows quantized with one scale per 256 inputs, the K-quants' own super-block (llama.cpp's
+   Q8_K takes the same), so a block's float step needs no product d * dx (wide.c's K256 tiles). A
+   one-off build without that product ran a Qwen2.5-1.5B-shaped pass of 64 / 256 rows in
+   0.91 / 0.89-0.92x the time (AMD Zen 4, 2026-12-04). Prompt rows need not take decoding's bits
+   (begin_prefill; amx_bf16.h's bf16 rows are the same case); each row is still computed alone, so a
+   prompt's KV does not depend on its chunking. Returns 0 where it does not apply (no 512-bit tiles,
+   another head): then the prompt rows take hexa_linear_dot. */
+#ifdef HEXA_WIDE
+static int k256_linear(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
+                       int M, int N, int K, int bits, int threads) {
+    const int layout = CODES(bits);   /* the K-quants' layouts: Q4_K, Q5_K, Q6_K */
+    if (!wide_on || HEAD_OF(bits) != HEAD_K || (layout != 4 && layout != 5 && layout != 6) || K % (QB * KSUPER)) return 0;
+    const int nb = K / QB, P = (N + PW - 1) / PW;
+    uint8_t *codes = malloc((size_t)M * K);
+    float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
+    int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
+    if (!codes || !scales || !qs) abort();
+    struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, (size_t)K, K, nb, 0,
+                          TILE_OFFSET(bits), SPLIT_SCALE(bits), 1};
+    if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
+    else for (int m = 0; m < M; m++) quantize_item(&q, m);
+    struct dot_job a = {.packed = packed, .b = b, .res = res, .y = y, .codes = codes, .dx = scales,
+                        .sx = scales + (int64_t)M * nb, .qs = qs, .M = M, .N = N, .K = K, .P = P, .bits = bits,
+                        .pairs = 0, .gp = item_panels(M, P, threads), .k256 = 1};
+    wide_dot(&a, threads);
+    free(codes);
+    free(scales);
+    free(qs);
+    return 1;
+}
+#else
+static int k256_linear(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
+                       int M, int N, int K, int bits, int threads) {
+    (void)x, (void)packed, (void)b, (void)res, (void)y, (void)M, (void)N, (void)K, (void)bits, (void)threads;
+    return 0;
+}
+#endif
 
 #include "zmm.h"
 #include "amx.h"

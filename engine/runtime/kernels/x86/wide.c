@@ -82,18 +82,26 @@ WIDE_TARGET static void wide_interleave(void *ctx, int t) {
 
 /* rows [m0, m0+r) x panel p over pre (own: one tile a panel, which decodes the codes itself): r and
    own constants (the functions below), so acc and the sums stay in registers and each function
-   holds one of the two paths; split, off, has_min the format's flags (amx.h's), constants too */
+   holds one of the two paths; split, off, has_min the format's flags (amx.h's), constants too.
+   k256 (prompt rows of a K-quant, hexa_linear_prefill): the rows' scale dx is one per super-block
+   of 8 blocks, so a block's float step is a convert and an FMA by d (zmm_step_k256) into acc, and
+   dx multiplies acc into the row's sums (sum256, in memory: 3 x 12 rows' vectors would not fit the
+   registers) once per super-block. */
 WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const struct wide_job *j, int m0, const int r, int p,
                                                             const __m256i *pre, const int split, const int off,
-                                                            const int has_min, const int own) {
+                                                            const int has_min, const int own, const int k256) {
     const struct dot_job *a = j->a;
     const int nb = a->K / QB, bits = a->bits, min_at = has_min ? MIN_AT(bits) : -1, bytes = BLOCK_BYTES(bits);
     const char *end = item_end(a, p);
     const int32_t *restrict quads = (const int32_t *)((const int8_t *)j->quads + (int64_t)m0 * a->K);
     const struct wide_scale *restrict sc = j->scales + (int64_t)m0 * nb;
     __m512 acc[WIDE_ROWS];
+    float sum256[k256 ? WIDE_ROWS * PW : 1] __attribute__((aligned(64)));
 #pragma GCC unroll 16
-    for (int i = 0; i < r; i++) acc[i] = _mm512_setzero_ps();
+    for (int i = 0; i < r; i++) {
+        acc[i] = _mm512_setzero_ps();
+        if (k256) _mm512_store_ps(sum256 + i * PW, acc[i]);
+    }
     for (int blk = 0; blk < nb; blk++, quads += QB / 4 * r, sc += r) {
         const __m512i *w = own ? NULL : (const __m512i *)(pre + (int64_t)blk * QB / 2);   /* the block's 8 groups */
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);
@@ -109,7 +117,8 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
                 const __m512 d0 = zmm_join(hd);
 #pragma GCC unroll 16
                 for (int i = 0; i < r; i++) {
-                    acc[i] = zmm_step(acc[i], s[i], off, sc[i].qs[0], d0, _mm512_set1_ps(sc[i].dx));
+                    acc[i] = k256 ? zmm_step_k256(acc[i], s[i], off, sc[i].qs[0], d0)
+                                  : zmm_step(acc[i], s[i], off, sc[i].qs[0], d0, _mm512_set1_ps(sc[i].dx));
                     s[i] = _mm512_setzero_si512();
                 }
             }
@@ -131,19 +140,26 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
         const __m512 mn = min_at >= 0 ? zmm_join(hd + min_at) : _mm512_setzero_ps();
 #pragma GCC unroll 16
         for (int i = 0; i < r; i++) {
-            acc[i] = zmm_step(acc[i], s[i], off, sc[i].qs[1], d1, _mm512_set1_ps(sc[i].dx));
-            if (min_at >= 0) acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sc[i].sx), acc[i]);
+            acc[i] = k256 ? zmm_step_k256(acc[i], s[i], off, sc[i].qs[1], d1)
+                          : zmm_step(acc[i], s[i], off, sc[i].qs[1], d1, _mm512_set1_ps(sc[i].dx));
+            if (min_at >= 0) acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sc[i].sx), acc[i]);   /* k256: sx the codes' sum */
         }
+        if (k256 && blk % KSUPER == KSUPER - 1)   /* the super-block's sums times its dx */
+#pragma GCC unroll 16
+            for (int i = 0; i < r; i++) {
+                _mm512_store_ps(sum256 + i * PW, _mm512_fmadd_ps(acc[i], _mm512_set1_ps(sc[i].dx), _mm512_load_ps(sum256 + i * PW)));
+                acc[i] = _mm512_setzero_ps();
+            }
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < r; i++) zmm_store_row(a, acc[i], m0 + i, p);
+    for (int i = 0; i < r; i++) zmm_store_row(a, k256 ? _mm512_load_ps(sum256 + i * PW) : acc[i], m0 + i, p);
 }
 
 /* One function per row count and kind of format (amx.h's four), the flags constants */
 typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
 #define WIDE_TILE(kind, split, off, has_min, r)                                                   \
     WIDE_TARGET static void wide_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
-        wide_rows(j, m0, r, p, pre, split, off, has_min, 0);                                         \
+        wide_rows(j, m0, r, p, pre, split, off, has_min, 0, 0);                                      \
     }
 /* Tiles over pre take 6-12 rows: a call over pre has more than ONE_Q4 or ONE_Q8 rows (7 or more)
    and the fewest tiles of at most 12, so 13 rows make the smallest ones (6 and 7). Only those are
@@ -160,7 +176,7 @@ typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
    codes take int16 pairs in such calls, PAIRS) */
 #define WIDE_OWN(kind, split, off, has_min, r)                                                    \
     WIDE_TARGET static void own_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {   \
-        wide_rows(j, m0, r, p, pre, split, off, has_min, 1);                                      \
+        wide_rows(j, m0, r, p, pre, split, off, has_min, 1, 0);                                   \
     }
 #define WIDE_OWNS(kind, split, off, has_min)                                                      \
     WIDE_OWN(kind, split, off, has_min, 6) WIDE_OWN(kind, split, off, has_min, 7)                 \
@@ -176,6 +192,37 @@ WIDE_KIND(min, 0, 0, 1)       /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K */
 WIDE_KIND(offset, 0, 1, 0)    /* 8, 9: Q8_0, Q5_0 */
 WIDE_KIND(split, 1, 1, 0)     /* 6: Q6_K */
 WIDE_KIND(union, 1, 1, 1)     /* 7: a projection of mixed types */
+/* K-quants' prompt rows with a scale per 256 inputs (k256): over pre, 6-12 rows a tile; a call of
+   1-8 rows (a prompt's last chunk) one tile a panel decoding its own codes, as the tiles above (over
+   pre, 8 rows took 1.4x the time) */
+#define K256_TILE(kind, split, off, has_min, r)                                                   \
+    WIDE_TARGET static void k256_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
+        wide_rows(j, m0, r, p, pre, split, off, has_min, 0, 1);                                   \
+    }
+#define K256_KIND(kind, split, off, has_min)                                                      \
+    K256_TILE(kind, split, off, has_min, 6) K256_TILE(kind, split, off, has_min, 7)               \
+    K256_TILE(kind, split, off, has_min, 8) K256_TILE(kind, split, off, has_min, 9)               \
+    K256_TILE(kind, split, off, has_min, 10) K256_TILE(kind, split, off, has_min, 11)             \
+    K256_TILE(kind, split, off, has_min, 12)                                                      \
+    static const wide_tile K256_##kind[13] = {0, 0, 0, 0, 0, 0, k256_##kind##_6, k256_##kind##_7, \
+        k256_##kind##_8, k256_##kind##_9, k256_##kind##_10, k256_##kind##_11, k256_##kind##_12};
+K256_KIND(min, 0, 0, 1)       /* 4, 5: Q4_K, Q5_K */
+K256_KIND(split, 1, 1, 0)     /* 6: Q6_K */
+#define K256_OWN(kind, split, off, has_min, r)                                                    \
+    WIDE_TARGET static void k256_own_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) { \
+        wide_rows(j, m0, r, p, pre, split, off, has_min, 1, 1);                                   \
+    }
+#define K256_OWNS(kind, split, off, has_min)                                                      \
+    K256_OWN(kind, split, off, has_min, 1) K256_OWN(kind, split, off, has_min, 2)                 \
+    K256_OWN(kind, split, off, has_min, 3) K256_OWN(kind, split, off, has_min, 4)                 \
+    K256_OWN(kind, split, off, has_min, 5) K256_OWN(kind, split, off, has_min, 6)                 \
+    K256_OWN(kind, split, off, has_min, 7) K256_OWN(kind, split, off, has_min, 8)                 \
+    static const wide_tile K256_OWN_##kind[9] = {0, k256_own_##kind##_1, k256_own_##kind##_2,     \
+        k256_own_##kind##_3, k256_own_##kind##_4, k256_own_##kind##_5, k256_own_##kind##_6,       \
+        k256_own_##kind##_7, k256_own_##kind##_8};
+K256_OWNS(min, 0, 0, 1)
+K256_OWNS(split, 1, 1, 0)
+_Static_assert(K256_ROWS == 6 && WIDE_OWN_ROWS == 8, "K256 tiles over pre of 6-12 rows, one-tile calls of 1-8");
 
 /* a work item (panels [g*gp, g*gp+gp) x all rows): each panel decoded into pre once, then its
    row tiles */
@@ -184,12 +231,18 @@ WIDE_TARGET static void wide_group(void *ctx, int g) {
     const struct dot_job *a = j->a;
     const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
     const int p_end = item_stop(a, g);
-    if (j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
+    if (a->k256 && a->M <= WIDE_OWN_ROWS) {   /* a prompt's last few rows: one tile a panel, its own codes */
+        const wide_tile *own = split ? K256_OWN_split : K256_OWN_min;
+        for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
+        return;
+    }
+    if (!a->k256 && j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
         const wide_tile *own = split ? OWN_split : off ? OWN_offset : OWN_min;
         for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
         return;
     }
-    const wide_tile *tiles_of = split ? (has_min ? WIDE_union : WIDE_split) : off ? WIDE_offset : WIDE_min;
+    const wide_tile *tiles_of = a->k256 ? (split ? K256_split : K256_min)
+                                : split ? (has_min ? WIDE_union : WIDE_split) : off ? WIDE_offset : WIDE_min;
     __m256i *pre = aligned_alloc(64, pre_bytes(a));
     if (!pre) abort();
     for (int p = g * a->gp; p < p_end; p++) {

@@ -26,6 +26,13 @@ ZMM_TARGET static inline __m512 zmm_step(__m512 acc, __m512i sum, const int off,
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, dx), acc);
 }
 
+/* acc + float(sum - offs) * d: zmm_step without dx, for sums whose scale dx is the same over a
+   super-block (prompt rows of the K256 tiles, wide.c): dx then multiplies once per 8 blocks */
+ZMM_TARGET static inline __m512 zmm_step_k256(__m512 acc, __m512i sum, const int off, int32_t offs, __m512 d) {
+    if (off) sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(offs));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc);
+}
+
 /* row m's 16 sums of panel p (the quads' column order) into y */
 ZMM_TARGET static inline void zmm_store_row(const struct dot_job *a, __m512 acc, int m, int p) {
     const __m256 lo = _mm512_castps512_ps256(acc);
