@@ -200,8 +200,6 @@ __attribute__((visibility("hidden"))) void wide_dot(const struct dot_job *a, int
    wait on each other where the ymm tiles split them (SPLIT), 0.74-1.01x their speed; 6-8 rows
    1.02-1.14x (Q4_K, Q6_K weights, 2026-12-01). wide.c compiles one-tile calls of 6-8 rows only. */
 #define WIDE_ONE 6
-/* fewest rows of a K256 tile (prompt rows of a K-quant, wide.c) */
-#define K256_ROWS 6
 #endif
 
 #endif

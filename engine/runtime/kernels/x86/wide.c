@@ -155,74 +155,61 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
     for (int i = 0; i < r; i++) zmm_store_row(a, k256 ? _mm512_load_ps(sum256 + i * PW) : acc[i], m0 + i, p);
 }
 
-/* One function per row count and kind of format (amx.h's four), the flags constants */
+/* One function per row count and kind of format (amx.h's four), the flags constants; pfx names
+   the family: wide (decoding's arithmetic) or k256 (a K-quant's prompt rows, a scale per 256
+   inputs: hexa_linear_prefill) */
 typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
-#define WIDE_TILE(kind, split, off, has_min, r)                                                   \
-    WIDE_TARGET static void wide_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
-        wide_rows(j, m0, r, p, pre, split, off, has_min, 0, 0);                                      \
+#define WIDE_FN(pfx, kind, split, off, has_min, own, k256, r)                                      \
+    WIDE_TARGET static void pfx##_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) { \
+        wide_rows(j, m0, r, p, pre, split, off, has_min, own, k256);                              \
     }
-/* Tiles over pre take 6-12 rows: a call over pre has more than ONE_Q4 or ONE_Q8 rows (7 or more)
-   and the fewest tiles of at most 12, so 13 rows make the smallest ones (6 and 7). Only those are
-   compiled: each unrolls its whole block, and all 12 row counts (and one-tile calls of 2-8 rows)
-   made quant_dot.c's compile 4x as long (-O3, 105 against 26 s; 54 s now). */
-#define WIDE_KIND(kind, split, off, has_min)                                                      \
-    WIDE_TILE(kind, split, off, has_min, 6) WIDE_TILE(kind, split, off, has_min, 7)               \
-    WIDE_TILE(kind, split, off, has_min, 8) WIDE_TILE(kind, split, off, has_min, 9)               \
-    WIDE_TILE(kind, split, off, has_min, 10) WIDE_TILE(kind, split, off, has_min, 11)             \
-    WIDE_TILE(kind, split, off, has_min, 12)                                                      \
-    static const wide_tile WIDE_##kind[13] = {0, 0, 0, 0, 0, 0, wide_##kind##_6, wide_##kind##_7, \
-        wide_##kind##_8, wide_##kind##_9, wide_##kind##_10, wide_##kind##_11, wide_##kind##_12};
-/* One tile a panel (WIDE_OWN_ROWS rows or fewer), decoding its own codes: the nibbles and planes (8-bit
-   codes take int16 pairs in such calls, PAIRS) */
-#define WIDE_OWN(kind, split, off, has_min, r)                                                    \
-    WIDE_TARGET static void own_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {   \
-        wide_rows(j, m0, r, p, pre, split, off, has_min, 1, 0);                                   \
-    }
+/* Tiles over pre take 6-12 rows: a call over pre has more than ONE_Q4 or ONE_Q8 rows (7 or more;
+   k256: more than WIDE_OWN_ROWS) and the fewest tiles of at most 12, so 13 rows make the smallest
+   ones (6 and 7). Only those are compiled: each unrolls its whole block, and all 12 row counts (and
+   one-tile calls of 2-8 rows) made quant_dot.c's compile 4x as long (-O3, 105 against 26 s; 54 s
+   now). pfx##_##kind##_pre[rows] is the tile. */
+#define OVER_PRE(pfx, kind, split, off, has_min, k256)                                             \
+    WIDE_FN(pfx, kind, split, off, has_min, 0, k256, 6) WIDE_FN(pfx, kind, split, off, has_min, 0, k256, 7)   \
+    WIDE_FN(pfx, kind, split, off, has_min, 0, k256, 8) WIDE_FN(pfx, kind, split, off, has_min, 0, k256, 9)   \
+    WIDE_FN(pfx, kind, split, off, has_min, 0, k256, 10) WIDE_FN(pfx, kind, split, off, has_min, 0, k256, 11) \
+    WIDE_FN(pfx, kind, split, off, has_min, 0, k256, 12)                                          \
+    static const wide_tile pfx##_##kind##_pre[13] = {0, 0, 0, 0, 0, 0, pfx##_##kind##_6, pfx##_##kind##_7, \
+        pfx##_##kind##_8, pfx##_##kind##_9, pfx##_##kind##_10, pfx##_##kind##_11, pfx##_##kind##_12};
+/* One tile a panel (WIDE_OWN_ROWS rows or fewer), decoding its own codes: the nibbles and planes
+   (8-bit codes take int16 pairs in such calls, PAIRS). Decoding's calls of 6-8 rows; a K-quant's
+   prompt rows of 1-8 (a prompt's last chunk; over pre, 8 rows took 1.4x the time).
+   pfx##_##kind##_own[rows] is the tile. */
+#define OWN_6_8(pfx, kind, split, off, has_min, k256)                                             \
+    WIDE_FN(pfx##_own, kind, split, off, has_min, 1, k256, 6)                                     \
+    WIDE_FN(pfx##_own, kind, split, off, has_min, 1, k256, 7)                                     \
+    WIDE_FN(pfx##_own, kind, split, off, has_min, 1, k256, 8)
+#define OWN_1_5(pfx, kind, split, off, has_min, k256)                                             \
+    WIDE_FN(pfx##_own, kind, split, off, has_min, 1, k256, 1) WIDE_FN(pfx##_own, kind, split, off, has_min, 1, k256, 2) \
+    WIDE_FN(pfx##_own, kind, split, off, has_min, 1, k256, 3) WIDE_FN(pfx##_own, kind, split, off, has_min, 1, k256, 4) \
+    WIDE_FN(pfx##_own, kind, split, off, has_min, 1, k256, 5)
 #define WIDE_OWNS(kind, split, off, has_min)                                                      \
-    WIDE_OWN(kind, split, off, has_min, 6) WIDE_OWN(kind, split, off, has_min, 7)                 \
-    WIDE_OWN(kind, split, off, has_min, 8)                                                        \
-    static const wide_tile OWN_##kind[9] = {0, 0, 0, 0, 0, 0, own_##kind##_6, own_##kind##_7, own_##kind##_8};
+    OWN_6_8(wide, kind, split, off, has_min, 0)                                                   \
+    static const wide_tile wide_##kind##_own[9] = {0, 0, 0, 0, 0, 0, wide_own_##kind##_6, wide_own_##kind##_7, \
+        wide_own_##kind##_8};
+#define K256_OWNS(kind, split, off, has_min)                                                      \
+    OWN_1_5(k256, kind, split, off, has_min, 1) OWN_6_8(k256, kind, split, off, has_min, 1)       \
+    static const wide_tile k256_##kind##_own[9] = {0, k256_own_##kind##_1, k256_own_##kind##_2,   \
+        k256_own_##kind##_3, k256_own_##kind##_4, k256_own_##kind##_5, k256_own_##kind##_6,       \
+        k256_own_##kind##_7, k256_own_##kind##_8};
 WIDE_OWNS(min, 0, 0, 1)
 WIDE_OWNS(offset, 0, 1, 0)   /* 9: Q5_0 */
 WIDE_OWNS(split, 1, 1, 0)    /* 6: Q6_K */
 #define WIDE_OWN_ROWS 8   /* most rows of a one-tile call that decodes its own codes */
 _Static_assert(WIDE_ROWS == 12 && WIDE_OWN_ROWS == 8 && ONE_Q4 >= 6 && ONE_Q4 <= WIDE_OWN_ROWS && ONE_Q8 >= 6,
-               "tiles over pre of 6-12 rows, one-tile calls of 6-8");
-WIDE_KIND(min, 0, 0, 1)       /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K */
-WIDE_KIND(offset, 0, 1, 0)    /* 8, 9: Q8_0, Q5_0 */
-WIDE_KIND(split, 1, 1, 0)     /* 6: Q6_K */
-WIDE_KIND(union, 1, 1, 1)     /* 7: a projection of mixed types */
-/* K-quants' prompt rows with a scale per 256 inputs (k256): over pre, 6-12 rows a tile; a call of
-   1-8 rows (a prompt's last chunk) one tile a panel decoding its own codes, as the tiles above (over
-   pre, 8 rows took 1.4x the time) */
-#define K256_TILE(kind, split, off, has_min, r)                                                   \
-    WIDE_TARGET static void k256_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) {  \
-        wide_rows(j, m0, r, p, pre, split, off, has_min, 0, 1);                                   \
-    }
-#define K256_KIND(kind, split, off, has_min)                                                      \
-    K256_TILE(kind, split, off, has_min, 6) K256_TILE(kind, split, off, has_min, 7)               \
-    K256_TILE(kind, split, off, has_min, 8) K256_TILE(kind, split, off, has_min, 9)               \
-    K256_TILE(kind, split, off, has_min, 10) K256_TILE(kind, split, off, has_min, 11)             \
-    K256_TILE(kind, split, off, has_min, 12)                                                      \
-    static const wide_tile K256_##kind[13] = {0, 0, 0, 0, 0, 0, k256_##kind##_6, k256_##kind##_7, \
-        k256_##kind##_8, k256_##kind##_9, k256_##kind##_10, k256_##kind##_11, k256_##kind##_12};
-K256_KIND(min, 0, 0, 1)       /* 4, 5: Q4_K, Q5_K */
-K256_KIND(split, 1, 1, 0)     /* 6: Q6_K */
-#define K256_OWN(kind, split, off, has_min, r)                                                    \
-    WIDE_TARGET static void k256_own_##kind##_##r(const struct wide_job *j, int m0, int p, const __m256i *pre) { \
-        wide_rows(j, m0, r, p, pre, split, off, has_min, 1, 1);                                   \
-    }
-#define K256_OWNS(kind, split, off, has_min)                                                      \
-    K256_OWN(kind, split, off, has_min, 1) K256_OWN(kind, split, off, has_min, 2)                 \
-    K256_OWN(kind, split, off, has_min, 3) K256_OWN(kind, split, off, has_min, 4)                 \
-    K256_OWN(kind, split, off, has_min, 5) K256_OWN(kind, split, off, has_min, 6)                 \
-    K256_OWN(kind, split, off, has_min, 7) K256_OWN(kind, split, off, has_min, 8)                 \
-    static const wide_tile K256_OWN_##kind[9] = {0, k256_own_##kind##_1, k256_own_##kind##_2,     \
-        k256_own_##kind##_3, k256_own_##kind##_4, k256_own_##kind##_5, k256_own_##kind##_6,       \
-        k256_own_##kind##_7, k256_own_##kind##_8};
+               "tiles over pre of 6-12 rows, one-tile calls of 6-8 (k256: 1-8)");
+OVER_PRE(wide, min, 0, 0, 1, 0)       /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K */
+OVER_PRE(wide, offset, 0, 1, 0, 0)    /* 8, 9: Q8_0, Q5_0 */
+OVER_PRE(wide, split, 1, 1, 0, 0)     /* 6: Q6_K */
+OVER_PRE(wide, union, 1, 1, 1, 0)     /* 7: a projection of mixed types */
+OVER_PRE(k256, min, 0, 0, 1, 1)       /* a K-quant's prompt rows: 4, 5 (Q4_K, Q5_K) */
+OVER_PRE(k256, split, 1, 1, 0, 1)     /* ... 6 (Q6_K) */
 K256_OWNS(min, 0, 0, 1)
 K256_OWNS(split, 1, 1, 0)
-_Static_assert(K256_ROWS == 6 && WIDE_OWN_ROWS == 8, "K256 tiles over pre of 6-12 rows, one-tile calls of 1-8");
 
 /* a work item (panels [g*gp, g*gp+gp) x all rows): each panel decoded into pre once, then its
    row tiles */
@@ -232,17 +219,17 @@ WIDE_TARGET static void wide_group(void *ctx, int g) {
     const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
     const int p_end = item_stop(a, g);
     if (a->k256 && a->M <= WIDE_OWN_ROWS) {   /* a prompt's last few rows: one tile a panel, its own codes */
-        const wide_tile *own = split ? K256_OWN_split : K256_OWN_min;
+        const wide_tile *own = split ? k256_split_own : k256_min_own;
         for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
         return;
     }
     if (!a->k256 && j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
-        const wide_tile *own = split ? OWN_split : off ? OWN_offset : OWN_min;
+        const wide_tile *own = split ? wide_split_own : off ? wide_offset_own : wide_min_own;
         for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
         return;
     }
-    const wide_tile *tiles_of = a->k256 ? (split ? K256_split : K256_min)
-                                : split ? (has_min ? WIDE_union : WIDE_split) : off ? WIDE_offset : WIDE_min;
+    const wide_tile *tiles_of = a->k256 ? (split ? k256_split_pre : k256_min_pre)
+                                : split ? (has_min ? wide_union_pre : wide_split_pre) : off ? wide_offset_pre : wide_min_pre;
     __m256i *pre = aligned_alloc(64, pre_bytes(a));
     if (!pre) abort();
     for (int p = g * a->gp; p < p_end; p++) {
