@@ -101,7 +101,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
                 "for prompt rows with engine.prompt = bf16; AVX-VNNI for the rest)"
                 if kernel.amx else " (the OS refused the tile state: AVX-VNNI for every call)")
     elif kernel.wide:   # x86/wide.c: where the CPU runs a 512-bit vpdpbusd whole
-        isa += " (512-bit tiles for calls of 6 rows or more: prompt chunks, draft trees)"
+        isa += " (512-bit tiles for calls of 6 rows or more: prompt chunks, draft trees; a K-quant's prompt rows)"
     if kernel.passed_over:   # e.g. a compiler too old for the AMX or AVX-VNNI intrinsics
         names = ", ".join(name for name, _ in kernel.passed_over)
         isa += f" (not {names}, which this CPU runs: {kernel.passed_over[0][1]})"
@@ -114,9 +114,14 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
 
 
 def _arithmetic(settings, kernel) -> str:
-    """What prefill and decoding compute with (the engine option decode; AMX tiles' prompt rows)."""
-    if settings.engine_decode == "int8" and kernel.amx and settings.engine_prompt == "bf16":
-        return "int8 arithmetic for decoding, bf16 for prompt rows"
+    """What prefill and decoding compute with (the engine option decode; the prompt rows' own
+    arithmetic on AMX tiles and on AMD's 512-bit tiles: engine.prompt)."""
+    if settings.engine_decode == "int8" and settings.engine_prompt == "bf16":
+        if kernel.amx:
+            return "int8 arithmetic for decoding, bf16 for prompt rows"
+        if kernel.wide:
+            return ("int8 arithmetic for decoding and prompt rows, a K-quant's prompt rows "
+                    "with one scale per 256 inputs")
     return f"{settings.engine_decode} arithmetic for prefill and decoding"
 
 

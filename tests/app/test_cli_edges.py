@@ -114,3 +114,20 @@ def test_doctor_says_not_supported(tmp_path):
     model = write_gguf(tmp_path / "phi-tiny.gguf", "phi3")
     ok, message = doctor._check_model(Settings(model=str(model)), locations_in(tmp_path))
     assert not ok and "not supported" in message and "not converted yet" not in message
+
+
+def test_doctor_names_the_prompt_rows_arithmetic_of_each_kernel():
+    """hexa doctor says what prompt rows compute with: bf16 on AMX tiles, a scale per 256 inputs
+    for a K-quant's on AMD's 512-bit tiles, else decoding's arithmetic (engine.prompt = int8 too)."""
+    from types import SimpleNamespace as NS
+
+    from app import doctor
+
+    amx, wide, plain = NS(amx=True, wide=False), NS(amx=False, wide=True), NS(amx=False, wide=False)
+    own = NS(engine_decode="int8", engine_prompt="bf16")
+    assert doctor._arithmetic(own, amx) == "int8 arithmetic for decoding, bf16 for prompt rows"
+    assert "one scale per 256 inputs" in doctor._arithmetic(own, wide)
+    assert doctor._arithmetic(own, plain) == "int8 arithmetic for prefill and decoding"
+    for kernel in (amx, wide):
+        assert doctor._arithmetic(NS(engine_decode="int8", engine_prompt="int8"), kernel) == \
+            "int8 arithmetic for prefill and decoding"

@@ -565,7 +565,9 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
    the rows quantized with one scale per 256 inputs, the K-quants' own super-block (llama.cpp's
    Q8_K takes the same), so a block's float step needs no product d * dx (wide.c's K256 tiles). A
    one-off build without that product ran a Qwen2.5-1.5B-shaped pass of 64 / 256 rows in
-   0.91 / 0.89-0.92x the time (AMD Zen 4, 2026-12-04). Prompt rows need not take decoding's bits
+   0.91 / 0.88-0.91x the time; these tiles, alternated with decoding's, 256-row passes of three
+   wide shapes 1.03-1.10x as fast in 15 of 18 measures (AMD Zen 4, 2026-12-04; 1-12 rows
+   0.96-1.04x). Prompt rows need not take decoding's bits
    (begin_prefill; amx_bf16.h's bf16 rows are the same case); each row is still computed alone, so a
    prompt's KV does not depend on its chunking. Returns 0 where it does not apply (no 512-bit tiles,
    another head): then the prompt rows take hexa_linear_dot. */
