@@ -1,7 +1,10 @@
 """hexa's logits against llama.cpp's on the same GGUF, position by position.
 
 Both are fed the same token sequence one token a step (plain decoding, teacher-forced): hexa in
-its decoding arithmetic (codes times 8-bit activations), llama.cpp in its own. Reported: top-1
+its decoding arithmetic (codes times 8-bit activations), llama.cpp in its own; or, with
+``prompt_rows``, hexa as it prefills a prompt (chunks of up to ``PROMPT_CHUNK`` rows between
+``begin_prefill`` and ``end_prefill``: bf16 on AMX tiles, a K-quant's rows with one scale per 256
+inputs on AMD's 512-bit tiles, else decoding's arithmetic). Reported: top-1
 agreement (the fraction of positions whose argmax is the same), the largest |difference| of any
 logit, and the largest difference relative to that position's logit spread (max - min), so a
 model with large logits (Gemma's 262k vocabulary) and one with small ones compare alike.
@@ -40,12 +43,35 @@ def hexa_logits(engine, ids: list[int]) -> np.ndarray:
     return np.stack(rows)
 
 
-def compare(engine, ids: list[int], skip: int = 0) -> Agreement:
-    """Agreement over positions skip..len(ids)-1 (the first ones condition little)."""
+PROMPT_CHUNK = 64   # rows a forward pass takes at most (hexa.h's HEXA_FORWARD_ROWS)
+
+
+def prompt_logits(engine, ids: list[int]) -> np.ndarray:
+    """[len(ids), vocab]: the logits of every row of the prompt ``ids``, prefilled as a prompt."""
+    model = engine.model
+    cache = model.new_cache(len(ids) + 1)
+    rows = []
+    model.begin_prefill(len(ids))
+    try:
+        for start in range(0, len(ids), PROMPT_CHUNK):
+            chunk = ids[start:start + PROMPT_CHUNK]
+            n = len(chunk)
+            mask = np.tri(n, start + n, start, dtype=bool)   # causal over the kept rows and the chunk
+            hidden = model.forward(np.array(chunk, np.int64), np.arange(start, start + n, dtype=np.int64), cache, mask)
+            cache.commit(n)
+            rows.append(model.logits(hidden).copy())
+    finally:
+        model.end_prefill()
+    return np.concatenate(rows)
+
+
+def compare(engine, ids: list[int], skip: int = 0, prompt_rows: bool = False) -> Agreement:
+    """Agreement over positions skip..len(ids)-1 (the first ones condition little); hexa's logits
+    from decoding steps, or with ``prompt_rows`` from a prefill of ``ids``."""
     from .llamacpp import LlamaCppMethod
 
     peer = LlamaCppMethod(engine)
-    ours = hexa_logits(engine, ids)[skip:]
+    ours = (prompt_logits if prompt_rows else hexa_logits)(engine, ids)[skip:]
     with tempfile.TemporaryDirectory(prefix="hexa-logits-") as tmp:
         path = Path(tmp) / "llamacpp.npy"
         peer.worker.ask("logits", ids=list(ids), path=str(path))
@@ -69,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True, metavar="FILE")
     p.add_argument("--data", default="../shared/bench/dev.jsonl", metavar="FILE.jsonl")
     p.add_argument("--positions", type=int, default=150)
+    p.add_argument("--prompt-rows", action="store_true", help="hexa's logits from a prefill of the ids, not decoding steps")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "hexa-agreement"), metavar="DIR")
     a = p.parse_args(argv)
     engine = Engine.load(a.model, Path(a.cache), threads=2)
@@ -77,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     bos = engine.tokenizer.bos_token or "<|endoftext|>"
     ids = [engine.tokenizer.convert_tokens_to_ids(bos)] + engine.encode(text)[:a.positions]
     print(f"{Path(a.model).name} ({engine.model.kernel}, KV {np.dtype(engine.model.kv_dtype).name}): "
-          f"{compare(engine, ids, skip=1).line()}")
+          f"{'prompt rows' if a.prompt_rows else 'decoding rows'}: {compare(engine, ids, skip=1, prompt_rows=a.prompt_rows).line()}")
     return 0
 
 
