@@ -252,9 +252,9 @@ class CompactTransformer:
         1.5-2.5x the int8 tiles a weight at 256 rows), a K-quant's with one scale per 256 inputs
         on the 512-bit tiles (AMD Zen 4 and 5: no product d * dx a block), elsewhere in
         decoding's arithmetic. No draft is verified against a prompt row and every method
-        prefills alike, so the tokens
-        stay identical across methods; but a prompt's KV is then not the steps' (why it is opt-in:
-        an answer migrated to a hexa server, as token ids, may go on differently there)."""
+        prefills alike, so the tokens stay identical across methods; but a prompt's KV is then
+        not the steps' (why it is opt-in: an answer migrated to a hexa server, as token ids, may
+        go on differently there)."""
         self._prompt = self.prompt_bf16
 
     def answer_rows(self) -> None:

@@ -428,7 +428,7 @@ static void ref_prefill(const struct qweight *q, const float *x, const float *b,
 }
 
 /* Where the 512-bit tiles are on (x86/wide.c: AMD Zen 4 and 5), a K-quant's (HEAD_K) prompt rows
-   take a scale per 256 inputs (quant_dot.c's k256_linear): the row quantized per 256 inputs (the
+   take a scale per 256 inputs (quant_dot.c's k256_applies): the row quantized per 256 inputs (the
    blocks of 32 with their super-block's max|x|), each block's integer sum times d (the head's exact
    fp32 value; Q6_K: each half's) and the block's sum of codes times m into a super-block's sum,
    that times dx into the row's, then the bias and the residual. The same operations lane for lane

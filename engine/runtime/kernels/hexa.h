@@ -74,7 +74,7 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 /* prompt rows (prefill): on AMX tiles (the amx build, tiles granted) weights and rows in bf16
    with fp32 sums over all of K (x86/amx_bf16.h); a K-quant's on the 512-bit tiles (AMD Zen 4, 5)
-   with the rows quantized per 256 inputs (x86/quant_dot.c's k256_linear); elsewhere
+   with the rows quantized per 256 inputs (x86/quant_dot.c's k256_applies); elsewhere
    hexa_linear_dot. Either way a row's bits do not depend on the other rows, so a prompt gives
    the same bits in any chunking */
 void hexa_linear_prefill(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);

@@ -15,7 +15,7 @@
  * A), so a prompt gives the same bits in any chunking, and a reused prefix's rows equal a cold
  * prefill's. They do differ from the int8 builds' prompt rows: on a CPU without AMX, or where
  * the OS refused the tiles, hexa_linear_prefill is hexa_linear_dot (a K-quant's rows on the
- * 512-bit tiles aside: quant_dot.c's k256_linear).
+ * 512-bit tiles aside: quant_dot.c's k256_applies).
  */
 #ifdef HEXA_AMX
 #define BF_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
@@ -194,7 +194,6 @@ static int bf16_linear(const float *x, const uint8_t *packed, const float *b, co
 
 void hexa_linear_prefill(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
                          int M, int N, int K, int bits, int threads) {
-    if (!bf16_linear(x, packed, b, res, y, M, N, K, bits, threads) &&
-        !k256_linear(x, packed, b, res, y, M, N, K, bits, threads))
-        hexa_linear_dot(x, packed, b, res, y, M, N, K, bits, threads);
+    if (!bf16_linear(x, packed, b, res, y, M, N, K, bits, threads))
+        dot_rows(x, packed, b, res, y, M, N, K, bits, threads, k256_applies(bits, K));
 }

@@ -21,7 +21,8 @@
  * Not the fp32 arithmetic: in the default int8 arithmetic (engine.decode) every pass takes this
  * one, prompt chunks (since 2026-11-25; before, prefill kept the exact kernels), steps and trees
  * alike, never chosen by row count (prompt rows aside: hexa_linear_prefill's bf16 rows on AMX,
- * amx_bf16.h, and a K-quant's rows with a scale per 256 inputs on the 512-bit tiles, k256_linear). Every row is quantized alone and accumulated in one fixed order, block after
+ * amx_bf16.h, and a K-quant's rows with a scale per 256 inputs on the 512-bit tiles,
+ * k256_applies). Every row is quantized alone and accumulated in one fixed order, block after
  * block, whatever the tile or the batch: a tree row still equals a plain step bit for bit.
  */
 #include <immintrin.h>
@@ -61,6 +62,16 @@ static inline int block_amax(const float *xb, float *amax) {
    block_amax called fmaxf(|x|, amax). Through a pointer, that order stays. */
 static float (*volatile fmaxf_call)(float, float) = fmaxf;
 
+/* max|x| of a block: block_amax, or fmaxf's chain where the block holds a signaling NaN */
+static inline float block_max(const float *xb) {
+    float amax;
+    if (!block_amax(xb, &amax)) {
+        amax = 0.f;
+        for (int i = 0; i < QB; i++) amax = fmaxf_call(fabsf(xb[i]), amax);
+    }
+    return amax;
+}
+
 /* The sum of 16 int8 codes, exactly: each biased by 128 into 0..255 (xor 0x80), summed by
    psadbw in two halves of 8. GCC made the plain loop 16 byte extractions, which were over half
    of quantizing a row, and quantizing 8% of a 1,024-token SmolLM2 prefill (perf). */
@@ -88,12 +99,7 @@ static void quantize_row(const float *x, int K, int pairs, int off, int split, v
                          int32_t *qs) {
     for (int b = 0; b < K / QB; b++) {
         int8_t q[QB];
-        float amax;
-        if (!block_amax(x + b * QB, &amax)) {
-            amax = 0.f;
-            for (int i = 0; i < QB; i++) amax = fmaxf_call(fabsf(x[b * QB + i]), amax);
-        }
-        quantize_scaled(x + b * QB, amax, q, dx + b, sx + b);
+        quantize_scaled(x + b * QB, block_max(x + b * QB), q, dx + b, sx + b);
         if (!pairs) {
             memcpy((int8_t *)codes + b * QB, q, QB);
             offs(q, off, split, qs + 2 * b);
@@ -105,7 +111,7 @@ static void quantize_row(const float *x, int K, int pairs, int off, int split, v
     }
 }
 
-/* x row [K] -> codes with one scale per 256 inputs, for the K-quants' prompt rows (k256_linear):
+/* x row [K] -> codes with one scale per 256 inputs, for the K-quants' prompt rows (k256_applies):
    each block of 32 quantized as quantize_row does, but with the super-block's max|x| (the largest of
    its 8 blocks'), so the 8 blocks share dx; sx is the block's sum of codes itself (the min term's
    dx is applied with the rest, per super-block) */
@@ -114,11 +120,7 @@ static void quantize_row_k256(const float *x, int K, int off, int split, int8_t 
     for (int s0 = 0; s0 < K / QB; s0 += KSUPER) {
         float amax = 0.f;
         for (int b = s0; b < s0 + KSUPER; b++) {
-            float a;
-            if (!block_amax(x + b * QB, &a)) {
-                a = 0.f;
-                for (int i = 0; i < QB; i++) a = fmaxf_call(fabsf(x[b * QB + i]), a);
-            }
+            const float a = block_max(x + b * QB);
             amax = a > amax ? a : amax;
         }
         for (int b = s0; b < s0 + KSUPER; b++) {
@@ -507,12 +509,12 @@ struct quant_job {
 
 static void quantize_item(void *ctx, int m) {
     const struct quant_job *j = ctx;
-    if (j->k256)
-        quantize_row_k256(j->x + (int64_t)m * j->K, j->K, j->off, j->split, (int8_t *)(j->codes + j->row_bytes * m),
-                          j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
-    else
-        quantize_row(j->x + (int64_t)m * j->K, j->K, j->pairs, j->off, j->split, j->codes + j->row_bytes * m,
-                     j->dx + (int64_t)m * j->nb, j->sx + (int64_t)m * j->nb, j->qs + (int64_t)m * j->nb * 2);
+    const float *x = j->x + (int64_t)m * j->K;
+    uint8_t *codes = j->codes + j->row_bytes * m;
+    float *dx = j->dx + (int64_t)m * j->nb, *sx = j->sx + (int64_t)m * j->nb;
+    int32_t *qs = j->qs + (int64_t)m * j->nb * 2;
+    if (j->k256) quantize_row_k256(x, j->K, j->off, j->split, (int8_t *)codes, dx, sx, qs);
+    else quantize_row(x, j->K, j->pairs, j->off, j->split, codes, dx, sx, qs);
 }
 
 #ifdef HEXA_AMX
@@ -526,23 +528,25 @@ static int amx_on;
 static void amx_group(void *ctx, int g);
 #endif
 
-void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
-                     int M, int N, int K, int bits, int threads) {
-    const int nb = K / QB, pairs = PAIRS(bits, M);
+/* The rows quantized, then their products: decoding's arithmetic, or with k256 (k256_applies) a
+   K-quant's prompt rows with one scale per 256 inputs on the 512-bit tiles */
+static void dot_rows(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
+                     int M, int N, int K, int bits, int threads, int k256) {
+    const int nb = K / QB, pairs = k256 ? 0 : PAIRS(bits, M);
     const size_t row_bytes = pairs ? sizeof(int32_t) * (K / 2) : (size_t)K;
     uint8_t *codes = malloc(row_bytes * (size_t)M);
     float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
     int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
     if (!codes || !scales || !qs) abort();
     struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, pairs,
-                          TILE_OFFSET(bits), SPLIT_SCALE(bits), 0};   /* what OFF_ and SPL_ are in its tiles */
+                          TILE_OFFSET(bits), SPLIT_SCALE(bits), k256};   /* what OFF_ and SPL_ are in its tiles */
     if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
     else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;
     /* named fields: a field left out is 0, and gp 0 is a division by zero (item_end) */
     struct dot_job a = {.packed = packed, .b = b, .res = res, .y = y, .codes = codes, .dx = scales,
                         .sx = scales + (int64_t)M * nb, .qs = qs, .M = M, .N = N, .K = K, .P = P, .bits = bits,
-                        .pairs = pairs, .gp = item_panels(M, P, threads)};
+                        .pairs = pairs, .gp = item_panels(M, P, threads), .k256 = k256};
 #ifdef HEXA_AMX
     /* pre is a B tile per block (amx.h); chosen here, not in dot_group, which stays the avx-vnni
        build's code: with the branch inside it, 8- and 16-row passes took 1.1x their time */
@@ -551,7 +555,7 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
     else
 #endif
 #ifdef HEXA_WIDE
-    if (wide_on && !pairs && (M > (BYTE_CODES(bits) ? ONE_Q8 : ONE_Q4) || (M >= WIDE_ONE && !BYTE_CODES(bits))))
+    if (k256 || (wide_on && !pairs && (M > (BYTE_CODES(bits) ? ONE_Q8 : ONE_Q4) || (M >= WIDE_ONE && !BYTE_CODES(bits)))))
         wide_dot(&a, threads);
     else
 #endif
@@ -567,40 +571,24 @@ void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, cons
    one-off build without that product ran a Qwen2.5-1.5B-shaped pass of 64 / 256 rows in
    0.91 / 0.88-0.91x the time; these tiles, alternated with decoding's, 256-row passes of three
    wide shapes 1.03-1.10x as fast in 15 of 18 measures (AMD Zen 4, 2026-12-04; 1-12 rows
-   0.96-1.04x). Prompt rows need not take decoding's bits
-   (begin_prefill; amx_bf16.h's bf16 rows are the same case); each row is still computed alone, so a
-   prompt's KV does not depend on its chunking. Returns 0 where it does not apply (no 512-bit tiles,
-   another head): then the prompt rows take hexa_linear_dot. */
+   0.96-1.04x). Prompt rows need not take decoding's bits (begin_prefill; amx_bf16.h's bf16 rows
+   are the same case); each row is still computed alone, so a prompt's KV does not depend on its
+   chunking. 1 where a weight's prompt rows take it (dot_rows' k256), 0 where they take decoding's
+   arithmetic (no 512-bit tiles, another head). */
+static int k256_applies(int bits, int K) {
 #ifdef HEXA_WIDE
-static int k256_linear(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
-                       int M, int N, int K, int bits, int threads) {
     const int layout = CODES(bits);   /* the K-quants' layouts: Q4_K, Q5_K, Q6_K */
-    if (!wide_on || HEAD_OF(bits) != HEAD_K || (layout != 4 && layout != 5 && layout != 6) || K % (QB * KSUPER)) return 0;
-    const int nb = K / QB, P = (N + PW - 1) / PW;
-    uint8_t *codes = malloc((size_t)M * K);
-    float *scales = malloc(sizeof(float) * (size_t)M * nb * 2);
-    int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
-    if (!codes || !scales || !qs) abort();
-    struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, (size_t)K, K, nb, 0,
-                          TILE_OFFSET(bits), SPLIT_SCALE(bits), 1};
-    if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
-    else for (int m = 0; m < M; m++) quantize_item(&q, m);
-    struct dot_job a = {.packed = packed, .b = b, .res = res, .y = y, .codes = codes, .dx = scales,
-                        .sx = scales + (int64_t)M * nb, .qs = qs, .M = M, .N = N, .K = K, .P = P, .bits = bits,
-                        .pairs = 0, .gp = item_panels(M, P, threads), .k256 = 1};
-    wide_dot(&a, threads);
-    free(codes);
-    free(scales);
-    free(qs);
-    return 1;
-}
+    return wide_on && HEAD_OF(bits) == HEAD_K && (layout == 4 || layout == 5 || layout == 6) && K % (QB * KSUPER) == 0;
 #else
-static int k256_linear(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
-                       int M, int N, int K, int bits, int threads) {
-    (void)x, (void)packed, (void)b, (void)res, (void)y, (void)M, (void)N, (void)K, (void)bits, (void)threads;
+    (void)bits, (void)K;
     return 0;
-}
 #endif
+}
+
+void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y,
+                     int M, int N, int K, int bits, int threads) {
+    dot_rows(x, packed, b, res, y, M, N, K, bits, threads, 0);
+}
 
 #include "zmm.h"
 #include "amx.h"

@@ -218,13 +218,9 @@ WIDE_TARGET static void wide_group(void *ctx, int g) {
     const struct dot_job *a = j->a;
     const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
     const int p_end = item_stop(a, g);
-    if (a->k256 && a->M <= WIDE_OWN_ROWS) {   /* a prompt's last few rows: one tile a panel, its own codes */
-        const wide_tile *own = split ? k256_split_own : k256_min_own;
-        for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
-        return;
-    }
-    if (!a->k256 && j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
-        const wide_tile *own = split ? wide_split_own : off ? wide_offset_own : wide_min_own;
+    if (j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
+        const wide_tile *own = a->k256 ? (split ? k256_split_own : k256_min_own)   /* 1-8 rows */
+                                       : split ? wide_split_own : off ? wide_offset_own : wide_min_own;   /* 6-8 */
         for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
         return;
     }
