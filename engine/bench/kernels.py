@@ -3,10 +3,15 @@
     python -m engine.bench.kernels [--isas auto,avx2] [--types Q4_K,Q6_K,...] [--rows 1,2,4,8,16]
     python -m engine.bench.kernels --isas avx512-vnni:narrow,avx512-vnni:wide ...   # the 256- against the 512-bit tiles
     python -m engine.bench.kernels --model FILE.gguf [--isas ...] [--kv f32,f16] [--past N]   # a verification's cost curve
+    python -m engine.bench.kernels --prompt --rows 64,256 --roof ...   # prompt rows, and the share of the CPU's int8 roof
 
 Without ``--model``: one weight at a time (``hexa_linear_dot``, the decoding arithmetic) on random
 GGUF blocks of each type, packed as the engine packs them, at a cache-resident shape and at one
-streamed from memory. With ``--model``: the cost of a verification, the model's forward + logits
+streamed from memory (``--prompt``: the prompt rows' arithmetic, ``hexa_linear_prefill``, which may
+differ between builds: their outputs are not compared). Each call's GMAC/s is printed, and with
+``--roof`` its share of what the CPU's int8 dot-product instruction issues when it does nothing
+else (``roof.c``, each VNNI build's own instruction; the bound a tile's loads, decoding and float
+steps are measured against). With ``--model``: the cost of a verification, the model's forward + logits
 of S rows over a ``--past``-token context (the draft-tree sizer's cost curve), with each build's
 kernels and each KV cache type.
 
@@ -101,7 +106,29 @@ def builds(isas: list[str], cache: Path, threads: int) -> dict[str, tuple[object
     return out
 
 
-def weight_table(kernels: dict, types: list[str], shapes, rows: list[int], reps: int) -> list[dict]:
+def roof(isa: str, cache: Path, threads: int) -> float | None:
+    """The int8 dot-product instruction roof of ``isa``'s build on this CPU in GMAC/s (``roof.c``),
+    or None where the build has no such instruction (AVX2, ARM64: not measured here)."""
+    import ctypes
+
+    from ..runtime.kernels import FLAGS, ISA_FLAGS, ISA_FOLDER, _compiler
+    from ..runtime.kernels.compile import compile_c
+
+    cc = _compiler(None)
+    if ISA_FOLDER.get(isa) != "x86" or not cc:
+        return None
+    out = cache / f"roof-{isa}.so"
+    failed = compile_c(cc, [*FLAGS, *ISA_FLAGS[isa]], [Path(__file__).with_name("roof.c")], out)
+    if failed:
+        raise SystemExit(f"kernels bench: the roof of {isa}: {failed[0]}")
+    fn = ctypes.CDLL(str(out)).hexa_roof_gmacs
+    fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_int, ctypes.c_int64]
+    best = max(fn(threads, 20_000_000) for _ in range(3))   # ~0.1-0.3 s each; the host's best moment
+    return best if best > 0 else None
+
+
+def weight_table(kernels: dict, types: list[str], shapes, rows: list[int], reps: int,
+                 prompt: bool = False) -> list[dict]:
     results = []
     for N, K in shapes:
         for kind in types:
@@ -112,13 +139,14 @@ def weight_table(kernels: dict, types: list[str], shapes, rows: list[int], reps:
                 def call(name):
                     kernel, tiles = kernels[name]
                     set_tiles(kernel, tiles)
-                    return kernel.linear(x, weights[name], exact=False)
+                    return kernel.linear(x, weights[name], exact=False, prompt=prompt)
                 outs = {name: call(name) for name in weights}
                 first = next(iter(outs.values()))
-                if not all(np.array_equal(first, o) for o in outs.values()):
+                if not prompt and not all(np.array_equal(first, o) for o in outs.values()):
                     raise SystemExit(f"kernels bench: {kind} {N}x{K} at {m} rows differs between builds")
                 ms = interleaved({name: (lambda name=name: call(name)) for name in weights}, reps)
-                results.append(dict(weight=f"{kind} {N}x{K}", rows=m, ms=ms))
+                results.append(dict(weight=f"{kind} {N}x{K}{' prompt' if prompt else ''}", rows=m, ms=ms,
+                                    gmacs={n: m * N * K / t / 1e6 for n, t in ms.items()}))
     return results
 
 
@@ -164,18 +192,31 @@ def model_table(model_path: str, isas: list[str], cache: Path, threads: int, row
     return results
 
 
-def print_table(results: list[dict]) -> None:
+def print_table(results: list[dict], roofs: dict[str, float | None] | None = None) -> None:
+    """One line a weight and row count: each build's ms, speedups over the first, the first's ms
+    over its 1-row ms; for single weights each build's GMAC/s, and with ``roofs`` (a build's int8
+    roof in GMAC/s, None where not measured) the share of it."""
     isas = list(results[0]["ms"])
     base = isas[0]
+    rates = "gmacs" in results[0]
     print(f"{'what':40} {'rows':>4} " + " ".join(f"{isa + ' ms':>16}" for isa in isas)
-          + "".join(f"  {isa + ' speedup':>20}" for isa in isas[1:]) + "   ms vs 1 row (" + base + ")")
+          + "".join(f"  {isa + ' speedup':>20}" for isa in isas[1:]) + "   ms vs 1 row (" + base + ")"
+          + ("".join(f"  {isa + ' GMAC/s':>22}" for isa in isas) if rates else ""))
     one: dict[str, float] = {}
     for r in results:
         if r["rows"] == min(x["rows"] for x in results if x["weight"] == r["weight"]):
             one[r["weight"]] = r["ms"][base]
         print(f"{r['weight']:40} {r['rows']:>4} " + " ".join(f"{r['ms'][i]:16.3f}" for i in isas)
               + "".join(f"  {r['ms'][base] / r['ms'][i]:19.2f}x" for i in isas[1:])
-              + f"   {r['ms'][base] / one[r['weight']]:.2f}x")
+              + f"   {r['ms'][base] / one[r['weight']]:.2f}x"
+              + ("".join(f"  {_rate(r['gmacs'][i], (roofs or {}).get(i)):>22}" for i in isas) if rates else ""))
+    for isa, top in (roofs or {}).items():
+        print(f"{isa}: the int8 dot-product roof " + (f"{top:.0f} GMAC/s" if top else "not measured (no such instruction)")
+              + " with these threads")
+
+
+def _rate(gmacs: float, top: float | None) -> str:
+    return f"{gmacs:.0f}" + (f" ({100 * gmacs / top:.0f}% of roof)" if top else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--types", default=",".join(TYPES), metavar="TYPE,...")
     p.add_argument("--shapes", default=",".join(f"{n}x{k}" for n, k in SHAPES), metavar="NxK,...")
     p.add_argument("--rows", default=",".join(map(str, ROWS)), metavar="N,...")
+    p.add_argument("--prompt", action="store_true",
+                   help="single weights: time the prompt rows' arithmetic (hexa_linear_prefill) instead of decoding's")
+    p.add_argument("--roof", action="store_true",
+                   help="single weights: also each build's share of this CPU's int8 dot-product instruction roof")
     p.add_argument("--model", default=None, metavar="FILE", help="a verification's cost curve on this model")
     p.add_argument("--kv", default="auto", metavar="KV,...", help="with --model: KV cache types to compare (f32, f16)")
     p.add_argument("--past", type=int, default=512, metavar="N", help="with --model: tokens of context")
@@ -200,14 +245,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     isas = a.isas.split(",") if a.isas else list(dict.fromkeys(["avx2" if best != "neon" else "neon", best]))
     rows = [int(r) for r in a.rows.split(",")]
+    roofs = None
     with tempfile.TemporaryDirectory() as tmp:
         cache = a.cache or Path(tmp)
         if a.model:
             results = model_table(a.model, isas, cache, a.threads, rows, a.reps, a.past, tuple(a.kv.split(",")))
         else:
             shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
-            results = weight_table(builds(isas, cache, a.threads), a.types.split(","), shapes, rows, a.reps)
-    print_table(results)
+            kernels = builds(isas, cache, a.threads)
+            results = weight_table(kernels, a.types.split(","), shapes, rows, a.reps, a.prompt)
+            if a.roof:
+                each = {k.isa: roof(k.isa, cache, a.threads) for k, _ in kernels.values()}
+                roofs = {name: each[kernel.isa] for name, (kernel, _) in kernels.items()}
+    print_table(results, roofs)
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -34,3 +34,24 @@ def test_random_blocks_rebuild_ggmls_weights():
         data = bench.random_blocks(kind, 4, 512)
         w = quants.dequantize(data, getattr(T, kind)).reshape(4, 512)
         assert np.isfinite(w).all() and w.std() > 0
+
+
+def test_prompt_rows_and_the_share_of_the_int8_roof(capsys, tmp_path):
+    """--prompt times hexa_linear_prefill; --roof measures the build's dot-product instruction
+    alone (VNNI builds) and prints each call's share of it."""
+    best = host_isa()[0]
+    if best is None:
+        pytest.skip(f"no native kernels here: {host_isa()[1]}")
+    out = tmp_path / "k.json"
+    assert bench.main(["--isas", best, "--types", "Q4_K", "--shapes", "48x512", "--rows", "2", "--reps", "1",
+                       "--prompt", "--roof", "--json", str(out), "--cache", os.environ["HEXA_CACHE_DIR"]]) == 0
+    text = capsys.readouterr().out
+    import json
+    (row,) = json.loads(out.read_text())
+    assert row["weight"] == "Q4_K 48x512 prompt" and row["gmacs"][best] == pytest.approx(2 * 48 * 512 / row["ms"][best] / 1e6)
+    top = bench.roof(best, Path(os.environ["HEXA_CACHE_DIR"]), 1)
+    if best in ("avx-vnni", "avx512-vnni", "amx"):
+        # one thread issues at least one 8-lane dot product a ns on any VNNI CPU
+        assert top is not None and top > 32 and "% of roof" in text and "GMAC/s with these threads" in text
+    else:
+        assert top is None and "not measured" in text

@@ -132,8 +132,7 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
             }
 #pragma GCC unroll 16
             for (int i = 0; i < r; i++) {
-                s[i] = _mm512_dpbusd_epi32(s[i], wv, _mm512_set1_epi32(quads[g * r + i]));
-                __asm__("" : "+v"(s[i]));   /* IN_ORDER's reason: one add per product, no spills */
+                ZMM_DPBUSD_BCST(s[i], wv, quads + g * r + i);
             }
         }
         const __m512 d1 = zmm_join(split ? hd + PW : hd);
