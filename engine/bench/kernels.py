@@ -108,7 +108,7 @@ def builds(isas: list[str], cache: Path, threads: int) -> dict[str, tuple[object
 
 def roof(isa: str, cache: Path, threads: int) -> float | None:
     """The int8 dot-product instruction roof of ``isa``'s build on this CPU in GMAC/s (``roof.c``),
-    or None where the build has no such instruction (AVX2, ARM64: not measured here)."""
+    or None where it is not measured: AVX2 (no one instruction for it) and ARM64 builds."""
     import ctypes
 
     from ..runtime.kernels import FLAGS, ISA_FLAGS, ISA_FOLDER, _compiler
@@ -211,7 +211,7 @@ def print_table(results: list[dict], roofs: dict[str, float | None] | None = Non
               + f"   {r['ms'][base] / one[r['weight']]:.2f}x"
               + ("".join(f"  {_rate(r['gmacs'][i], (roofs or {}).get(i)):>22}" for i in isas) if rates else ""))
     for isa, top in (roofs or {}).items():
-        print(f"{isa}: the int8 dot-product roof " + (f"{top:.0f} GMAC/s" if top else "not measured (no such instruction)")
+        print(f"{isa}: the int8 dot-product roof " + (f"{top:.0f} GMAC/s" if top else "not measured for this build")
               + " with these threads")
 
 
