@@ -239,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=None, metavar="DIR",
                    help="where the builds are compiled and kept (default: a temporary folder)")
     a = p.parse_args(argv)
+    if a.model and (a.prompt or a.roof):
+        p.error("--prompt and --roof time single weights: leave out --model")
     best, why = host_isa()
     if best is None:
         print(f"kernels bench: no native kernels here: {why}", file=sys.stderr)

@@ -55,3 +55,9 @@ def test_prompt_rows_and_the_share_of_the_int8_roof(capsys, tmp_path):
         assert top is not None and top > 32 and "% of roof" in text and "GMAC/s with these threads" in text
     else:
         assert top is None and "not measured" in text
+
+
+def test_roof_and_prompt_are_for_single_weights(capsys):
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--model", "any.gguf", "--roof"])
+    assert stop.value.code == 2 and "leave out --model" in capsys.readouterr().err
