@@ -83,14 +83,15 @@ static double timed(int threads, int64_t n, int wide) {
 
 /* the roof in GMAC/s, or -1 on a build without a dot-product instruction (AVX2) */
 double hexa_roof_gmacs(int threads, int64_t n) {
-#if !defined(HEXA_VNNI)
-    (void)timed;
-    return -1.0;
-#endif
+#if defined(HEXA_VNNI)
     double best = timed(threads, n, 0);
 #if defined(__AVX512VNNI__)
     const double z = timed(threads, n, 1);
     if (z > best) best = z;
 #endif
     return best;
+#else
+    (void)threads, (void)n, (void)timed;
+    return -1.0;
+#endif
 }
