@@ -106,8 +106,8 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
         names = ", ".join(name for name, _ in kernel.passed_over)
         isa += f" (not {names}, which this CPU runs: {kernel.passed_over[0][1]})"
     return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K as 4-bit codes, "
-                  f"Q5_0/Q5_1/Q5_K/Q6_K as 4-bit codes + bit planes, Q8_0 as bytes; F16 and other types "
-                  f"as fp32 panels) "
+                  f"Q5_0/Q5_1/Q5_K/Q6_K/Q3_K as 4-bit codes + bit planes, Q8_0/IQ4_NL/IQ4_XS as bytes; "
+                  f"F16 and other types as fp32 panels) "
                   f"({_arithmetic(settings, kernel)}, {_kv_cache(settings)} KV cache), "
                   f"on {kernel.threads} pool threads; "
                   f"{_packed_weights(settings, locs, kernel)}{note}")
@@ -138,7 +138,10 @@ def _packed_weights(settings, locs, kernel) -> str:
     from engine.errors import EngineError
 
     try:
-        path = packed_weights.path_for(_model_entry(settings, locs)[1], kernel.build)
+        from engine.model.gguf_model import packed_key
+
+        source, folder = _model_entry(settings, locs)
+        path = packed_weights.path_for(folder, packed_key(kernel.build) if source.kind == "gguf" else kernel.build)
     except EngineError:
         return "weights: model not found"
     if not path.exists():

@@ -41,20 +41,24 @@ ROWS = (1, 2, 4, 8, 16)
 PAUSE = 0.002                                # s between calls: pool.c's workers spin 200 us by default
 
 
+# the types the gguf package cannot quantize: (inputs a block, its bytes, where its fp16 scales are)
+RAW_BLOCKS = {"Q4_K": (256, 144, slice(0, 4)), "Q5_K": (256, 176, slice(0, 4)), "Q6_K": (256, 210, slice(208, 210)),
+              "Q3_K": (256, 110, slice(108, 110)), "IQ4_XS": (256, 136, slice(0, 2)), "IQ4_NL": (32, 18, slice(0, 2))}
+
+
 def random_blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
-    """A tensor's raw GGUF blocks: quantized by the gguf package where it can, else random K-quant
-    bytes with finite, positive fp16 scales."""
+    """A tensor's raw GGUF blocks: quantized by the gguf package where it can, else random bytes
+    with finite, positive fp16 scales."""
     from gguf import GGMLQuantizationType, quants
 
     rng = np.random.default_rng(seed)
-    if kind not in ("Q4_K", "Q5_K", "Q6_K"):
+    if kind not in RAW_BLOCKS:
         return quants.quantize(rng.standard_normal((rows, K)).astype(np.float32) * 0.05,
                                getattr(GGMLQuantizationType, kind))
-    size = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
-    raw = rng.integers(0, 256, (rows, K // 256, size), dtype=np.uint8)
-    at = slice(208, 210) if kind == "Q6_K" else slice(0, 4)             # the fp16 scales
-    scales = rng.uniform(1e-4, 2e-3, (rows, K // 256, (at.stop - at.start) // 2)).astype(np.float16)
-    raw[..., at] = scales.view(np.uint8).reshape(rows, K // 256, -1)
+    per, size, at = RAW_BLOCKS[kind]
+    raw = rng.integers(0, 256, (rows, K // per, size), dtype=np.uint8)
+    scales = rng.uniform(1e-4, 2e-3, (rows, K // per, (at.stop - at.start) // 2)).astype(np.float16)
+    raw[..., at] = scales.view(np.uint8).reshape(rows, K // per, -1)
     return raw.reshape(rows, -1)
 
 

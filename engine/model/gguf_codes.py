@@ -19,6 +19,12 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | Q5_1   | d * q + m                       | 5      | d, m; codes 0..31                           |
 | Q5_K   | (d*sc) * q - (dmin*mn), per 32  | 5      | d*sc, -(dmin*mn); codes 0..31               |
 | Q6_K   | (d*sc) * (q - 32), per 16       | 6      | d*sc of inputs 0-15, of 16-31; codes q - 32 |
+| Q3_K   | (d*(sc-32)) * q, q in -4..3, per 16 | 6  | as Q6_K; codes q (3 bits held in 6)        |
+| IQ4_NL | d * table[q], per 32            | 8      | d; codes table[q] (ggml's 16 int8 values)   |
+| IQ4_XS | (d*(sc-32)) * table[q], per 32  | 8      | d*(sc-32); codes table[q]                   |
+
+(Q3_K and the IQ4 types take layouts of more bits than their own, 6 and 8 for 3.4 and 4.3-4.5:
+twice the GGUF's bytes, against 7-9x as fp32 panels; exact, and every kernel reads them already.)
 
 (A projection fused of parts of layouts 8 and 9 is packed in 8, of other mixes in 7: bytes after
 three fp32 arrays, ``layout.h``.) F16/BF16/F32 tensors are
@@ -33,6 +39,8 @@ fp32 values, so the bits out of every product are those of the fp32 head.
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from ..runtime.kernels import HEADER, PANEL, QUANT_BLOCK
@@ -40,7 +48,13 @@ from ..runtime.kernels import HEADER, PANEL, QUANT_BLOCK
 QB = QUANT_BLOCK
 HEAD_F16, HEAD_K = HEADER.constants["HEXA_HEAD_F16"], HEADER.constants["HEXA_HEAD_K"]
 KSUPER = HEADER.constants["HEXA_KSUPER"]        # blocks per HEAD_K factor
-NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6}   # -> layout
+NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6,
+          "Q3_K": 6, "IQ4_NL": 8, "IQ4_XS": 8}   # -> layout
+K_HEADS = ("Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS")   # a factor per 256 inputs times a small integer per block
+IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)  # ggml's kvalues_iq4nl
+# what a GGUF's packed file was made with beyond the kernels' build: a file packed before a type
+# was mapped here holds that type as fp32 panels, and a start with the mapping packs it again
+MAPPING = "m" + hashlib.sha256(repr(sorted(NATIVE.items())).encode()).hexdigest()[:6]
 PLANES = {5: 1, 9: 1, 6: 2}            # layout.h's PLANES: high bits per code beyond the nibble
 OFFSET = {5: 0, 9: 16, 6: 32}          # ... and CODE_OFFSET: a plane code holds q + this
 
@@ -60,6 +74,21 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
     ``data`` (uint8 [rows, bytes per row]); for Q6_K (layout 6) m is the scale of each block's
     inputs 16-31 and d that of inputs 0-15."""
     nb = K // QB
+    if kind == "Q3_K":
+        b = data.reshape(rows, K // 256, 110)
+        hm, qs = b[..., 0:32], b[..., 32:96].reshape(rows, -1, 2, 1, 32)   # qs: per half of 128 inputs
+        j = np.arange(4, dtype=np.uint8)[:, None]                            # 4 shifts of 2 bits a half
+        hm = hm[..., None, :]
+        high = np.stack([(hm >> j) & 1, (hm >> (j + 4)) & 1], axis=2)      # [rows, S, 2, 4, 32]: bit 4h + j
+        q = ((qs >> (2 * j)) & 3).astype(np.int8) - 4 * (1 - high).astype(np.int8)
+        d = _half(b[..., 108:110])[..., None]
+        scale = (d * _q3_scales(b[..., 96:108]).astype(np.float32)).reshape(rows, nb, 2)
+        return np.ascontiguousarray(scale[..., 0]), np.ascontiguousarray(scale[..., 1]), q.reshape(rows, K)
+    if kind == "IQ4_XS":
+        b = data.reshape(rows, K // 256, 136)
+        d = _half(b[..., 0:2])[..., None]
+        q = IQ4_VALUES[_nibbles(b[..., 8:].reshape(rows, -1, 16))].reshape(rows, K)
+        return (d * _iq4_scales(b).astype(np.float32)).reshape(rows, nb), None, q
     if kind == "Q6_K":
         b = data.reshape(rows, K // 256, 210)
         ql, qh = b[..., 0:128].reshape(rows, -1, 2, 64), b[..., 128:192].reshape(rows, -1, 2, 32)
@@ -89,7 +118,7 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
         q = np.stack([qs & 15, qs >> 4], axis=3).reshape(rows, K)   # sub-block 2j low, 2j+1 high
         scale = (d * sc.astype(np.float32)).reshape(rows, nb)
         return scale, -(dmin * mn.astype(np.float32)).reshape(rows, nb), q
-    size = {"Q4_0": 18, "Q4_1": 20, "Q5_0": 22, "Q8_0": 34, "Q5_1": 24}[kind]
+    size = {"Q4_0": 18, "Q4_1": 20, "Q5_0": 22, "Q8_0": 34, "Q5_1": 24, "IQ4_NL": 18}[kind]
     b = data.reshape(rows, nb, size)
     d = _half(b[..., 0:2])
     if kind == "Q4_0":
@@ -98,6 +127,8 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
         return d, _half(b[..., 2:4]), _nibbles(b[..., 4:]).reshape(rows, K)
     if kind == "Q8_0":
         return d, None, b[..., 2:].view(np.int8).reshape(rows, K)
+    if kind == "IQ4_NL":
+        return d, None, IQ4_VALUES[_nibbles(b[..., 2:])].reshape(rows, K)
     if kind == "Q5_1":
         qh = np.ascontiguousarray(b[..., 4:8]).view(np.uint32)
         high = ((qh >> np.arange(32, dtype=np.uint32)) & 1).astype(np.uint8) << 4
@@ -110,11 +141,19 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
 
 def k_factors(kind: str, data: np.ndarray, rows: int, K: int):
     """A K-quant's head as (factors [arrays, rows, K/256] fp32, integers [arrays, rows, K/32]
-    int8) with factor * integer = the head ``decode`` gives (d*sc and -(dmin*mn); Q6_K d*sc of
-    inputs 0-15 and 16-31 of each block); None for the other types."""
-    if kind not in ("Q4_K", "Q5_K", "Q6_K"):
+    int8) with factor * integer = the head ``decode`` gives (d*sc and -(dmin*mn); Q6_K and Q3_K
+    d*sc of inputs 0-15 and 16-31 of each block; IQ4_XS d*(sc-32)); None for the other types."""
+    if kind not in K_HEADS:
         return None
     S = K // 256
+    if kind == "Q3_K":
+        b = data.reshape(rows, S, 110)
+        d = _half(b[..., 108:110])
+        sc = _q3_scales(b[..., 96:108]).reshape(rows, S * 8, 2)
+        return np.stack([d, d]), np.stack([sc[..., 0], sc[..., 1]])
+    if kind == "IQ4_XS":
+        b = data.reshape(rows, S, 136)
+        return _half(b[..., 0:2])[None], _iq4_scales(b).reshape(1, rows, -1)
     if kind == "Q6_K":
         b = data.reshape(rows, S, 210)
         d = _half(b[..., 208:210])
@@ -132,6 +171,22 @@ def _k_scales(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     sc = np.concatenate([s[..., 0:4] & 63, (s[..., 8:12] & 15) | ((s[..., 0:4] >> 6) << 4)], axis=-1)
     mn = np.concatenate([s[..., 4:8] & 63, (s[..., 8:12] >> 4) | ((s[..., 4:8] >> 6) << 4)], axis=-1)
     return sc, mn
+
+
+def _q3_scales(s: np.ndarray) -> np.ndarray:
+    """Q3_K's 12 bytes -> its sixteen 6-bit scales - 32, as int8 (ggml's dequantize_row_q3_K): the
+    low nibbles of bytes 0-7 then their high nibbles, over 2-bit pairs of bytes 8-11"""
+    low = np.concatenate([s[..., 0:8] & 15, s[..., 0:8] >> 4], axis=-1)
+    i = np.arange(16)
+    high = (s[..., 8 + i % 4] >> (2 * (i // 4)).astype(np.uint8)) & 3         # scale i: byte 8 + i % 4
+    return ((low | (high << 4)).astype(np.int16) - 32).astype(np.int8)
+
+
+def _iq4_scales(b: np.ndarray) -> np.ndarray:
+    """IQ4_XS's eight 6-bit block scales - 32 per super-block (blocks [..., 136]) as int8"""
+    low = np.stack([b[..., 4:8] & 15, b[..., 4:8] >> 4], axis=-1).reshape(*b.shape[:-1], 8)   # block i: byte i/2
+    high = (np.ascontiguousarray(b[..., 2:4]).view(np.uint16) >> np.arange(0, 16, 2, dtype=np.uint16)) & 3
+    return ((low | (high.astype(np.uint8) << 4)).astype(np.int16) - 32).astype(np.int8)
 
 
 def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):

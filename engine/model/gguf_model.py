@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import EngineError
-from .gguf_codes import NATIVE, as_layout7, decode, k_factors, pack
+from .gguf_codes import MAPPING, NATIVE, as_layout7, decode, k_factors, pack
 from .gguf_header import check_architecture
 from ..runtime.kernels import PANEL
 from .source import ModelSource
@@ -76,6 +76,11 @@ def config_dict(r, label: str) -> dict:
         "attention_bias": "blk.0.attn_q.bias" in tensors,
         "rope_parameters": rope, "eos_token_id": sorted(set(eos)),
     }
+
+
+def packed_key(build: str) -> str:
+    """The packed file's name for a kernel build: the build and the types' mapping to layouts."""
+    return f"{build}-{MAPPING}"
 
 
 def entry_dir(source: ModelSource, cache_root: Path) -> Path:

@@ -192,14 +192,15 @@ class CompactTransformer:
         from ..model import gguf_model, packed_weights
 
         config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
-        state = packed_weights.load(folder, kernel.build)
+        key = gguf_model.packed_key(kernel.build)
+        state = packed_weights.load(folder, key)
         fresh = state is None
         if fresh:
             state = gguf_model.packed_state(gguf_model.reader(gguf), config, kernel)
         model = cls.from_packed(config, state, kernel, kernel.isa, linear, decode)
         if fresh:
             try:
-                packed_weights.save(model, folder, kernel.build)
+                packed_weights.save(model, folder, key)
             except OSError:
                 pass   # a read-only cache: the next start packs again
         return model

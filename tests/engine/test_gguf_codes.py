@@ -8,7 +8,7 @@ from gguf import GGMLQuantizationType as T
 from gguf import quants
 
 from engine.bench.kernels import random_blocks as blocks
-from engine.model.gguf_codes import HEAD_F16, HEAD_K, NATIVE, decode, k_factors, pack, rebuild
+from engine.model.gguf_codes import HEAD_F16, HEAD_K, K_HEADS, NATIVE, decode, k_factors, pack, rebuild
 from engine.model.gguf_model import _unpermute
 
 
@@ -27,7 +27,9 @@ def test_rebuilt_weights_are_ggmls_dequantized_weights(kind):
     assert np.array_equal(mine, ref)
     assert ((mine.view(np.uint32) == ref.view(np.uint32)) | (ref == 0)).all()
     lo, hi = {4: (0, 15), 5: (0, 31), 6: (-32, 31), 8: (-128, 127), 9: (-16, 15)}[NATIVE[kind]]
-    assert int(q.min()) >= lo and int(q.max()) <= hi
+    lo, hi = {"Q3_K": (-4, 3), "IQ4_NL": (-127, 113), "IQ4_XS": (-127, 113)}.get(kind, (lo, hi))
+    assert int(q.min()) == lo and int(q.max()) == hi if kind in ("Q3_K", "IQ4_NL", "IQ4_XS") else \
+        int(q.min()) >= lo and int(q.max()) <= hi
 
 
 def test_llama_rows_are_unpermuted_as_transformers_does():
@@ -89,7 +91,7 @@ def test_compact_heads_give_the_fp32_heads_bits_in_fewer_bytes(kernel, kind, row
     d, m, q = decode(kind, data, rows, K)
     full, bits = pack(NATIVE[kind], d, m, q, compact=False)
     small, compact_bits = pack(NATIVE[kind], d, m, q, k=k_factors(kind, data, rows, K))
-    assert compact_bits == NATIVE[kind] | (HEAD_K if kind.endswith("_K") else HEAD_F16)
+    assert compact_bits == NATIVE[kind] | (HEAD_K if kind in K_HEADS else HEAD_F16)
     assert small.nbytes == kernel.fn["hexa_quant_bytes"](compact_bits, rows, K) < full.nbytes
     a = PackedWeight(None, (rows, K), (full, bits), kernel)
     b = PackedWeight(None, (rows, K), (small, compact_bits), kernel)
@@ -106,7 +108,7 @@ def test_compact_bytes_per_weight():
     sizes within a few percent."""
     rows, K = 16, 4096
     sizes = {}
-    for kind in ("Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0"):
+    for kind in sorted(NATIVE):
         data = blocks(kind, rows, K)
         d, m, q = decode(kind, data, rows, K)
         sizes[kind] = pack(NATIVE[kind], d, m, q, k=k_factors(kind, data, rows, K))[0].nbytes / (rows * K)
@@ -117,3 +119,7 @@ def test_compact_bytes_per_weight():
     assert sizes["Q5_0"] == 0.6875                            # GGUF: 0.6875 (1.0625 as bytes)
     assert sizes["Q5_1"] == 0.75                              # GGUF: 0.75
     assert sizes["Q8_0"] == 1.0625                            # GGUF: 1.0625
+    # held in layouts of more bits: twice the GGUF's bytes (as fp32 panels: 4 bytes a weight)
+    assert sizes["Q3_K"] == sizes["Q6_K"]                      # GGUF: 0.4297
+    assert sizes["IQ4_NL"] == 1.0625                          # GGUF: 0.5625
+    assert sizes["IQ4_XS"] == 1.046875                        # GGUF: 0.5312
