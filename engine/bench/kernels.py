@@ -43,7 +43,9 @@ PAUSE = 0.002                                # s between calls: pool.c's workers
 
 # the types the gguf package cannot quantize: (inputs a block, its bytes, where its fp16 scales are)
 RAW_BLOCKS = {"Q4_K": (256, 144, slice(0, 4)), "Q5_K": (256, 176, slice(0, 4)), "Q6_K": (256, 210, slice(208, 210)),
-              "Q3_K": (256, 110, slice(108, 110)), "IQ4_XS": (256, 136, slice(0, 2)), "IQ4_NL": (32, 18, slice(0, 2))}
+              "Q3_K": (256, 110, slice(108, 110)), "IQ4_XS": (256, 136, slice(0, 2)), "IQ4_NL": (32, 18, slice(0, 2)),
+              "IQ3_S": (256, 110, slice(0, 2)), "IQ3_XXS": (256, 98, slice(0, 2)), "IQ2_XXS": (256, 66, slice(0, 2)),
+              "IQ2_XS": (256, 74, slice(0, 2)), "IQ2_S": (256, 82, slice(0, 2))}
 
 
 def random_blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:

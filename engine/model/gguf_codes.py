@@ -22,9 +22,14 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | Q3_K   | (d*(sc-32)) * q, q in -4..3, per 16 | 6  | as Q6_K; codes q (3 bits held in 6)        |
 | IQ4_NL | d * table[q], per 32            | 8      | d; codes table[q] (ggml's 16 int8 values)   |
 | IQ4_XS | (d*(sc-32)) * table[q], per 32  | 8      | d*(sc-32); codes table[q]                   |
+| IQ3_S  | (d*(1+2sc)) * grid * sign, per 32 | 8    | d*(1+2sc); codes grid * sign (ggml's grids)  |
+| IQ3_XXS| (d*(0.5+sc)*0.5) * grid * sign  | 8      | the same per 32; codes grid * sign          |
+| IQ2_XXS| (d*(0.5+sc)*0.25) * grid * sign | 8      | the same per 32; codes grid * sign          |
+| IQ2_XS, IQ2_S | the same, per 16         | 7      | the scales of inputs 0-15, of 16-31; m 0    |
 
-(Q3_K and the IQ4 types take layouts of more bits than their own, 6 and 8 for 3.4 and 4.3-4.5:
-twice the GGUF's bytes, against 7-9x as fp32 panels; exact, and every kernel reads them already.)
+(Q3_K and the IQ types take layouts of more bits than their own, 6 and 8 for 3.4 and 4.3-4.5:
+twice the GGUF's bytes, against 7-9x as fp32 panels; the IQ3/IQ2 types 3.5-4x, against 10-15x;
+exact, and every kernel reads them already. Their grids and sign tables are the gguf package's.)
 
 (A projection fused of parts of layouts 8 and 9 is packed in 8, of other mixes in 7: bytes after
 three fp32 arrays, ``layout.h``.) F16/BF16/F32 tensors are
@@ -49,8 +54,10 @@ QB = QUANT_BLOCK
 HEAD_F16, HEAD_K = HEADER.constants["HEXA_HEAD_F16"], HEADER.constants["HEXA_HEAD_K"]
 KSUPER = HEADER.constants["HEXA_KSUPER"]        # blocks per HEAD_K factor
 NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6,
-          "Q3_K": 6, "IQ4_NL": 8, "IQ4_XS": 8}   # -> layout
-K_HEADS = ("Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS")   # a factor per 256 inputs times a small integer per block
+          "Q3_K": 6, "IQ4_NL": 8, "IQ4_XS": 8,
+          "IQ3_S": 8, "IQ3_XXS": 8, "IQ2_XXS": 8, "IQ2_XS": 7, "IQ2_S": 7}   # -> layout
+K_HEADS = ("Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS",   # a factor per 256 inputs times a small integer per block
+           "IQ3_S", "IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S")
 IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)  # ggml's kvalues_iq4nl
 # what a GGUF's packed file was made with beyond the kernels' build: a file packed before a type
 # was mapped here holds that type as fp32 panels, and a start with the mapping packs it again
@@ -74,6 +81,12 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
     ``data`` (uint8 [rows, bytes per row]); for Q6_K (layout 6) m is the scale of each block's
     inputs 16-31 and d that of inputs 0-15."""
     nb = K // QB
+    if kind in GRIDS:
+        db, q = _grid_codes(kind, data.reshape(rows, K // 256, -1))
+        if kind in ("IQ2_XS", "IQ2_S"):                                 # a scale per 16 inputs
+            db = db.reshape(rows, nb, 2)
+            return np.ascontiguousarray(db[..., 0]), np.ascontiguousarray(db[..., 1]), q.reshape(rows, K)
+        return db.reshape(rows, nb), None, q.reshape(rows, K)
     if kind == "Q3_K":
         b = data.reshape(rows, K // 256, 110)
         hm, qs = b[..., 0:32], b[..., 32:96].reshape(rows, -1, 2, 1, 32)   # qs: per half of 128 inputs
@@ -146,6 +159,13 @@ def k_factors(kind: str, data: np.ndarray, rows: int, K: int):
     if kind not in K_HEADS:
         return None
     S = K // 256
+    if kind in GRIDS:   # the scale is d * (a + b*sc) = (d * f) * (2sc + 1), or d * (2sc + 1)
+        b = data.reshape(rows, S, -1)
+        d, ints = _half(b[..., 0:2]) * np.float32(GRIDS[kind][1]), _grid_scales(kind, b)
+        if kind in ("IQ2_XS", "IQ2_S"):
+            ints = ints.reshape(rows, S * 8, 2)
+            return np.stack([d, d, d]), np.stack([ints[..., 0], ints[..., 1], np.zeros_like(ints[..., 0])])
+        return d[None], ints.reshape(1, rows, -1)
     if kind == "Q3_K":
         b = data.reshape(rows, S, 110)
         d = _half(b[..., 108:110])
@@ -189,12 +209,77 @@ def _iq4_scales(b: np.ndarray) -> np.ndarray:
     return ((low | (high.astype(np.uint8) << 4)).astype(np.int16) - 32).astype(np.int8)
 
 
+# The gguf package's grid types: (its quants class, the factor f of d * f * (2sc + 1))
+GRIDS = {"IQ3_S": ("IQ3_S", 1.0), "IQ3_XXS": ("IQ3_XXS", 0.25), "IQ2_XXS": ("IQ2_XXS", 0.125),
+         "IQ2_XS": ("IQ2_XS", 0.125), "IQ2_S": ("IQ2_S", 0.125)}
+
+
+def _grid(kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(the grid [rows, width] as int8, the 128 sign bytes) of a grid type, from the gguf package"""
+    from gguf import quants
+    cls = getattr(quants, GRIDS[kind][0])
+    if cls.grid is None:
+        cls.init_grid()
+    grid = cls.grid.reshape(cls.grid.shape[-2], cls.grid.shape[-1]).astype(np.int8)
+    return grid, np.frombuffer(quants.IQ2_XXS.ksigns, dtype=np.uint8)
+
+
+def _signs(bits: np.ndarray) -> np.ndarray:
+    """sign bytes [...] -> [..., 8] of +1 / -1 (bit j set: value j negative)"""
+    return 1 - 2 * ((bits[..., None] >> np.arange(8, dtype=np.uint8)) & 1).astype(np.int8)
+
+
+def _grid_scales(kind: str, b: np.ndarray) -> np.ndarray:
+    """The blocks' 4-bit scales as (2sc + 1) int8, per 32 inputs (per 16 for IQ2_XS / IQ2_S):
+    ggml's d*(1+2sc), d*(0.5+sc)*0.5 and d*(0.5+sc)*0.25 are d*f times these"""
+    if kind == "IQ3_XXS":
+        sc = np.ascontiguousarray(b[..., 66:98]).view(np.uint32) >> 28
+    elif kind == "IQ2_XXS":
+        sc = np.ascontiguousarray(b[..., 2:66]).view(np.uint32)[..., 1::2] >> 28
+    else:
+        at = {"IQ3_S": 106, "IQ2_XS": 66, "IQ2_S": 74}[kind]
+        raw = b[..., at:at + (4 if kind == "IQ3_S" else 8)]
+        sc = np.stack([raw & 15, raw >> 4], axis=-1).reshape(*raw.shape[:-1], -1)
+    return (2 * sc.astype(np.int16) + 1).astype(np.int8)
+
+
+def _grid_codes(kind: str, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(scales [rows, S, groups] fp32, codes [rows, S, 256] int8 = grid value * sign) of a grid
+    type's super-blocks b [rows, S, bytes] (ggml's dequantize_row_iq*; the weight is scale * code,
+    one fp32 product, as ggml's db * grid * sign)"""
+    grid, ksigns = _grid(kind)
+    rows, S = b.shape[:2]
+    d = _half(b[..., 0:2])[..., None]
+    if kind == "IQ3_XXS":
+        idx = b[..., 2:66].astype(np.int64)                                  # 64 groups of 4
+        sw = np.ascontiguousarray(b[..., 66:98]).view(np.uint32)              # [rows, S, 8]
+        sign = ksigns[(sw[..., None] >> np.array([0, 7, 14, 21], np.uint32)) & 127]   # [rows, S, 8, 4]
+    elif kind == "IQ2_XXS":
+        w = np.ascontiguousarray(b[..., 2:66]).view(np.uint32)               # [rows, S, 16]
+        idx = np.ascontiguousarray(w[..., 0::2]).view(np.uint8).astype(np.int64)   # 32 groups of 8
+        sign = ksigns[(w[..., 1::2, None] >> np.array([0, 7, 14, 21], np.uint32)) & 127]
+    elif kind == "IQ2_XS":
+        w = np.ascontiguousarray(b[..., 2:66]).view(np.uint16)               # 32 groups of 8
+        idx, sign = (w & 511).astype(np.int64), ksigns[w >> 9]
+    elif kind == "IQ2_S":
+        qh = (b[..., 66:74, None] >> np.array([0, 2, 4, 6], np.uint8)) & 3   # [rows, S, 8, 4]
+        idx = b[..., 2:34].astype(np.int64) | (qh.reshape(rows, S, 32).astype(np.int64) << 8)
+        sign = b[..., 34:66]
+    else:   # IQ3_S
+        qh = (b[..., 66:74, None] >> np.arange(8, dtype=np.uint8)) & 1       # [rows, S, 8, 8]
+        idx = b[..., 2:66].astype(np.int64) | (qh.reshape(rows, S, 64).astype(np.int64) << 8)
+        sign = b[..., 74:106]
+    values = grid[idx].reshape(rows, S, 256)
+    q = values * _signs(np.asarray(sign)).reshape(rows, S, 256)
+    return d * np.float32(GRIDS[kind][1]) * _grid_scales(kind, b).astype(np.float32), q
+
+
 def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):
     """(d of inputs 0-15, d of inputs 16-31, m, int8 codes) of a tensor in layout ``bits``: layout 7
     holds every other exactly, so a fused projection of parts of several types (Q4_K_M's Q4_K
     q and k with a Q6_K v) stays codes."""
     zero = np.zeros_like(d)
-    if bits == 6:
+    if bits in (6, 7):   # a scale per 16 inputs: Q6_K, Q3_K; IQ2_XS, IQ2_S (layout 7 with m 0)
         return d, m, zero, q.astype(np.int8)
     return d, d, (m if bits in (4, 5) else zero), q.astype(np.int8)
 
@@ -232,6 +317,8 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.n
             a = np.concatenate([a, np.zeros((pad,) + a.shape[1:], a.dtype)])
         return a.reshape(P, PANEL, *a.shape[1:])
 
+    if bits == 7 and m2 is None:   # IQ2_XS / IQ2_S: a scale per 16 inputs and no m
+        m2 = np.zeros_like(d)
     arrays = [d] + ([m] if bits not in (8, 9) else []) + ([m2] if bits == 7 else [])   # layout.h's HEAD_N
     arrays = [a.astype(np.float32) for a in arrays]
     kind = compact_head(arrays, k) if compact else 0
@@ -276,6 +363,6 @@ def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: n
     if bits in (6, 7):
         scale = np.stack([d, m], axis=2).reshape(N, -1)                # a scale per 16 inputs
         w = np.repeat(scale, QB // 2, axis=1) * q.astype(np.float32)
-        return w + np.repeat(m2, QB, axis=1) if bits == 7 else w
+        return w + np.repeat(m2, QB, axis=1) if bits == 7 and m2 is not None else w
     w = np.repeat(d, QB, axis=1) * q.astype(np.float32)
     return w + np.repeat(m, QB, axis=1) if bits in (4, 5) else w
