@@ -72,10 +72,10 @@ def test_a_failing_quantizer_is_one_line(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
                     reason="llama-cpp-python is not installed (make installs the peers extra)")
-@pytest.mark.parametrize("kind", ["Q3_K_M", "IQ4_XS", "IQ4_NL"])
+@pytest.mark.parametrize("kind", ["Q3_K_M", "IQ4_XS", "IQ4_NL", "IQ3_M"])
 def test_q3_k_and_iq4_files_run_as_codes_and_agree_with_llamacpp(kind, dev_cases):
-    """llama.cpp's Q3_K_M (Q3_K with Q4_K/Q5_K/Q6_K tensors) and IQ4 files: every matrix held as
-    codes (Q3_K in Q6_K's layout, IQ4_NL/IQ4_XS in Q8_0's: no fp32 panels), speculative decoding
+    """llama.cpp's Q3_K_M (Q3_K with Q4_K/Q5_K/Q6_K tensors), IQ4 and IQ3_M (IQ3_S) files: every
+    matrix held as codes (Q3_K in Q6_K's layout, IQ4_NL/IQ4_XS/IQ3_S in Q8_0's: no fp32 panels), speculative decoding
     equal to plain, the logits within the bounds above of llama.cpp's on the same file (measured
     2026-12-04 on a 2-layer Qwen2.5-1.5B-shaped Q3_K_M: 94.0% top-1, 2.35% of the range)."""
     import gguf
@@ -91,7 +91,7 @@ def test_q3_k_and_iq4_files_run_as_codes_and_agree_with_llamacpp(kind, dev_cases
         quantize_with_llamacpp(f16, path, kind)
         f16.unlink()
     types = {t.tensor_type.name for t in gguf.GGUFReader(path).tensors}
-    assert {"Q3_K_M": "Q3_K", "IQ4_XS": "IQ4_XS", "IQ4_NL": "IQ4_NL"}[kind] in types, types
+    assert {"Q3_K_M": "Q3_K", "IQ4_XS": "IQ4_XS", "IQ4_NL": "IQ4_NL", "IQ3_M": "IQ3_S"}[kind] in types, types
     engine = Engine.load(str(path), cache_dir=TEST_CACHE, threads=2)
     model = engine.model
     held = [getattr(L, s) for L in model.layers for s in ("wqkv", "wo", "wgu", "wdown")] + [model.lm_head]
