@@ -3,7 +3,8 @@
 The kernels read these layouts (``kernels/layout.h``), per panel of 16 output rows and block of 32
 inputs: *bits 4* holds fp32 d[16], m[16] and 4-bit codes q (w = d*q + m), *bits 8* holds fp32
 d[16] and int8 codes (w = d*q), *bits 5, 6, 9* hold 5- and 6-bit codes as planes (the low nibbles
-as bits 4's, then the high bits; each code stored as q + an offset >= 0). Every GGUF type below
+as bits 4's, then the high bits; each code stored as q + an offset >= 0), *bits 3* 4-bit codes
+q + 8 with a d per 16 inputs (layout 6's heads, layout 4's nibbles). Every GGUF type below
 maps into one of them exactly: the weight
 the kernels rebuild (d*q, + m) is the weight ggml's dequantization gives, bit for bit but for the
 sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no product changes)
@@ -19,7 +20,7 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | Q5_1   | d * q + m                       | 5      | d, m; codes 0..31                           |
 | Q5_K   | (d*sc) * q - (dmin*mn), per 32  | 5      | d*sc, -(dmin*mn); codes 0..31               |
 | Q6_K   | (d*sc) * (q - 32), per 16       | 6      | d*sc of inputs 0-15, of 16-31; codes q - 32 |
-| Q3_K   | (d*(sc-32)) * q, q in -4..3, per 16 | 6  | as Q6_K; codes q (3 bits held in 6)        |
+| Q3_K   | (d*(sc-32)) * q, q in -4..3, per 16 | 3  | as Q6_K; codes q + 8 as nibbles alone      |
 | IQ4_NL | d * table[q], per 32            | 8      | d; codes table[q] (ggml's 16 int8 values)   |
 | IQ4_XS | (d*(sc-32)) * table[q], per 32  | 8      | d*(sc-32); codes table[q]                   |
 | IQ3_S  | (d*(1+2sc)) * grid * sign, per 32 | 8    | d*(1+2sc); codes grid * sign (ggml's grids)  |
@@ -27,9 +28,9 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | IQ2_XXS| (d*(0.5+sc)*0.25) * grid * sign | 8      | the same per 32; codes grid * sign          |
 | IQ2_XS, IQ2_S | the same, per 16         | 7      | the scales of inputs 0-15, of 16-31; m 0    |
 
-(Q3_K and the IQ types take layouts of more bits than their own, 6 and 8 for 3.4 and 4.3-4.5:
-twice the GGUF's bytes, against 7-9x as fp32 panels; the IQ3/IQ2 types 3.5-4x, against 10-15x;
-exact, and every kernel reads them already. Their grids and sign tables are the gguf package's.)
+(Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43; the IQ types take Q8_0's
+bytes, twice the GGUF's for IQ4, 3.5-4x for IQ3/IQ2, against 7-15x as fp32 panels; exact, and every
+kernel reads them already. Their grids and sign tables are the gguf package's.)
 
 (A projection fused of parts of layouts 8 and 9 is packed in 8, of other mixes in 7: bytes after
 three fp32 arrays, ``layout.h``.) F16/BF16/F32 tensors are
@@ -54,7 +55,7 @@ QB = QUANT_BLOCK
 HEAD_F16, HEAD_K = HEADER.constants["HEXA_HEAD_F16"], HEADER.constants["HEXA_HEAD_K"]
 KSUPER = HEADER.constants["HEXA_KSUPER"]        # blocks per HEAD_K factor
 NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6,
-          "Q3_K": 6, "IQ4_NL": 8, "IQ4_XS": 8,
+          "Q3_K": 3, "IQ4_NL": 8, "IQ4_XS": 8,
           "IQ3_S": 8, "IQ3_XXS": 8, "IQ2_XXS": 8, "IQ2_XS": 7, "IQ2_S": 7}   # -> layout
 K_HEADS = ("Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS",   # a factor per 256 inputs times a small integer per block
            "IQ3_S", "IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S")
@@ -63,7 +64,7 @@ IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 
 # was mapped here holds that type as fp32 panels, and a start with the mapping packs it again
 MAPPING = "m" + hashlib.sha256(repr(sorted(NATIVE.items())).encode()).hexdigest()[:6]
 PLANES = {5: 1, 9: 1, 6: 2}            # layout.h's PLANES: high bits per code beyond the nibble
-OFFSET = {5: 0, 9: 16, 6: 32}          # ... and CODE_OFFSET: a plane code holds q + this
+OFFSET = {5: 0, 9: 16, 6: 32, 3: 8}    # ... and CODE_OFFSET: a plane code (or layout 3's nibble) holds q + this
 
 
 def _half(raw: np.ndarray) -> np.ndarray:
@@ -78,7 +79,7 @@ def _nibbles(qs: np.ndarray) -> np.ndarray:
 
 def decode(kind: str, data: np.ndarray, rows: int, K: int):
     """(d [rows, K/32], m [rows, K/32] or None, codes [rows, K]) of a GGUF tensor's raw blocks
-    ``data`` (uint8 [rows, bytes per row]); for Q6_K (layout 6) m is the scale of each block's
+    ``data`` (uint8 [rows, bytes per row]); for Q6_K and Q3_K (layouts 6, 3) m is the scale of each block's
     inputs 16-31 and d that of inputs 0-15."""
     nb = K // QB
     if kind in GRIDS:
@@ -279,7 +280,7 @@ def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):
     holds every other exactly, so a fused projection of parts of several types (Q4_K_M's Q4_K
     q and k with a Q6_K v) stays codes."""
     zero = np.zeros_like(d)
-    if bits in (6, 7):   # a scale per 16 inputs: Q6_K, Q3_K; IQ2_XS, IQ2_S (layout 7 with m 0)
+    if bits in (3, 6, 7):   # a scale per 16 inputs: Q3_K, Q6_K; IQ2_XS, IQ2_S (layout 7 with m 0)
         return d, m, zero, q.astype(np.int8)
     return d, d, (m if bits in (4, 5) else zero), q.astype(np.int8)
 
@@ -326,7 +327,7 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.n
         arrays = list(k[1])
     dtype = {0: np.float32, HEAD_F16: np.float16, HEAD_K: np.int8}[kind]
     head = [panels(a.astype(dtype)).transpose(0, 2, 1) for a in arrays]    # [P, nb, 16] each
-    if bits in (4, 5, 6, 9):
+    if bits in (3, 4, 5, 6, 9):
         u = panels((q.astype(np.int16) + OFFSET.get(bits, 0)).astype(np.uint8).reshape(N, nb, QB))   # [P, 16, nb, 32]
         c = u & 15
         codes = (c[..., 0::2] | (c[..., 1::2] << 4)).transpose(0, 2, 3, 1).reshape(P, nb, -1)   # [P, nb, 16 pairs x 16]
@@ -357,10 +358,10 @@ def _planes(high: np.ndarray, planes: int) -> np.ndarray:
 
 
 def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
-    """The weights the kernels rebuild from (d, m, q): d*q, then + m for 4, 5, 7 (fp32, in that order); bits 6:
-    each half block's own d times q."""
+    """The weights the kernels rebuild from (d, m, q): d*q, then + m for 4, 5, 7 (fp32, in that order); bits 3
+    and 6: each half block's own d times q."""
     N, K = q.shape
-    if bits in (6, 7):
+    if bits in (3, 6, 7):
         scale = np.stack([d, m], axis=2).reshape(N, -1)                # a scale per 16 inputs
         w = np.repeat(scale, QB // 2, axis=1) * q.astype(np.float32)
         return w + np.repeat(m2, QB, axis=1) if bits == 7 and m2 is not None else w

@@ -436,7 +436,8 @@ static void ref_prefill(const struct qweight *q, const float *x, const float *b,
 static int wide_tiles;   /* the 512-bit tiles are on (main) */
 
 static int takes_k256(int bits) {
-    return wide_tiles && HEAD_OF(bits) == HEAD_K && (CODES(bits) == 4 || CODES(bits) == 5 || CODES(bits) == 6);
+    return wide_tiles && HEAD_OF(bits) == HEAD_K &&
+           (CODES(bits) == 4 || CODES(bits) == 5 || CODES(bits) == 6 || CODES(bits) == 3);
 }
 
 static void ref_k256(const struct qweight *q, const float *x, const float *b, const float *res, float *y) {
@@ -523,12 +524,14 @@ static void check_linear_prefill(const struct qweight *q) {
 }
 
 /* bits 5 (Q5_1, Q5_K: d, m, codes 0..31), 9 (Q5_0: d, codes -16..15), 6 (Q6_K: a d per 16
-   inputs, codes -32..31) and 7 (a d per 16 inputs and m, codes -127..127), written straight into
+   inputs, codes -32..31), 3 (Q3_K: a d per 16 inputs, codes -8..7, nibbles alone) and 7 (a d per
+   16 inputs and m, codes -127..127), written straight into
    their layout (layout.h: the fp32 head, then the codes by put_code: planes for 5, 6, 9, bytes for
    7), as engine/model/gguf_codes.py packs them from a GGUF's blocks */
 static struct qweight make_quant_m(int bits, int N, int K, int e) {
     const int nb = K / QB;
-    const int lo = bits == 5 ? 0 : bits == 9 ? -16 : bits == 6 ? -32 : -127, hi = bits == 5 ? 31 : bits == 9 ? 15 : bits == 6 ? 31 : 127;
+    const int lo = bits == 5 ? 0 : bits == 9 ? -16 : bits == 6 ? -32 : bits == 3 ? -8 : -127;
+    const int hi = bits == 5 ? 31 : bits == 9 ? 15 : bits == 6 ? 31 : bits == 3 ? 7 : 127;
     struct qweight q = {N, K, bits, floats((int64_t)N * K), floats((int64_t)N * nb), grab(code_bytes(bits, N, K))};
     memset(q.codes, 0, (size_t)code_bytes(bits, N, K));
     for (int n = 0; n < N; n++)
@@ -623,7 +626,7 @@ static void check_compact(struct qweight *q, int head) {
 
 static void check_codes(void) {
     static const int shapes[][2] = {{37, 96}, {197, 64}, {53, 512}};   /* N tails; 13 panels (two full groups); K-quant supers */
-    static const int planes_and_bytes[] = {5, 6, 7, 9};
+    static const int planes_and_bytes[] = {3, 5, 6, 7, 9};
     for (unsigned f = 0; f < sizeof planes_and_bytes / sizeof *planes_and_bytes; f++)
         for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
             const int bits = planes_and_bytes[f];

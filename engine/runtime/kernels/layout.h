@@ -30,17 +30,23 @@
      d[16] of inputs 16-31, q -32..31: w = d*q; a Q6_K scale covers 16 inputs). A byte per code
      took a decoding step 1.09 bytes a Q6_K weight (compact head) where the GGUF has 0.82;
      planes take 0.84;
+   - 3 (Q3_K): 4-bit codes stored as u = q + 8 in layout 4's nibbles, no planes, no m, and
+     layout 6's two scales: d[16] of inputs 0-15, d[16] of inputs 16-31, q -8..7 (Q3_K's -4..3):
+     w = d*q. Q3_K took 0.84 bytes a weight in layout 6 where the GGUF has 0.43; this takes 0.59;
    - 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit codes:
      w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q and k
      with a Q6_K v) is kept in it, exactly. */
-#define CODES(bits) ((bits) & 15)                    /* 4, 5, 6, 7, 8 or 9 */
+#define CODES(bits) ((bits) & 15)                    /* 3, 4, 5, 6, 7, 8 or 9 */
 /* Per CODES value, packed into one constant each and read by a shift: the kernels find a block's
    address from these once per block, and chains of conditionals there (as first written) took a
    Q4_K product 8-20% longer. */
 #define PLANES(bits) ((int)(0x42400u >> (2 * CODES(bits))) & 3)                 /* 5, 9: 1; 6: 2; else 0 */
-#define CODE_OFFSET(bits) (CODES(bits) == 6 ? 32 : CODES(bits) == 9 ? 16 : 0)
-#define CODE_BYTES(bits) (64 * ((int)(0x5886540000ull >> (4 * CODES(bits))) & 15))   /* 4: 256 .. 7, 8: 512 */
-#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7)    /* a second scale for inputs 16-31 */
+#define CODE_OFFSET(bits) (CODES(bits) == 6 ? 32 : CODES(bits) == 9 ? 16 : CODES(bits) == 3 ? 8 : 0)
+#define CODE_BYTES(bits) (64 * ((int)(0x5886544000ull >> (4 * CODES(bits))) & 15))   /* 3, 4: 256 .. 7, 8: 512 */
+#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7 || CODES(bits) == 3)   /* a second scale for inputs 16-31 */
+/* codes the exact kernels and readers take as unsigned bytes u = q + CODE_OFFSET (codes.h's
+   block_codes): the planes' layouts and 3; layout 4's nibbles have readers of their own */
+#define OFFSET_CODES(bits) (PLANES(bits) || CODES(bits) == 3)
 #define MIN_AT(bits) (CODES(bits) == 7 ? 2 * PW : CODES(bits) == 5 || CODES(bits) == 4 ? PW : -1)   /* m's floats into the head, or none */
 
 /* The planes, after the nibbles: the high bits of the 8 groups of 4 inputs, in the order the dot
@@ -86,7 +92,7 @@ static inline void put_code(uint8_t *cp, int bits, int c, int k, int q) {
 #define HEAD_K HEXA_HEAD_K
 #define KSUPER HEXA_KSUPER                           /* blocks per HEAD_K factor (256 inputs) */
 #define HEAD_OF(bits) ((bits) & (HEAD_F16 | HEAD_K))
-#define HEAD_N(bits) ((int)(0x5ea00u >> (2 * CODES(bits))) & 3)   /* fp32 arrays of 16: 8, 9: 1; 7: 3; else 2 */
+#define HEAD_N(bits) ((int)(0x5ea80u >> (2 * CODES(bits))) & 3)   /* fp32 arrays of 16: 8, 9: 1; 7: 3; else 2 */
 #define HEAD_BYTES(bits) (HEAD_N(bits) * PW * (4 >> (HEAD_OF(bits) / HEAD_F16)))   /* 4, 2 or 1 bytes a value */
 #define BLOCK_BYTES(bits) (HEAD_BYTES(bits) + CODE_BYTES(bits))
 #define CODE_HEAD(bits) HEAD_BYTES(bits)             /* the codes' start in a block */

@@ -323,7 +323,8 @@ static TILE_FN I8MM void mm_##FMT##_##MR(const struct dot_job *a, int m0, int p)
 /* The formats besides Q4_1 / Q8_0 (layout.h): the planes 5 (Q5_1, Q5_K: + m * sx as Q4_1), 9
    (Q5_0) and 6 (Q6_K: a half block's sums into fp32 with the first scale, SPLIT), codes u with
    their offset OFF; layout 7, Q8_0's tiles on its 8-bit codes with a split scale and an m */
-#define LAYOUT_Q4 4   /* each format's layout; what it holds follows from layout.h */
+#define LAYOUT_Q3 3   /* each format's layout; what it holds follows from layout.h */
+#define LAYOUT_Q4 4
 #define LAYOUT_Q5 5
 #define LAYOUT_Q6 6
 #define LAYOUT_Q7 7
@@ -332,6 +333,7 @@ static TILE_FN I8MM void mm_##FMT##_##MR(const struct dot_job *a, int m0, int p)
 #define SPLIT_(FMT) SPLIT_SCALE(LAYOUT_##FMT)
 #define OFF_(FMT) CODE_OFFSET(LAYOUT_##FMT)
 #define MOFF_(FMT) MIN_AT(LAYOUT_##FMT)   /* where m starts in the head (read only with HAS_MIN) */
+#define RUN_Q3 8   /* 15 * 128 a pair (16 would do), ending at the half block: Q3_K's split scale */
 #define RUN_Q5 8
 #define RUN_Q6 4
 #define RUN_Q7 2
@@ -339,11 +341,13 @@ static TILE_FN I8MM void mm_##FMT##_##MR(const struct dot_job *a, int m0, int p)
 static inline void pairs_Q5(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(5), g, w); }
 static inline void pairs_Q6(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(6), g, w); }
 static inline void pairs_Q9(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(9), g, w); }
+static inline void pairs_Q3(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(3), g, w); }
 #define pairs_Q7 pairs_Q8   /* the same code bytes after another head */
 static inline void quads_Q4(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(4), g, w); }
 static inline void quads_Q5(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(5), g, w); }
 static inline void quads_Q6(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(6), g, w); }
 static inline void quads_Q9(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(9), g, w); }
+static inline void quads_Q3(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(3), g, w); }
 #define quads_Q7 quads_Q8
 
 /* SMMLA's codes, inputs 8j .. 8j+7, w[v] columns 2v | 2v+1 (each 64-bit half one column's 8
@@ -377,7 +381,7 @@ static inline void mm_##FMT(const uint8_t *cp, int j, int8x16_t *w) {           
         w[2 * c + 1] = vreinterpretq_s8_s32(vzip2q_s32(e, o));                                    \
     }                                                                                             \
 }
-MM_BY_QUADS(Q5) MM_BY_QUADS(Q6) MM_BY_QUADS(Q8) MM_BY_QUADS(Q9)
+MM_BY_QUADS(Q5) MM_BY_QUADS(Q6) MM_BY_QUADS(Q8) MM_BY_QUADS(Q9) MM_BY_QUADS(Q3)
 #define mm_Q7 mm_Q8
 PAIR_TILE(Q4, 1, 1) PAIR_TILE(Q4, 2, 1) PAIR_TILE(Q4, 3, 1) PAIR_TILE(Q4, 4, 1)
 PAIR_TILE(Q5, 1, 1) PAIR_TILE(Q5, 2, 1) PAIR_TILE(Q5, 3, 1) PAIR_TILE(Q5, 4, 1)
@@ -385,31 +389,35 @@ PAIR_TILE(Q6, 1, 0) PAIR_TILE(Q6, 2, 0) PAIR_TILE(Q6, 3, 0) PAIR_TILE(Q6, 4, 0)
 PAIR_TILE(Q7, 1, 1) PAIR_TILE(Q7, 2, 1) PAIR_TILE(Q7, 3, 1) PAIR_TILE(Q7, 4, 1)
 PAIR_TILE(Q9, 1, 0) PAIR_TILE(Q9, 2, 0) PAIR_TILE(Q9, 3, 0) PAIR_TILE(Q9, 4, 0)
 PAIR_TILE(Q8, 1, 0) PAIR_TILE(Q8, 2, 0) PAIR_TILE(Q8, 3, 0) PAIR_TILE(Q8, 4, 0)
+PAIR_TILE(Q3, 1, 0) PAIR_TILE(Q3, 2, 0) PAIR_TILE(Q3, 3, 0) PAIR_TILE(Q3, 4, 0)
 QUAD_TILE(Q4, 1, 1) QUAD_TILE(Q4, 2, 1) QUAD_TILE(Q4, 3, 1) QUAD_TILE(Q4, 4, 1)
 QUAD_TILE(Q5, 1, 1) QUAD_TILE(Q5, 2, 1) QUAD_TILE(Q5, 3, 1) QUAD_TILE(Q5, 4, 1)
 QUAD_TILE(Q6, 1, 0) QUAD_TILE(Q6, 2, 0) QUAD_TILE(Q6, 3, 0) QUAD_TILE(Q6, 4, 0)
 QUAD_TILE(Q7, 1, 1) QUAD_TILE(Q7, 2, 1) QUAD_TILE(Q7, 3, 1) QUAD_TILE(Q7, 4, 1)
 QUAD_TILE(Q9, 1, 0) QUAD_TILE(Q9, 2, 0) QUAD_TILE(Q9, 3, 0) QUAD_TILE(Q9, 4, 0)
 QUAD_TILE(Q8, 1, 0) QUAD_TILE(Q8, 2, 0) QUAD_TILE(Q8, 3, 0) QUAD_TILE(Q8, 4, 0)
+QUAD_TILE(Q3, 1, 0) QUAD_TILE(Q3, 2, 0) QUAD_TILE(Q3, 3, 0) QUAD_TILE(Q3, 4, 0)
 #define MM_TILES(FMT, HAS_MIN)                                                                    \
     MM_TILE(FMT, 2, 16, HAS_MIN) MM_TILE(FMT, 3, 16, HAS_MIN) MM_TILE(FMT, 4, 16, HAS_MIN)          \
     MM_TILE(FMT, 5, 8, HAS_MIN) MM_TILE(FMT, 6, 8, HAS_MIN) MM_TILE(FMT, 7, 8, HAS_MIN)             \
     MM_TILE(FMT, 8, 8, HAS_MIN)
-MM_TILES(Q4, 1) MM_TILES(Q5, 1) MM_TILES(Q6, 0) MM_TILES(Q7, 1) MM_TILES(Q9, 0) MM_TILES(Q8, 0)
+MM_TILES(Q4, 1) MM_TILES(Q5, 1) MM_TILES(Q6, 0) MM_TILES(Q7, 1) MM_TILES(Q9, 0) MM_TILES(Q8, 0) MM_TILES(Q3, 0)
 
 typedef void (*dot_tile)(const struct dot_job *, int, int);
 #define MM_ROW(FMT)                                                                               \
     {0, quad_##FMT##_1, mm_##FMT##_2, mm_##FMT##_3, mm_##FMT##_4, mm_##FMT##_5, mm_##FMT##_6,       \
      mm_##FMT##_7, mm_##FMT##_8}
-static const dot_tile TILES[3][6][MM_MAX + 1] = {   /* [path][Q4, Q8, bits 5, 6, 7, 9][rows] */
+static const dot_tile TILES[3][7][MM_MAX + 1] = {   /* [path][Q4, Q8, bits 5, 6, 7, 9, 3][rows] */
     {{0, pair_Q4_1, pair_Q4_2, pair_Q4_3, pair_Q4_4}, {0, pair_Q8_1, pair_Q8_2, pair_Q8_3, pair_Q8_4},
      {0, pair_Q5_1, pair_Q5_2, pair_Q5_3, pair_Q5_4}, {0, pair_Q6_1, pair_Q6_2, pair_Q6_3, pair_Q6_4},
-     {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}, {0, pair_Q9_1, pair_Q9_2, pair_Q9_3, pair_Q9_4}},
+     {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}, {0, pair_Q9_1, pair_Q9_2, pair_Q9_3, pair_Q9_4},
+     {0, pair_Q3_1, pair_Q3_2, pair_Q3_3, pair_Q3_4}},
     {{0, quad_Q4_1, quad_Q4_2, quad_Q4_3, quad_Q4_4}, {0, quad_Q8_1, quad_Q8_2, quad_Q8_3, quad_Q8_4},
      {0, quad_Q5_1, quad_Q5_2, quad_Q5_3, quad_Q5_4}, {0, quad_Q6_1, quad_Q6_2, quad_Q6_3, quad_Q6_4},
-     {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}, {0, quad_Q9_1, quad_Q9_2, quad_Q9_3, quad_Q9_4}},
+     {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}, {0, quad_Q9_1, quad_Q9_2, quad_Q9_3, quad_Q9_4},
+     {0, quad_Q3_1, quad_Q3_2, quad_Q3_3, quad_Q3_4}},
     /* one row: the SDOT tile (SMMLA would pair it with itself, its codes rearranged once more) */
-    {MM_ROW(Q4), MM_ROW(Q8), MM_ROW(Q5), MM_ROW(Q6), MM_ROW(Q7), MM_ROW(Q9)},
+    {MM_ROW(Q4), MM_ROW(Q8), MM_ROW(Q5), MM_ROW(Q6), MM_ROW(Q7), MM_ROW(Q9), MM_ROW(Q3)},
 };
 static const int ROWS_PER_TILE[3] = {MR_MAX, MR_MAX, MM_MAX};
 
@@ -438,7 +446,8 @@ __attribute__((constructor)) static void pick_path(void) {
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int codes = CODES(a->bits), rows = ROWS_PER_TILE[path];
-    const dot_tile *tiles = TILES[path][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : codes == 9 ? 5 : 0];
+    const dot_tile *tiles = TILES[path][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : codes == 9 ? 5
+                                        : codes == 3 ? 6 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
         for (int m = 0; m < a->M; m += rows)

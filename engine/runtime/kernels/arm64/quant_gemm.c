@@ -65,7 +65,7 @@ static inline void pair_qm(const float *hd, const uint8_t *cp, int kk, float32x4
     const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
     for (int h = 0; h < 2; h++) {
         int16x8_t lo, hi;
-        if (PLANES(bits)) {   /* unsigned u */
+        if (OFFSET_CODES(bits)) {   /* unsigned u */
             const uint8x16_t codes = vld1q_u8(cp + (2 * kk + h) * PW);
             lo = vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(codes))), vdupq_n_s16(CODE_OFFSET(bits)));
             hi = vsubq_s16(vreinterpretq_s16_u16(vmovl_high_u8(codes)), vdupq_n_s16(CODE_OFFSET(bits)));
@@ -85,6 +85,7 @@ static inline void pair_qm(const float *hd, const uint8_t *cp, int kk, float32x4
 static inline void pair_q5(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 5); }
 static inline void pair_q6(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 6); }
 static inline void pair_q9(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 9); }
+static inline void pair_q3(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 3); }
 static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 7); }
 
 /* Blocks [blk0, blk0 + n) of panel p into the fp32 panel layout: out[k][0..16) */
@@ -95,7 +96,7 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
         const float *hd = block_head(pk, bits, nb, p, blk0 + blk, tmp);                           \
         const uint8_t *cp = block_at(pk, bits, nb, p, blk0 + blk) + CODE_HEAD(bits);              \
         uint8_t u[QB * PW];                                                                       \
-        if (PLANES(bits)) {                                                                       \
+        if (OFFSET_CODES(bits)) {                                                                 \
             block_codes(cp, PLANES(bits), u);                                                     \
             cp = u;                                                                               \
         }                                                                                         \
@@ -107,7 +108,7 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
         }                                                                                         \
     }                                                                                             \
 }
-REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9)
+REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9) REBUILD(q3)
 
 static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n, float *out) {
     const int codes = CODES(bits);
@@ -116,6 +117,7 @@ static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n,
     else if (codes == 6) rebuild_q6(pk, bits, nb, p, blk0, n, out);
     else if (codes == 7) rebuild_q7(pk, bits, nb, p, blk0, n, out);
     else if (codes == 9) rebuild_q9(pk, bits, nb, p, blk0, n, out);
+    else if (codes == 3) rebuild_q3(pk, bits, nb, p, blk0, n, out);
     else rebuild_q4(pk, bits, nb, p, blk0, n, out);
 }
 

@@ -240,10 +240,11 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 }
 
 
-/* The planes' tiles, one per layout (layout.h: 5, 6, 9); what each is follows from its number at
+/* The planes' tiles, one per layout (layout.h: 5, 6, 9; and 3, nibbles alone); what each is follows from its number at
    compile time: PL_ planes, OFF_ the codes' offset, SPL_ a scale per 16 inputs, MIN_ an m per
    column. RUN_: groups of 4 inputs whose maddubs pair sums add up in int16 (|u * xq| pairs: 2 * 31
    * 128 = 7936 for 5 bits, 4 groups; 2 * 63 * 128 = 16128 for 6 bits, 2 groups). */
+#define BITS_P3 3
 #define BITS_P5 5
 #define BITS_P6 6
 #define BITS_P9 9
@@ -260,9 +261,9 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 #ifdef HEXA_VNNI
 #define DIRECT 1
 #define RUN_AT(FMT) (SPL_(FMT) ? QB / 8 : QB / 4)
-#else
+#else   /* with a split scale a run ends at the half block (layout 3's runs of 8 would pass it) */
 #define DIRECT 0
-#define RUN_AT(FMT) RUN_(FMT)
+#define RUN_AT(FMT) (SPL_(FMT) && RUN_(FMT) > QB / 8 ? QB / 8 : RUN_(FMT))
 #endif
 
 /* The integer sums so far times d * dx into the fp32 sums (quad column order). Planes hold
@@ -369,14 +370,15 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
     DOT_NIB(FMT, 5, 1) DOT_NIB(FMT, 6, 1) DOT_NIB(FMT, 7, 1) DOT_NIB(FMT, 8, 1)
 #define DOT_Q4S DOT_Q4(1, 0) DOT_Q4(2, 0) DOT_Q4(3, 0) DOT_Q4(4, 0) DOT_Q4(5, 0) DOT_Q4(6, 0) DOT_Q4(7, 0) DOT_Q4(8, 0) \
                 DOT_Q4(1, 1) DOT_Q4(2, 1) DOT_Q4(3, 1) DOT_Q4(4, 1) DOT_Q4(5, 1) DOT_Q4(6, 1) DOT_Q4(7, 1) DOT_Q4(8, 1)
-DOT_Q4S DOT_NIBS(P5) DOT_NIBS(P6) DOT_NIBS(P9)
+DOT_Q4S DOT_NIBS(P5) DOT_NIBS(P6) DOT_NIBS(P9) DOT_NIBS(P3)
 
 #define NIB_TILES(FMT)                                                                            \
     {{0, dot_##FMT##_1_0, dot_##FMT##_2_0, dot_##FMT##_3_0, dot_##FMT##_4_0, dot_##FMT##_5_0, dot_##FMT##_6_0, \
       dot_##FMT##_7_0, dot_##FMT##_8_0},                                                          \
      {0, dot_##FMT##_1_1, dot_##FMT##_2_1, dot_##FMT##_3_1, dot_##FMT##_4_1, dot_##FMT##_5_1, dot_##FMT##_6_1, \
       dot_##FMT##_7_1, dot_##FMT##_8_1}}
-static const dot_tile TILES_NIB[4][2][9] = {NIB_TILES(Q4), NIB_TILES(P5), NIB_TILES(P6), NIB_TILES(P9)};   /* 4, 5, 6, 9 */
+static const dot_tile TILES_NIB[5][2][9] = {NIB_TILES(Q4), NIB_TILES(P5), NIB_TILES(P6), NIB_TILES(P9),
+                                            NIB_TILES(P3)};   /* 4, 5, 6, 9, 3 */
 #ifdef HEXA_VNNI   /* 8-bit codes as bytes: the int16 runs of 8 groups could saturate without VNNI */
 #define DOT_PRES(FMT) DOT_NIB(FMT, 1, 1) DOT_NIB(FMT, 2, 1) DOT_NIB(FMT, 3, 1) DOT_NIB(FMT, 4, 1) \
                       DOT_NIB(FMT, 5, 1) DOT_NIB(FMT, 6, 1) DOT_NIB(FMT, 7, 1) DOT_NIB(FMT, 8, 1)
@@ -477,7 +479,7 @@ static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int q8 = a->pairs, byte = BYTE_CODES(a->bits), codes = CODES(a->bits);
     const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : byte ? BYTE_TILES(codes)
-                                    : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : 0];
+                                    : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : codes == 3 ? 4 : 0];
     const int p_end = item_stop(a, g);
     const int lim = byte ? ONE_Q8 : ONE_Q4, mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;
     /* tiles that decode their own codes where the format has them (VNNI's byte tiles are over pre
@@ -577,8 +579,9 @@ static void dot_rows(const float *x, const uint8_t *packed, const float *b, cons
    arithmetic (no 512-bit tiles, another head). */
 static int k256_applies(int bits, int K) {
 #ifdef HEXA_WIDE
-    const int layout = CODES(bits);   /* the K-quants' layouts: Q4_K, Q5_K, Q6_K */
-    return wide_on && HEAD_OF(bits) == HEAD_K && (layout == 4 || layout == 5 || layout == 6) && K % (QB * KSUPER) == 0;
+    const int layout = CODES(bits);   /* the K-quants' layouts: Q4_K, Q5_K, Q6_K, Q3_K */
+    return wide_on && HEAD_OF(bits) == HEAD_K && (layout == 4 || layout == 5 || layout == 6 || layout == 3) &&
+           K % (QB * KSUPER) == 0;
 #else
     (void)bits, (void)K;
     return 0;
