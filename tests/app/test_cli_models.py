@@ -28,6 +28,7 @@ def test_models_lists_what_is_found_with_its_header_facts(home, capsys):
     (models / "more").mkdir(parents=True)
     write_gguf(models / "tiny-llama.gguf", "llama", file_type=15)          # Q4_K_M
     write_gguf(models / "more" / "phi-tiny.gguf", "phi3", file_type=7)
+    write_gguf(models / "quantized.gguf", "qwen2", file_type=12, after_vocab=True)   # Q3_K_M, as llama.cpp writes it
     folder = models / "qwen-folder"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "qwen2", "torch_dtype": "bfloat16"}))
@@ -37,7 +38,8 @@ def test_models_lists_what_is_found_with_its_header_facts(home, capsys):
 
     assert main(["models", "--all", "--json"]) == 0
     found = {Path(m["path"]).name if m["path"] else "(default)": m for m in json.loads(capsys.readouterr().out)}
-    assert set(found) == {"(default)", "tiny-llama.gguf", "phi-tiny.gguf", "qwen-folder", "elsewhere.gguf"}
+    assert set(found) == {"(default)", "tiny-llama.gguf", "phi-tiny.gguf", "quantized.gguf", "qwen-folder", "elsewhere.gguf"}
+    assert found["quantized.gguf"]["quant"] == "Q3_K_M"
     assert (found["tiny-llama.gguf"]["architecture"], found["tiny-llama.gguf"]["quant"]) == ("llama", "Q4_K_M")
     assert found["tiny-llama.gguf"]["supported"] and found["qwen-folder"]["quant"] == "bfloat16"
     assert not found["phi-tiny.gguf"]["supported"] and "not supported" in found["phi-tiny.gguf"]["problem"]
@@ -46,7 +48,7 @@ def test_models_lists_what_is_found_with_its_header_facts(home, capsys):
 
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    assert "tiny-llama.gguf" in out and "phi-tiny" not in out and "1 more that hexa cannot run" in out
+    assert "tiny-llama.gguf" in out and "Q3_K_M" in out and "phi-tiny" not in out and "1 more that hexa cannot run" in out
     assert out.splitlines()[1].startswith("*")                 # the configured one: the default
 
 
