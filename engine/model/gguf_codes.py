@@ -84,7 +84,7 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
     nb = K // QB
     if kind in GRIDS:
         db, q = _grid_codes(kind, data.reshape(rows, K // 256, -1))
-        if kind in ("IQ2_XS", "IQ2_S"):                                 # a scale per 16 inputs
+        if NATIVE[kind] == 7:                                           # IQ2_XS, IQ2_S: a scale per 16 inputs
             db = db.reshape(rows, nb, 2)
             return np.ascontiguousarray(db[..., 0]), np.ascontiguousarray(db[..., 1]), q.reshape(rows, K)
         return db.reshape(rows, nb), None, q.reshape(rows, K)
@@ -162,8 +162,8 @@ def k_factors(kind: str, data: np.ndarray, rows: int, K: int):
     S = K // 256
     if kind in GRIDS:   # the scale is d * (a + b*sc) = (d * f) * (2sc + 1), or d * (2sc + 1)
         b = data.reshape(rows, S, -1)
-        d, ints = _half(b[..., 0:2]) * np.float32(GRIDS[kind][1]), _grid_scales(kind, b)
-        if kind in ("IQ2_XS", "IQ2_S"):
+        d, ints = _half(b[..., 0:2]) * np.float32(GRIDS[kind]), _grid_scales(kind, b)
+        if NATIVE[kind] == 7:
             ints = ints.reshape(rows, S * 8, 2)
             return np.stack([d, d, d]), np.stack([ints[..., 0], ints[..., 1], np.zeros_like(ints[..., 0])])
         return d[None], ints.reshape(1, rows, -1)
@@ -210,15 +210,14 @@ def _iq4_scales(b: np.ndarray) -> np.ndarray:
     return ((low | (high.astype(np.uint8) << 4)).astype(np.int16) - 32).astype(np.int8)
 
 
-# The gguf package's grid types: (its quants class, the factor f of d * f * (2sc + 1))
-GRIDS = {"IQ3_S": ("IQ3_S", 1.0), "IQ3_XXS": ("IQ3_XXS", 0.25), "IQ2_XXS": ("IQ2_XXS", 0.125),
-         "IQ2_XS": ("IQ2_XS", 0.125), "IQ2_S": ("IQ2_S", 0.125)}
+# The grid types (the gguf package's quants classes of these names): the factor f of d * f * (2sc + 1)
+GRIDS = {"IQ3_S": 1.0, "IQ3_XXS": 0.25, "IQ2_XXS": 0.125, "IQ2_XS": 0.125, "IQ2_S": 0.125}
 
 
 def _grid(kind: str) -> tuple[np.ndarray, np.ndarray]:
     """(the grid [rows, width] as int8, the 128 sign bytes) of a grid type, from the gguf package"""
     from gguf import quants
-    cls = getattr(quants, GRIDS[kind][0])
+    cls = getattr(quants, kind)
     if cls.grid is None:
         cls.init_grid()
     grid = cls.grid.reshape(cls.grid.shape[-2], cls.grid.shape[-1]).astype(np.int8)
@@ -271,8 +270,8 @@ def _grid_codes(kind: str, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         idx = b[..., 2:66].astype(np.int64) | (qh.reshape(rows, S, 64).astype(np.int64) << 8)
         sign = b[..., 74:106]
     values = grid[idx].reshape(rows, S, 256)
-    q = values * _signs(np.asarray(sign)).reshape(rows, S, 256)
-    return d * np.float32(GRIDS[kind][1]) * _grid_scales(kind, b).astype(np.float32), q
+    q = values * _signs(sign).reshape(rows, S, 256)
+    return d * np.float32(GRIDS[kind]) * _grid_scales(kind, b).astype(np.float32), q
 
 
 def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):

@@ -121,7 +121,8 @@ def test_compact_bytes_per_weight():
     assert sizes["Q5_0"] == 0.6875                            # GGUF: 0.6875 (1.0625 as bytes)
     assert sizes["Q5_1"] == 0.75                              # GGUF: 0.75
     assert sizes["Q8_0"] == 1.0625                            # GGUF: 1.0625
-    # held in layouts of more bits: twice the GGUF's bytes (as fp32 panels: 4 bytes a weight)
+    # held in layouts of more bits than their own: 1.4x the GGUF's bytes for Q3_K, 2-4x for the IQ
+    # types (as fp32 panels: 4 bytes a weight)
     assert sizes["Q3_K"] == pytest.approx(0.5938, abs=1e-4)    # GGUF: 0.4297 (in Q6_K's layout: 0.8438)
     assert sizes["IQ4_NL"] == 1.0625                          # GGUF: 0.5625
     assert sizes["IQ4_XS"] == 1.046875                        # GGUF: 0.5312

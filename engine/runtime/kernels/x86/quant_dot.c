@@ -242,8 +242,9 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 
 /* The planes' tiles, one per layout (layout.h: 5, 6, 9; and 3, nibbles alone); what each is follows from its number at
    compile time: PL_ planes, OFF_ the codes' offset, SPL_ a scale per 16 inputs, MIN_ an m per
-   column. RUN_: groups of 4 inputs whose maddubs pair sums add up in int16 (|u * xq| pairs: 2 * 31
-   * 128 = 7936 for 5 bits, 4 groups; 2 * 63 * 128 = 16128 for 6 bits, 2 groups). */
+   column. RUN_: groups of 4 inputs whose maddubs pair sums add up in int16 (|u * xq| pairs: 2 * 15
+   * 128 = 3840 for layout 3's 4 bits, 8 groups; 2 * 31 * 128 = 7936 for 5 bits, 4 groups; 2 * 63 *
+   128 = 16128 for 6 bits, 2 groups). */
 #define BITS_P3 3
 #define BITS_P5 5
 #define BITS_P6 6
