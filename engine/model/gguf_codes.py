@@ -4,7 +4,9 @@ The kernels read these layouts (``kernels/layout.h``), per panel of 16 output ro
 inputs: *bits 4* holds fp32 d[16], m[16] and 4-bit codes q (w = d*q + m), *bits 8* holds fp32
 d[16] and int8 codes (w = d*q), *bits 5, 6, 9* hold 5- and 6-bit codes as planes (the low nibbles
 as bits 4's, then the high bits; each code stored as q + an offset >= 0), *bits 3* 4-bit codes
-q + 8 with a d per 16 inputs (layout 6's heads, layout 4's nibbles). Every GGUF type below
+q + 8 with a d per 16 inputs (layout 6's heads, layout 4's nibbles), *bits 10, 11* nibbles that
+index a table of 16 int8 values (``table``: IQ4's, the grids' values with a sign) after 8's head
+and 7's. Every GGUF type below
 maps into one of them exactly: the weight
 the kernels rebuild (d*q, + m) is the weight ggml's dequantization gives, bit for bit but for the
 sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no product changes)
@@ -21,18 +23,20 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | Q5_K   | (d*sc) * q - (dmin*mn), per 32  | 5      | d*sc, -(dmin*mn); codes 0..31               |
 | Q6_K   | (d*sc) * (q - 32), per 16       | 6      | d*sc of inputs 0-15, of 16-31; codes q - 32 |
 | Q3_K   | (d*(sc-32)) * q, q in -4..3, per 16 | 3  | as Q6_K; codes q + 8 as nibbles alone      |
-| IQ4_NL | d * table[q], per 32            | 8      | d; codes table[q] (ggml's 16 int8 values)   |
-| IQ4_XS | (d*(sc-32)) * table[q], per 32  | 8      | d*(sc-32); codes table[q]                   |
-| IQ3_S  | (d*(1+2sc)) * grid * sign, per 32 | 8    | d*(1+2sc); codes grid * sign (ggml's grids)  |
-| IQ3_XXS| (d*(0.5+sc)*0.5) * grid * sign  | 8      | the same per 32; codes grid * sign          |
-| IQ2_XXS| (d*(0.5+sc)*0.25) * grid * sign | 8      | the same per 32; codes grid * sign          |
-| IQ2_XS, IQ2_S | the same, per 16         | 7      | the scales of inputs 0-15, of 16-31; m 0    |
+| IQ4_NL | d * table[q], per 32            | 10     | d; codes table[q] (ggml's 16 int8 values)   |
+| IQ4_XS | (d*(sc-32)) * table[q], per 32  | 10     | d*(sc-32); codes table[q]                   |
+| IQ3_S  | (d*(1+2sc)) * grid * sign, per 32 | 10   | d*(1+2sc); codes grid * sign (ggml's grids)  |
+| IQ3_XXS| (d*(0.5+sc)*0.5) * grid * sign  | 10     | the same per 32; codes grid * sign          |
+| IQ2_XXS| (d*(0.5+sc)*0.25) * grid * sign | 10     | the same per 32; codes grid * sign          |
+| IQ2_XS, IQ2_S | the same, per 16         | 11     | the scales of inputs 0-15, of 16-31; m 0    |
 
-(Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43; the IQ types take Q8_0's
-bytes, twice the GGUF's for IQ4, 3.5-4x for IQ3/IQ2, against 7-15x as fp32 panels; exact, and every
-kernel reads them already. Their grids and sign tables are the gguf package's.)
+(Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43; the IQ types' codes take 16
+values or fewer, each a 4-bit index into its table: 0.55-0.56 bytes a weight for IQ4 (the GGUF's
+0.53-0.56), 0.55 for IQ3 (0.38-0.43), 0.55-0.64 for IQ2 (0.26-0.32), where Q8_0's bytes took 1.05-1.14
+and fp32 panels 4. ``decode`` gives the codes' values; ``pack`` writes their indices. Their grids and
+sign tables are the gguf package's.)
 
-(A projection fused of parts of layouts 8 and 9 is packed in 8, of other mixes in 7: bytes after
+(A projection fused of parts of layouts 8, 9 and 10 is packed in 8, of other mixes in 7: bytes after
 three fp32 arrays, ``layout.h``.) F16/BF16/F32 tensors are
 dequantized one tensor at a time into fp32 panels (4 bytes a weight): hexa's small ones (norms,
 biases) and any type not in this table.
@@ -54,9 +58,13 @@ from ..runtime.kernels import HEADER, PANEL, QUANT_BLOCK
 QB = QUANT_BLOCK
 HEAD_F16, HEAD_K = HEADER.constants["HEXA_HEAD_F16"], HEADER.constants["HEXA_HEAD_K"]
 KSUPER = HEADER.constants["HEXA_KSUPER"]        # blocks per HEAD_K factor
+TABLE_SHIFT = HEADER.constants["HEXA_TABLE_SHIFT"]
+# the table codes' tables (layout.h's CODE_TABLE, by number): the types whose codes index them
+TABLE_OF = {"IQ4_NL": 0, "IQ4_XS": 0, "IQ3_S": 1, "IQ3_XXS": 2, "IQ2_XXS": 3, "IQ2_XS": 3, "IQ2_S": 3}
 NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6,
-          "Q3_K": 3, "IQ4_NL": 8, "IQ4_XS": 8,
-          "IQ3_S": 8, "IQ3_XXS": 8, "IQ2_XXS": 8, "IQ2_XS": 7, "IQ2_S": 7}   # -> layout
+          "Q3_K": 3, "IQ4_NL": 10, "IQ4_XS": 10, "IQ3_S": 10, "IQ3_XXS": 10, "IQ2_XXS": 10,
+          "IQ2_XS": 11, "IQ2_S": 11}   # -> layout (| the table's number for 10, 11)
+NATIVE = {kind: b | TABLE_OF[kind] << TABLE_SHIFT if kind in TABLE_OF else b for kind, b in NATIVE.items()}
 K_HEADS = ("Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS",   # a factor per 256 inputs times a small integer per block
            "IQ3_S", "IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S")
 IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)  # ggml's kvalues_iq4nl
@@ -65,6 +73,37 @@ IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 
 MAPPING = "m" + hashlib.sha256(repr(sorted(NATIVE.items())).encode()).hexdigest()[:6]
 PLANES = {5: 1, 9: 1, 6: 2}            # layout.h's PLANES: high bits per code beyond the nibble
 OFFSET = {5: 0, 9: 16, 6: 32, 3: 8}    # ... and CODE_OFFSET: a plane code (or layout 3's nibble) holds q + this
+SPLIT = (3, 6, 7, 11)                  # layouts with a scale per 16 inputs (SPLIT_SCALE)
+WITH_M = (4, 5, 7, 11)                 # ... with an m (MIN_AT)
+NIBBLES = (3, 4, 5, 6, 9, 10, 11)      # codes as nibbles (+ planes), else bytes
+
+
+def layout(bits: int) -> int:
+    """the code layout of a packed weight's bits (layout.h's CODES)"""
+    return bits & 15
+
+
+def table(bits: int) -> np.ndarray:
+    """the 16 int8 values table codes ``bits`` index (layout.h's CODE_TABLE, from the GGUF's own
+    values: IQ4's kvalues, the grids' values with a sign, padded with 0)"""
+    number = bits >> TABLE_SHIFT & 3
+    if number == 0:
+        return IQ4_VALUES
+    kind = next(k for k, n in TABLE_OF.items() if n == number)
+    magnitudes = np.unique(_grid(kind)[0]).astype(np.int16)
+    values = np.concatenate([-magnitudes[::-1], magnitudes])
+    return np.concatenate([values, np.zeros(16 - len(values), np.int16)]).astype(np.int8)
+
+
+def _table_index(bits: int, q: np.ndarray) -> np.ndarray:
+    """codes q (each a value of bits' table) -> their indices"""
+    t = table(bits)
+    index = np.full(256, 255, np.uint8)
+    index[t[::-1].astype(np.int16) + 128] = np.arange(15, -1, -1, dtype=np.uint8)   # the first index of a value
+    u = index[q.astype(np.int16) + 128]
+    if (u == 255).any():
+        raise ValueError(f"a code is no value of table {bits >> TABLE_SHIFT & 3}")
+    return u
 
 
 def _half(raw: np.ndarray) -> np.ndarray:
@@ -84,7 +123,7 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
     nb = K // QB
     if kind in GRIDS:
         db, q = _grid_codes(kind, data.reshape(rows, K // 256, -1))
-        if NATIVE[kind] == 7:                                           # IQ2_XS, IQ2_S: a scale per 16 inputs
+        if layout(NATIVE[kind]) in SPLIT:                               # IQ2_XS, IQ2_S: a scale per 16 inputs
             db = db.reshape(rows, nb, 2)
             return np.ascontiguousarray(db[..., 0]), np.ascontiguousarray(db[..., 1]), q.reshape(rows, K)
         return db.reshape(rows, nb), None, q.reshape(rows, K)
@@ -163,7 +202,7 @@ def k_factors(kind: str, data: np.ndarray, rows: int, K: int):
     if kind in GRIDS:   # the scale is d * (a + b*sc) = (d * f) * (2sc + 1), or d * (2sc + 1)
         b = data.reshape(rows, S, -1)
         d, ints = _half(b[..., 0:2]) * np.float32(GRIDS[kind]), _grid_scales(kind, b)
-        if NATIVE[kind] == 7:
+        if layout(NATIVE[kind]) in SPLIT:
             ints = ints.reshape(rows, S * 8, 2)
             return np.stack([d, d, d]), np.stack([ints[..., 0], ints[..., 1], np.zeros_like(ints[..., 0])])
         return d[None], ints.reshape(1, rows, -1)
@@ -279,9 +318,9 @@ def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):
     holds every other exactly, so a fused projection of parts of several types (Q4_K_M's Q4_K
     q and k with a Q6_K v) stays codes."""
     zero = np.zeros_like(d)
-    if bits in (3, 6, 7):   # a scale per 16 inputs: Q3_K, Q6_K; IQ2_XS, IQ2_S (layout 7 with m 0)
+    if layout(bits) in SPLIT:   # a scale per 16 inputs: Q3_K, Q6_K; IQ2_XS, IQ2_S (m 0)
         return d, m, zero, q.astype(np.int8)
-    return d, d, (m if bits in (4, 5) else zero), q.astype(np.int8)
+    return d, d, (m if layout(bits) in (4, 5) else zero), q.astype(np.int8)
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -317,21 +356,23 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.n
             a = np.concatenate([a, np.zeros((pad,) + a.shape[1:], a.dtype)])
         return a.reshape(P, PANEL, *a.shape[1:])
 
-    if bits == 7 and m2 is None:   # IQ2_XS / IQ2_S: a scale per 16 inputs and no m
+    lay = layout(bits)
+    if lay in (7, 11) and m2 is None:   # IQ2_XS / IQ2_S: a scale per 16 inputs and no m
         m2 = np.zeros_like(d)
-    arrays = [d] + ([m] if bits not in (8, 9) else []) + ([m2] if bits == 7 else [])   # layout.h's HEAD_N
+    arrays = [d] + ([m] if lay not in (8, 9, 10) else []) + ([m2] if lay in (7, 11) else [])   # layout.h's HEAD_N
     arrays = [a.astype(np.float32) for a in arrays]
     kind = compact_head(arrays, k) if compact else 0
     if kind == HEAD_K:
         arrays = list(k[1])
     dtype = {0: np.float32, HEAD_F16: np.float16, HEAD_K: np.int8}[kind]
     head = [panels(a.astype(dtype)).transpose(0, 2, 1) for a in arrays]    # [P, nb, 16] each
-    if bits in (3, 4, 5, 6, 9):
-        u = panels((q.astype(np.int16) + OFFSET.get(bits, 0)).astype(np.uint8).reshape(N, nb, QB))   # [P, 16, nb, 32]
+    if lay in NIBBLES:   # u = q + the offset, or a table code's index
+        u = _table_index(bits, q) if lay >= 10 else (q.astype(np.int16) + OFFSET.get(lay, 0)).astype(np.uint8)
+        u = panels(u.reshape(N, nb, QB))                                # [P, 16, nb, 32]
         c = u & 15
         codes = (c[..., 0::2] | (c[..., 1::2] << 4)).transpose(0, 2, 3, 1).reshape(P, nb, -1)   # [P, nb, 16 pairs x 16]
-        if bits in PLANES:
-            codes = np.concatenate([codes, _planes(u >> 4, PLANES[bits])], axis=-1)
+        if lay in PLANES:
+            codes = np.concatenate([codes, _planes(u >> 4, PLANES[lay])], axis=-1)
     else:
         codes = panels(q.astype(np.int8).reshape(N, nb, QB)).transpose(0, 2, 3, 1).view(np.uint8)
     parts = [np.ascontiguousarray(h).view(np.uint8) for h in head] + [codes.reshape(P, nb, -1)]
@@ -357,12 +398,13 @@ def _planes(high: np.ndarray, planes: int) -> np.ndarray:
 
 
 def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
-    """The weights the kernels rebuild from (d, m, q): d*q, then + m for 4, 5, 7 (fp32, in that order); bits 3
-    and 6: each half block's own d times q."""
+    """The weights the kernels rebuild from (d, m, q): d*q, then + m for 4, 5, 7, 11 (fp32, in that order);
+    3, 6, 7 and 11: each half block's own d times q."""
     N, K = q.shape
-    if bits in (3, 6, 7):
+    lay = layout(bits)
+    if lay in SPLIT:
         scale = np.stack([d, m], axis=2).reshape(N, -1)                # a scale per 16 inputs
         w = np.repeat(scale, QB // 2, axis=1) * q.astype(np.float32)
-        return w + np.repeat(m2, QB, axis=1) if bits == 7 and m2 is not None else w
+        return w + np.repeat(m2, QB, axis=1) if lay in (7, 11) and m2 is not None else w
     w = np.repeat(d, QB, axis=1) * q.astype(np.float32)
-    return w + np.repeat(m, QB, axis=1) if bits in (4, 5) else w
+    return w + np.repeat(m, QB, axis=1) if lay in (4, 5) else w

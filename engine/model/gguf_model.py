@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import EngineError
-from .gguf_codes import MAPPING, NATIVE, as_layout7, decode, k_factors, pack
+from .gguf_codes import MAPPING, NATIVE, as_layout7, decode, k_factors, layout, pack
 from .gguf_header import check_architecture
 from ..runtime.kernels import PANEL
 from .source import ModelSource
@@ -153,8 +153,9 @@ class Weights:
         bits = {NATIVE.get(kind) for kind, *_ in parts}
         N, K = sum(p[2] for p in parts), parts[0][3]
         if None not in bits and K % 32 == 0:
-            # parts of several layouts: Q5_0 (9) and Q8_0 (8) share 8's signed bytes, layout 7 holds any mix
-            b = bits.pop() if len(bits) == 1 else 8 if bits <= {8, 9} else 7
+            # parts of several layouts: Q5_0 (9), Q8_0 (8) and one-scale table codes (10: IQ4, IQ3) share
+            # 8's signed bytes, layout 7 holds any mix
+            b = bits.pop() if len(bits) == 1 else 8 if all(layout(x) in (8, 9, 10) for x in bits) else 7
             if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak
                 kind, data, _, _ = parts[0]
                 step = max(PANEL, (1 << 22) // K // PANEL * PANEL)     # ~4M weights a slice
@@ -176,7 +177,7 @@ class Weights:
                     codes, b = pack(7, d, m, q, m2)
                 else:
                     d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
-                    m = np.concatenate([x[1] for x in decoded]) if b not in (8, 9) else None
+                    m = np.concatenate([x[1] for x in decoded]) if layout(b) not in (8, 9, 10) else None
                     ks = [k_factors(kind, data, n, kk) for kind, data, n, kk in parts]
                     k = None if None in ks else tuple(np.concatenate([x[i] for x in ks], axis=1) for i in (0, 1))
                     codes, b = pack(b, d, m, q, k=k)

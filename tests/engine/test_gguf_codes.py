@@ -8,7 +8,8 @@ from gguf import GGMLQuantizationType as T
 from gguf import quants
 
 from engine.bench.kernels import random_blocks as blocks
-from engine.model.gguf_codes import HEAD_F16, HEAD_K, K_HEADS, NATIVE, decode, k_factors, pack, rebuild
+from engine.model.gguf_codes import (HEAD_F16, HEAD_K, K_HEADS, NATIVE, TABLE_SHIFT, decode, k_factors, layout,
+                                     pack, rebuild, table)
 from engine.model.gguf_model import _unpermute
 
 
@@ -26,12 +27,25 @@ def test_rebuilt_weights_are_ggmls_dequantized_weights(kind):
     # equal values; bits too, but for the sign of a zero (ggml's Q4_0 (q - 8) * d is -0 for d < 0)
     assert np.array_equal(mine, ref)
     assert ((mine.view(np.uint32) == ref.view(np.uint32)) | (ref == 0)).all()
-    lo, hi = {3: (-8, 7), 4: (0, 15), 5: (0, 31), 6: (-32, 31), 7: (-128, 127), 8: (-128, 127), 9: (-16, 15)}[NATIVE[kind]]
+    lo, hi = {3: (-8, 7), 4: (0, 15), 5: (0, 31), 6: (-32, 31), 7: (-128, 127), 8: (-128, 127), 9: (-16, 15),
+              10: (-127, 127), 11: (-127, 127)}[layout(NATIVE[kind])]
     exact = {"Q3_K": (-4, 3), "IQ4_NL": (-127, 113), "IQ4_XS": (-127, 113), "IQ3_S": (-15, 15),
              "IQ3_XXS": (-62, 62), "IQ2_XXS": (-43, 43), "IQ2_XS": (-43, 43), "IQ2_S": (-43, 43)}
     if kind in exact:   # the codes these types take reach their layout's values, and stay in them
         assert (int(q.min()), int(q.max())) == exact[kind]
     assert int(q.min()) >= lo and int(q.max()) <= hi
+    if layout(NATIVE[kind]) >= 10:   # table codes: every code one of the table's values
+        assert np.isin(q, table(NATIVE[kind])).all()
+
+
+def test_code_tables_are_the_kernels(kernel):
+    """layout.h's CODE_TABLE, which the kernels look table codes up in, holds the GGUF's values
+    that the packer indexes"""
+    out = np.zeros(16, np.int8)
+    for number in sorted({bits >> TABLE_SHIFT for bits in NATIVE.values() if layout(bits) >= 10}):
+        assert kernel.fn["hexa_code_table"](number, out.ctypes.data) == 0
+        assert out.tolist() == table(number << TABLE_SHIFT | 10).tolist()
+    assert kernel.fn["hexa_code_table"](4, out.ctypes.data) == -1
 
 
 def test_llama_rows_are_unpermuted_as_transformers_does():
@@ -121,10 +135,10 @@ def test_compact_bytes_per_weight():
     assert sizes["Q5_0"] == 0.6875                            # GGUF: 0.6875 (1.0625 as bytes)
     assert sizes["Q5_1"] == 0.75                              # GGUF: 0.75
     assert sizes["Q8_0"] == 1.0625                            # GGUF: 1.0625
-    # held in layouts of more bits than their own: 1.4x the GGUF's bytes for Q3_K, 2-4x for the IQ
-    # types (as fp32 panels: 4 bytes a weight)
+    # held in layouts of more bits than their own: 1.4x the GGUF's bytes for Q3_K, 1.3-2.2x for the
+    # IQ3 and IQ2 types (as fp32 panels: 4 bytes a weight; in Q8_0's bytes 1.05-1.14)
     assert sizes["Q3_K"] == pytest.approx(0.5938, abs=1e-4)    # GGUF: 0.4297 (in Q6_K's layout: 0.8438)
-    assert sizes["IQ4_NL"] == 1.0625                          # GGUF: 0.5625
-    assert sizes["IQ4_XS"] == 1.046875                        # GGUF: 0.5312
+    assert sizes["IQ4_NL"] == 0.5625                          # GGUF: 0.5625 (as Q8_0's bytes: 1.0625)
+    assert sizes["IQ4_XS"] == 0.546875                        # GGUF: 0.5312 (1.0469)
     assert sizes["IQ3_S"] == sizes["IQ3_XXS"] == sizes["IQ2_XXS"] == sizes["IQ4_XS"]   # GGUF: 0.4297, 0.3828, 0.2578
-    assert sizes["IQ2_XS"] == sizes["IQ2_S"] == pytest.approx(1.1406, abs=1e-4)       # GGUF: 0.2891, 0.3203
+    assert sizes["IQ2_XS"] == sizes["IQ2_S"] == pytest.approx(0.6406, abs=1e-4)       # GGUF: 0.2891, 0.3203

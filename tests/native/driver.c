@@ -527,11 +527,13 @@ static void check_linear_prefill(const struct qweight *q) {
    inputs, codes -32..31), 3 (Q3_K: a d per 16 inputs, codes -8..7, nibbles alone) and 7 (a d per
    16 inputs and m, codes -127..127), written straight into
    their layout (layout.h: the fp32 head, then the codes by put_code: planes for 5, 6, 9, bytes for
-   7), as engine/model/gguf_codes.py packs them from a GGUF's blocks */
+   7), as engine/model/gguf_codes.py packs them from a GGUF's blocks; and table codes (10: 8's
+   head, 11: 7's; | a table), the table's values (its first `values`), drawn by index */
 static struct qweight make_quant_m(int bits, int N, int K, int e) {
-    const int nb = K / QB;
-    const int lo = bits == 5 ? 0 : bits == 9 ? -16 : bits == 6 ? -32 : bits == 3 ? -8 : -127;
-    const int hi = bits == 5 ? 31 : bits == 9 ? 15 : bits == 6 ? 31 : bits == 3 ? 7 : 127;
+    const int nb = K / QB, table = TABLE_CODES(bits);
+    const int values = table ? (TABLE(bits) == 3 ? 6 : 16) : 0;
+    const int lo = table ? 0 : bits == 5 ? 0 : bits == 9 ? -16 : bits == 6 ? -32 : bits == 3 ? -8 : -127;
+    const int hi = table ? values - 1 : bits == 5 ? 31 : bits == 9 ? 15 : bits == 6 ? 31 : bits == 3 ? 7 : 127;
     struct qweight q = {N, K, bits, floats((int64_t)N * K), floats((int64_t)N * nb), grab(code_bytes(bits, N, K))};
     memset(q.codes, 0, (size_t)code_bytes(bits, N, K));
     for (int n = 0; n < N; n++)
@@ -545,7 +547,8 @@ static struct qweight make_quant_m(int bits, int N, int K, int e) {
             if (MIN_AT(bits) >= 0) dd[MIN_AT(bits) + n % PW] = m;
             const int at_lo = below(32), at_hi = (at_lo + 1 + below(31)) % 32;   /* the extreme codes occur */
             for (int i = 0; i < 32; i++) {
-                const int c = i == at_lo ? lo : i == at_hi ? hi : lo + below(hi - lo + 1);
+                const int pick = i == at_lo ? lo : i == at_hi ? hi : lo + below(hi - lo + 1);
+                const int c = table ? CODE_TABLE[TABLE(bits)][pick] : pick;
                 put_code(bp + CODE_HEAD(bits), bits, n % PW, i, c);
                 if (code_at(bp + CODE_HEAD(bits), bits, n % PW, i) != c) fail(n, "code %d read back as another", c);
                 const float dq = d[i >= 16] * (float)c;
@@ -626,7 +629,7 @@ static void check_compact(struct qweight *q, int head) {
 
 static void check_codes(void) {
     static const int shapes[][2] = {{37, 96}, {197, 64}, {53, 512}};   /* N tails; 13 panels (two full groups); K-quant supers */
-    static const int planes_and_bytes[] = {3, 5, 6, 7, 9};
+    static const int planes_and_bytes[] = {3, 5, 6, 7, 9, 10, 11 | 3 << HEXA_TABLE_SHIFT};   /* IQ4's table; IQ2's */
     for (unsigned f = 0; f < sizeof planes_and_bytes / sizeof *planes_and_bytes; f++)
         for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
             const int bits = planes_and_bytes[f];

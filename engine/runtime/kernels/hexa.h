@@ -16,12 +16,13 @@
 #define HEXA_HEAD_F16 16      /* codes' layout | this: the block heads as fp16 (layout.h) */
 #define HEXA_HEAD_K 32        /* | this: an fp32 factor per 8 blocks times an int8 per block */
 #define HEXA_KSUPER 8         /* blocks per HEXA_HEAD_K factor (a K-quant's 256 inputs) */
+#define HEXA_TABLE_SHIFT 6    /* | table << this: layouts 10 and 11's 16-value table (layout.h) */
 #define HEXA_QUANT_ROWS 12    /* quantized calls of at most this many rows rebuild weights per tile */
 #define HEXA_FORWARD_ROWS 64  /* most tokens one hexa_forward call runs (every step and draft tree) */
 #define HEXA_TOPK_MAX 32      /* most columns hexa_softmax_topk keeps per row */
 
 /* One decoder layer's weights. Projections are packed fp32 (bits 0, hexa_pack's layout) or codes
-   (layout.h: bits 4 (Q4_1), 8 (Q8_0), 3, 5-7 and 9, | HEAD_F16 or HEAD_K for compact heads); bqkv may be NULL. q_norm/k_norm (per-head
+   (layout.h: bits 4 (Q4_1), 8 (Q8_0), 3, 5-7, 9, 10 and 11, | a table, | HEAD_F16 or HEAD_K for compact heads); bqkv may be NULL. q_norm/k_norm (per-head
    RMSNorm of q and k before RoPE: qwen3, gemma3), post_attn/post_ffn (RMSNorm of the attention's
    and the MLP's output before the residual add: gemma3) are NULL where the model has none.
    local: a sliding-window layer (gemma3), which reads the pass's local mask and RoPE rows. */
@@ -70,6 +71,7 @@ void hexa_linear(const float *x, const float *packed, const float *b, const floa
 int32_t hexa_pack_quant(const float *w, uint8_t *packed, int32_t N, int32_t K, int32_t bits, int32_t threads);
 int32_t hexa_quant_block_bytes(int32_t bits);
 int64_t hexa_quant_bytes(int32_t bits, int32_t N, int32_t K);
+int32_t hexa_code_table(int32_t table, int8_t *out); /* layouts 10, 11: table's 16 values into out; 0, or -1 for no such table */
 void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 void hexa_linear_dot(const float *x, const uint8_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 /* prompt rows (prefill): on AMX tiles (the amx build, tiles granted) weights and rows in bf16

@@ -35,19 +35,35 @@
      w = d*q. Q3_K took 0.84 bytes a weight in layout 6 where the GGUF has 0.43; this takes 0.59;
    - 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit codes:
      w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q and k
-     with a Q6_K v) is kept in it, exactly. */
-#define CODES(bits) ((bits) & 15)                    /* 3, 4, 5, 6, 7, 8 or 9 */
+     with a Q6_K v) is kept in it, exactly;
+   - 10 and 11, *table codes*: layout 4's nibbles, each the index of a code in one of CODE_TABLE's
+     tables of 16 int8 values (TABLE(bits)), after 8's head (10) or 7's (11): w = d * table[u]
+     (+ m). The IQ types' codes take 16 values or fewer (IQ4's table, IQ3 and IQ2 grid values
+     with a sign), which Q8_0's bytes held at 1.05 bytes a weight where an IQ4_XS GGUF holds 0.53;
+     these take 0.55 (layout 11: 0.59). Every kernel reads them as 8 and 7's bytes, looked up from
+     the nibbles where 8's bytes are loaded (a shuffle per 16 or 32 codes). */
+#define CODES(bits) ((bits) & 15)                    /* 3, 4, 5, 6, 7, 8, 9, 10 or 11 */
+#define TABLE(bits) ((bits) >> HEXA_TABLE_SHIFT & 3)
+#define TABLE_CODES(bits) (CODES(bits) >= 10)
+/* the tables (TABLE(bits)), the GGUF's own values: IQ4_NL / IQ4_XS's kvalues_iq4nl, IQ3_S's grid
+   values +-1 .. 15, IQ3_XXS's +-4 .. 62, the IQ2 types' +-8, 25, 43 (engine/model/gguf_codes.py
+   packs the indices; hexa_code_table gives these to its tests) */
+static const int8_t CODE_TABLE[4][16] = {
+    {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113},
+    {-15, -13, -11, -9, -7, -5, -3, -1, 1, 3, 5, 7, 9, 11, 13, 15},
+    {-62, -52, -44, -36, -28, -20, -12, -4, 4, 12, 20, 28, 36, 44, 52, 62},
+    {-43, -25, -8, 8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 /* Per CODES value, packed into one constant each and read by a shift: the kernels find a block's
    address from these once per block, and chains of conditionals there (as first written) took a
    Q4_K product 8-20% longer. */
 #define PLANES(bits) ((int)(0x42400u >> (2 * CODES(bits))) & 3)                 /* 5, 9: 1; 6: 2; else 0 */
 #define CODE_OFFSET(bits) (CODES(bits) == 6 ? 32 : CODES(bits) == 9 ? 16 : CODES(bits) == 3 ? 8 : 0)
-#define CODE_BYTES(bits) (64 * ((int)(0x5886544000ull >> (4 * CODES(bits))) & 15))   /* 3, 4: 256 .. 7, 8: 512 */
-#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7 || CODES(bits) == 3)   /* a second scale for inputs 16-31 */
+#define CODE_BYTES(bits) (64 * ((int)(0x445886544000ull >> (4 * CODES(bits))) & 15))   /* 3, 4, 10, 11: 256 .. 7, 8: 512 */
+#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7 || CODES(bits) == 3 || CODES(bits) == 11)   /* a second scale for inputs 16-31 */
 /* codes the exact kernels and readers take as unsigned bytes u = q + CODE_OFFSET (codes.h's
    block_codes): the planes' layouts and 3; layout 4's nibbles have readers of their own */
 #define OFFSET_CODES(bits) (PLANES(bits) || CODES(bits) == 3)
-#define MIN_AT(bits) (CODES(bits) == 7 ? 2 * PW : CODES(bits) == 5 || CODES(bits) == 4 ? PW : -1)   /* m's floats into the head, or none */
+#define MIN_AT(bits) (CODES(bits) == 7 || CODES(bits) == 11 ? 2 * PW : CODES(bits) == 5 || CODES(bits) == 4 ? PW : -1)   /* m's floats into the head, or none */
 
 /* The planes, after the nibbles: the high bits of the 8 groups of 4 inputs, in the order the dot
    kernels use the nibbles (x86/quant_dot.c's quads: each 32-bit lane one column's 4 inputs,
@@ -65,6 +81,7 @@ static inline int plane_shift(int k, int planes) { return k / 4 % (8 / planes) *
 static inline int code_at(const uint8_t *cp, int bits, int c, int k) {
     if (CODES(bits) == 7 || CODES(bits) == 8) return (int8_t)cp[k * PW + c];
     int u = cp[k / 2 * PW + c] >> (4 * (k & 1)) & 15;
+    if (TABLE_CODES(bits)) return CODE_TABLE[TABLE(bits)][u];
     if (PLANES(bits))
         u |= (cp[QB / 2 * PW + plane_byte(c, k, PLANES(bits))] >> plane_shift(k, PLANES(bits)) & ((1 << PLANES(bits)) - 1)) << 4;
     return u - CODE_OFFSET(bits);
@@ -73,7 +90,9 @@ static inline int code_at(const uint8_t *cp, int bits, int c, int k) {
 /* ... and the writer (cp's bytes zeroed first), for packers and the test driver */
 static inline void put_code(uint8_t *cp, int bits, int c, int k, int q) {
     if (CODES(bits) == 7 || CODES(bits) == 8) { cp[k * PW + c] = (uint8_t)(int8_t)q; return; }
-    const int u = q + CODE_OFFSET(bits);
+    int u = q + CODE_OFFSET(bits);
+    if (TABLE_CODES(bits))   /* q's index in the table (q one of its values) */
+        for (u = 15; u > 0 && CODE_TABLE[TABLE(bits)][u] != q; u--) continue;
     cp[k / 2 * PW + c] |= (uint8_t)((u & 15) << (4 * (k & 1)));
     if (PLANES(bits))
         cp[QB / 2 * PW + plane_byte(c, k, PLANES(bits))] |= (uint8_t)((u >> 4) << plane_shift(k, PLANES(bits)));
@@ -92,7 +111,7 @@ static inline void put_code(uint8_t *cp, int bits, int c, int k, int q) {
 #define HEAD_K HEXA_HEAD_K
 #define KSUPER HEXA_KSUPER                           /* blocks per HEAD_K factor (256 inputs) */
 #define HEAD_OF(bits) ((bits) & (HEAD_F16 | HEAD_K))
-#define HEAD_N(bits) ((int)(0x5ea80u >> (2 * CODES(bits))) & 3)   /* fp32 arrays of 16: 8, 9: 1; 7: 3; else 2 */
+#define HEAD_N(bits) ((int)(0xd5ea80u >> (2 * CODES(bits))) & 3)   /* fp32 arrays of 16: 8, 9, 10: 1; 7, 11: 3; else 2 */
 #define HEAD_BYTES(bits) (HEAD_N(bits) * PW * (4 >> (HEAD_OF(bits) / HEAD_F16)))   /* 4, 2 or 1 bytes a value */
 #define BLOCK_BYTES(bits) (HEAD_BYTES(bits) + CODE_BYTES(bits))
 #define CODE_HEAD(bits) HEAD_BYTES(bits)             /* the codes' start in a block */

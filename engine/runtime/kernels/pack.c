@@ -130,6 +130,13 @@ int hexa_quant_block_bytes(int bits) {
     return BLOCK_BYTES(bits);
 }
 
+/* layout.h's code table ``table`` (layouts 10, 11), for the packer's tests */
+int32_t hexa_code_table(int32_t table, int8_t *out) {
+    if (table < 0 || table >= (int)(sizeof CODE_TABLE / sizeof CODE_TABLE[0])) return -1;
+    memcpy(out, CODE_TABLE[table], sizeof CODE_TABLE[0]);
+    return 0;
+}
+
 /* Bytes of a weight [N, K] in the layout for ``bits``, so callers size the buffers from here */
 int64_t hexa_quant_bytes(int bits, int N, int K) {
     return (int64_t)(N + PW - 1) / PW * PANEL_BYTES(bits, K / QB);

@@ -204,6 +204,8 @@ static __attribute__((noinline)) void store_rows(float32x4_t (*acc)[4], int rows
             __builtin_prefetch(bp + PREFETCH * bytes + off);                                      \
         float tmp[3 * PW];                                                                        \
         const float *hd = block_head(a->packed, bits, nb, p, blk, tmp);                           \
+        const int8x16_t lut = vld1q_s8(CODE_TABLE[TABLE(bits)]);   /* table codes' (QT, QU) */     \
+        (void)lut;                                                                                \
         const int8_t *xq[MR];                                                                     \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                      \
             xq[i] = a->codes + (int64_t)(m0 + i) * a->K + blk * QB;                               \
@@ -330,6 +332,8 @@ static TILE_FN I8MM void mm_##FMT##_##MR(const struct dot_job *a, int m0, int p)
 #define LAYOUT_Q7 7
 #define LAYOUT_Q8 8
 #define LAYOUT_Q9 9
+#define LAYOUT_QT 10   /* table codes after 8's head */
+#define LAYOUT_QU 11   /* ... after 7's */
 #define SPLIT_(FMT) SPLIT_SCALE(LAYOUT_##FMT)
 #define OFF_(FMT) CODE_OFFSET(LAYOUT_##FMT)
 #define MOFF_(FMT) MIN_AT(LAYOUT_##FMT)   /* where m starts in the head (read only with HAS_MIN) */
@@ -338,6 +342,8 @@ static TILE_FN I8MM void mm_##FMT##_##MR(const struct dot_job *a, int m0, int p)
 #define RUN_Q6 4
 #define RUN_Q7 2
 #define RUN_Q9 8
+#define RUN_QT 2   /* table values, int8 as 8-bit codes */
+#define RUN_QU 2
 static inline void pairs_Q5(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(5), g, w); }
 static inline void pairs_Q6(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(6), g, w); }
 static inline void pairs_Q9(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(9), g, w); }
@@ -349,6 +355,19 @@ static inline void quads_Q6(const uint8_t *cp, int g, int8x16_t *w) { quads_code
 static inline void quads_Q9(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(9), g, w); }
 static inline void quads_Q3(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(3), g, w); }
 #define quads_Q7 quads_Q8
+/* table codes: pairs_Q4's nibbles, each index looked up in the tile's lut (DOT_BEGIN) */
+static inline void pairs_table(const uint8_t *cp, int8x16_t lut, int g, int8x16_t *w) {
+    for (int h = 0; h < 2; h++) {
+        const uint8x16_t both = vld1q_u8(cp + 16 * (2 * g + h));
+        const int8x16_t lo = vqtbl1q_s8(lut, vandq_u8(both, vdupq_n_u8(0x0f))), hi = vqtbl1q_s8(lut, vshrq_n_u8(both, 4));
+        w[2 * h] = vzip1q_s8(lo, hi);
+        w[2 * h + 1] = vzip2q_s8(lo, hi);
+    }
+}
+#define pairs_QT(cp, g, w) pairs_table(cp, lut, g, w)
+#define pairs_QU(cp, g, w) pairs_table(cp, lut, g, w)
+#define quads_QT(cp, g, w) quads_table(cp, lut, g, w)
+#define quads_QU(cp, g, w) quads_table(cp, lut, g, w)
 
 /* SMMLA's codes, inputs 8j .. 8j+7, w[v] columns 2v | 2v+1 (each 64-bit half one column's 8
    inputs in order). Q4: the 4 bytes of a column's 8 nibbles gathered on the packed bytes (two
@@ -383,6 +402,18 @@ static inline void mm_##FMT(const uint8_t *cp, int j, int8x16_t *w) {           
 }
 MM_BY_QUADS(Q5) MM_BY_QUADS(Q6) MM_BY_QUADS(Q8) MM_BY_QUADS(Q9) MM_BY_QUADS(Q3)
 #define mm_Q7 mm_Q8
+static inline void mm_table(const uint8_t *cp, int8x16_t lut, int j, int8x16_t *w) {   /* MM_BY_QUADS' */
+    int8x16_t q0[4], q1[4];
+    quads_table(cp, lut, 2 * j, q0);
+    quads_table(cp, lut, 2 * j + 1, q1);
+    for (int c = 0; c < 4; c++) {
+        const int32x4_t e = vreinterpretq_s32_s8(q0[c]), o = vreinterpretq_s32_s8(q1[c]);
+        w[2 * c] = vreinterpretq_s8_s32(vzip1q_s32(e, o));
+        w[2 * c + 1] = vreinterpretq_s8_s32(vzip2q_s32(e, o));
+    }
+}
+#define mm_QT(cp, j, w) mm_table(cp, lut, j, w)
+#define mm_QU(cp, j, w) mm_table(cp, lut, j, w)
 PAIR_TILE(Q4, 1, 1) PAIR_TILE(Q4, 2, 1) PAIR_TILE(Q4, 3, 1) PAIR_TILE(Q4, 4, 1)
 PAIR_TILE(Q5, 1, 1) PAIR_TILE(Q5, 2, 1) PAIR_TILE(Q5, 3, 1) PAIR_TILE(Q5, 4, 1)
 PAIR_TILE(Q6, 1, 0) PAIR_TILE(Q6, 2, 0) PAIR_TILE(Q6, 3, 0) PAIR_TILE(Q6, 4, 0)
@@ -390,6 +421,8 @@ PAIR_TILE(Q7, 1, 1) PAIR_TILE(Q7, 2, 1) PAIR_TILE(Q7, 3, 1) PAIR_TILE(Q7, 4, 1)
 PAIR_TILE(Q9, 1, 0) PAIR_TILE(Q9, 2, 0) PAIR_TILE(Q9, 3, 0) PAIR_TILE(Q9, 4, 0)
 PAIR_TILE(Q8, 1, 0) PAIR_TILE(Q8, 2, 0) PAIR_TILE(Q8, 3, 0) PAIR_TILE(Q8, 4, 0)
 PAIR_TILE(Q3, 1, 0) PAIR_TILE(Q3, 2, 0) PAIR_TILE(Q3, 3, 0) PAIR_TILE(Q3, 4, 0)
+PAIR_TILE(QT, 1, 0) PAIR_TILE(QT, 2, 0) PAIR_TILE(QT, 3, 0) PAIR_TILE(QT, 4, 0)
+PAIR_TILE(QU, 1, 1) PAIR_TILE(QU, 2, 1) PAIR_TILE(QU, 3, 1) PAIR_TILE(QU, 4, 1)
 QUAD_TILE(Q4, 1, 1) QUAD_TILE(Q4, 2, 1) QUAD_TILE(Q4, 3, 1) QUAD_TILE(Q4, 4, 1)
 QUAD_TILE(Q5, 1, 1) QUAD_TILE(Q5, 2, 1) QUAD_TILE(Q5, 3, 1) QUAD_TILE(Q5, 4, 1)
 QUAD_TILE(Q6, 1, 0) QUAD_TILE(Q6, 2, 0) QUAD_TILE(Q6, 3, 0) QUAD_TILE(Q6, 4, 0)
@@ -397,27 +430,32 @@ QUAD_TILE(Q7, 1, 1) QUAD_TILE(Q7, 2, 1) QUAD_TILE(Q7, 3, 1) QUAD_TILE(Q7, 4, 1)
 QUAD_TILE(Q9, 1, 0) QUAD_TILE(Q9, 2, 0) QUAD_TILE(Q9, 3, 0) QUAD_TILE(Q9, 4, 0)
 QUAD_TILE(Q8, 1, 0) QUAD_TILE(Q8, 2, 0) QUAD_TILE(Q8, 3, 0) QUAD_TILE(Q8, 4, 0)
 QUAD_TILE(Q3, 1, 0) QUAD_TILE(Q3, 2, 0) QUAD_TILE(Q3, 3, 0) QUAD_TILE(Q3, 4, 0)
+QUAD_TILE(QT, 1, 0) QUAD_TILE(QT, 2, 0) QUAD_TILE(QT, 3, 0) QUAD_TILE(QT, 4, 0)
+QUAD_TILE(QU, 1, 1) QUAD_TILE(QU, 2, 1) QUAD_TILE(QU, 3, 1) QUAD_TILE(QU, 4, 1)
 #define MM_TILES(FMT, HAS_MIN)                                                                    \
     MM_TILE(FMT, 2, 16, HAS_MIN) MM_TILE(FMT, 3, 16, HAS_MIN) MM_TILE(FMT, 4, 16, HAS_MIN)          \
     MM_TILE(FMT, 5, 8, HAS_MIN) MM_TILE(FMT, 6, 8, HAS_MIN) MM_TILE(FMT, 7, 8, HAS_MIN)             \
     MM_TILE(FMT, 8, 8, HAS_MIN)
 MM_TILES(Q4, 1) MM_TILES(Q5, 1) MM_TILES(Q6, 0) MM_TILES(Q7, 1) MM_TILES(Q9, 0) MM_TILES(Q8, 0) MM_TILES(Q3, 0)
+MM_TILES(QT, 0) MM_TILES(QU, 1)
 
 typedef void (*dot_tile)(const struct dot_job *, int, int);
 #define MM_ROW(FMT)                                                                               \
     {0, quad_##FMT##_1, mm_##FMT##_2, mm_##FMT##_3, mm_##FMT##_4, mm_##FMT##_5, mm_##FMT##_6,       \
      mm_##FMT##_7, mm_##FMT##_8}
-static const dot_tile TILES[3][7][MM_MAX + 1] = {   /* [path][Q4, Q8, bits 5, 6, 7, 9, 3][rows] */
+static const dot_tile TILES[3][9][MM_MAX + 1] = {   /* [path][Q4, Q8, bits 5, 6, 7, 9, 3, 10, 11][rows] */
     {{0, pair_Q4_1, pair_Q4_2, pair_Q4_3, pair_Q4_4}, {0, pair_Q8_1, pair_Q8_2, pair_Q8_3, pair_Q8_4},
      {0, pair_Q5_1, pair_Q5_2, pair_Q5_3, pair_Q5_4}, {0, pair_Q6_1, pair_Q6_2, pair_Q6_3, pair_Q6_4},
      {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}, {0, pair_Q9_1, pair_Q9_2, pair_Q9_3, pair_Q9_4},
-     {0, pair_Q3_1, pair_Q3_2, pair_Q3_3, pair_Q3_4}},
+     {0, pair_Q3_1, pair_Q3_2, pair_Q3_3, pair_Q3_4}, {0, pair_QT_1, pair_QT_2, pair_QT_3, pair_QT_4},
+     {0, pair_QU_1, pair_QU_2, pair_QU_3, pair_QU_4}},
     {{0, quad_Q4_1, quad_Q4_2, quad_Q4_3, quad_Q4_4}, {0, quad_Q8_1, quad_Q8_2, quad_Q8_3, quad_Q8_4},
      {0, quad_Q5_1, quad_Q5_2, quad_Q5_3, quad_Q5_4}, {0, quad_Q6_1, quad_Q6_2, quad_Q6_3, quad_Q6_4},
      {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}, {0, quad_Q9_1, quad_Q9_2, quad_Q9_3, quad_Q9_4},
-     {0, quad_Q3_1, quad_Q3_2, quad_Q3_3, quad_Q3_4}},
+     {0, quad_Q3_1, quad_Q3_2, quad_Q3_3, quad_Q3_4}, {0, quad_QT_1, quad_QT_2, quad_QT_3, quad_QT_4},
+     {0, quad_QU_1, quad_QU_2, quad_QU_3, quad_QU_4}},
     /* one row: the SDOT tile (SMMLA would pair it with itself, its codes rearranged once more) */
-    {MM_ROW(Q4), MM_ROW(Q8), MM_ROW(Q5), MM_ROW(Q6), MM_ROW(Q7), MM_ROW(Q9), MM_ROW(Q3)},
+    {MM_ROW(Q4), MM_ROW(Q8), MM_ROW(Q5), MM_ROW(Q6), MM_ROW(Q7), MM_ROW(Q9), MM_ROW(Q3), MM_ROW(QT), MM_ROW(QU)},
 };
 static const int ROWS_PER_TILE[3] = {MR_MAX, MR_MAX, MM_MAX};
 
@@ -447,7 +485,7 @@ static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int codes = CODES(a->bits), rows = ROWS_PER_TILE[path];
     const dot_tile *tiles = TILES[path][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : codes == 9 ? 5
-                                        : codes == 3 ? 6 : 0];
+                                        : codes == 3 ? 6 : codes >= 10 ? codes - 3 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
         for (int m = 0; m < a->M; m += rows)

@@ -96,10 +96,8 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
         const float *hd = block_head(pk, bits, nb, p, blk0 + blk, tmp);                           \
         const uint8_t *cp = block_at(pk, bits, nb, p, blk0 + blk) + CODE_HEAD(bits);              \
         uint8_t u[QB * PW];                                                                       \
-        if (OFFSET_CODES(bits)) {                                                                 \
-            block_codes(cp, PLANES(bits), u);                                                     \
-            cp = u;                                                                               \
-        }                                                                                         \
+        const uint8_t *own = block_bytes(cp, bits, u);                                            \
+        if (own) cp = own;                                                                        \
         for (int kk = 0; kk < QB / 2; kk++) {                                                     \
             float32x4_t w[8];                                                                     \
             pair_##FMT(hd, cp, kk, w);                                                            \
@@ -111,7 +109,7 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
 REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9) REBUILD(q3)
 
 static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n, float *out) {
-    const int codes = CODES(bits);
+    const int codes = CODES(bits) == 10 ? 8 : CODES(bits) == 11 ? 7 : CODES(bits);   /* table codes: 8, 7's bytes */
     if (codes == 8) rebuild_q8(pk, bits, nb, p, blk0, n, out);
     else if (codes == 5) rebuild_q5(pk, bits, nb, p, blk0, n, out);
     else if (codes == 6) rebuild_q6(pk, bits, nb, p, blk0, n, out);

@@ -46,6 +46,21 @@ static inline void quads_bytes(const uint8_t *cp, int g, __m256i *w) {
     w[1] = _mm256_set_m128i(_mm_unpackhi_epi16(h01, h23), _mm_unpackhi_epi16(l01, l23));   /* 4-7 | 12-15 */
 }
 
+/* Table codes (layouts 10, 11) as quads_bytes gives 8-bit codes: the nibbles' quads, each index
+   looked up in lut (the table's 16 values biased by 128, in both 128-bit lanes: table_lut) */
+static inline void quads_table(const uint8_t *cp, __m256i lut, int g, __m256i *w) {
+    quads_codes(cp, 0, g, w);
+    w[0] = _mm256_shuffle_epi8(lut, w[0]);
+    w[1] = _mm256_shuffle_epi8(lut, w[1]);
+}
+
+/* bits' table in both lanes, its values xor bias (0x80: biased by 128 as quads_bytes' codes, 0
+   as they are) */
+static inline __m256i table_lut(int bits, int bias) {
+    const __m128i t = _mm_loadu_si128((const __m128i *)CODE_TABLE[TABLE(bits)]);
+    return _mm256_broadcastsi128_si256(_mm_xor_si128(t, _mm_set1_epi8((char)bias)));
+}
+
 /* A whole block's codes u as [32 inputs][16 columns] bytes (the exact kernels' order): the quads
    of each group, each 128-bit lane's 4 x 4 bytes transposed, then the two halves' columns joined */
 static inline void block_codes(const uint8_t *cp, int planes, uint8_t *u) {
@@ -62,6 +77,22 @@ static inline void block_codes(const uint8_t *cp, int planes, uint8_t *u) {
         _mm256_storeu_si256((__m256i *)(u + 4 * g * PW), i01);
         _mm256_storeu_si256((__m256i *)(u + (4 * g + 2) * PW), i23);
     }
+}
+
+/* The codes the exact kernels read, [32 inputs][16 columns] bytes into u: the planes' and layout
+   3's u = q + CODE_OFFSET (block_codes), table codes' int8 values q (layout 8 and 7's bytes); NULL
+   where the block's own bytes are read as they lie (layouts 4, 7, 8) */
+static inline const uint8_t *block_bytes(const uint8_t *cp, int bits, uint8_t *u) {
+    if (OFFSET_CODES(bits)) {
+        block_codes(cp, PLANES(bits), u);
+        return u;
+    }
+    if (!TABLE_CODES(bits)) return NULL;
+    block_codes(cp, 0, u);
+    const __m256i lut = table_lut(bits, 0);
+    for (int i = 0; i < QB * PW; i += 32)
+        _mm256_storeu_si256((__m256i *)(u + i), _mm256_shuffle_epi8(lut, _mm256_loadu_si256((const __m256i *)(u + i))));
+    return u;
 }
 
 #endif

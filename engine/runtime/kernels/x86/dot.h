@@ -23,7 +23,7 @@
    vpdpbusd never saturates. A 256-row Q8_0 product took 0.68-0.74x the time (two builds
    alternated in one process, same bits); one tile of 1-8 rows, which decodes its own codes,
    stays on pairs, where biasing and transposing would be paid in every tile. */
-#define BYTE_CODES(bits) (CODES(bits) == 7 || CODES(bits) == 8)
+#define BYTE_CODES(bits) (CODES(bits) == 7 || CODES(bits) == 8 || TABLE_CODES(bits))   /* table codes: their values */
 #ifdef HEXA_VNNI
 #define PAIRS(bits, M) (BYTE_CODES(bits) && (M) <= ONE_Q8)
 #else
@@ -112,6 +112,17 @@ static inline void pairs_q8(const uint8_t *bp, int head, int kk, __m256i *w) {
     w[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
 }
 
+/* The same of table codes (layouts 10, 11: nibbles, low the even input), each index looked up in
+   lut (table_lut, unbiased) */
+static inline void pairs_table(const uint8_t *bp, int head, __m256i lut, int kk, __m256i *w) {
+    const __m128i both = _mm_loadu_si128((const __m128i *)(bp + head) + kk), low = _mm_set1_epi8(0x0f);
+    const __m128i t = _mm256_castsi256_si128(lut);
+    const __m128i a = _mm_shuffle_epi8(t, _mm_and_si128(both, low));
+    const __m128i b = _mm_shuffle_epi8(t, _mm_and_si128(_mm_srli_epi16(both, 4), low));
+    w[0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+    w[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
+}
+
 /* Rows per tile. Up to ONE rows take one tile that decodes its codes itself (up to OWN_TILES x
    ONE rows, such tiles of up to ONE rows each); more rows take tiles of up to MR rows over the
    panel's codes decoded once (pre): decoding in every tile repeats the same work per tile, and a
@@ -163,14 +174,17 @@ _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of
    Inlined into each caller: called out of line from dot_group and amx.h, it took 40% of an
    8-row Qwen3-shaped pass where inlined it took 25% (perf), the whole pass 1.1x the time */
 static inline __attribute__((always_inline)) void decode_panel(const struct dot_job *a, int p, __m256i *pre) {
-    const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB;
+    const int q8 = a->pairs, byte = BYTE_CODES(a->bits), nb = a->K / QB, table = TABLE_CODES(a->bits);
     const int bytes = BLOCK_BYTES(a->bits), per_blk = q8 ? QB : QB / 2;
+    const __m256i lut = table_lut(a->bits, q8 ? 0 : 0x80);   /* table codes: as pairs, or biased quads */
     const char *end = item_end(a, p);
     for (int blk = 0; blk < nb; blk++) {
         const uint8_t *bp = block_at(a->packed, a->bits, nb, p, blk);
         read_ahead(bp, bytes, end);
         for (int q = 0; q < per_blk / 2; q++) {
-            if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
+            if (q8 && table) pairs_table(bp, CODE_HEAD(a->bits), lut, q, pre + (blk * per_blk / 2 + q) * 2);
+            else if (q8) pairs_q8(bp, CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
+            else if (table) quads_table(bp + CODE_HEAD(a->bits), lut, q, pre + (blk * per_blk / 2 + q) * 2);
             else if (byte) quads_bytes(bp + CODE_HEAD(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
             else quads_codes(bp + CODE_HEAD(a->bits), PLANES(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
         }

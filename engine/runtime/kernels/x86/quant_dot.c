@@ -387,7 +387,7 @@ static const dot_tile TILES_NIB[5][2][9] = {NIB_TILES(Q4), NIB_TILES(P5), NIB_TI
                               dot_##FMT##_5_1, dot_##FMT##_6_1, dot_##FMT##_7_1, dot_##FMT##_8_1}}
 DOT_PRES(B7) DOT_PRES(B8)   /* over pre only: one-tile calls (1-8 rows) take pairs (PAIRS) */
 static const dot_tile TILES_BYTES[2][2][9] = {PRE_TILES(B7), PRE_TILES(B8)};
-#define BYTE_TILES(codes) TILES_BYTES[(codes) == 8]
+#define BYTE_TILES(codes) TILES_BYTES[(codes) == 8 || (codes) == 10]   /* 10: 8's head, 11: 7's */
 #else
 #define BYTE_TILES(codes) TILES_Q8   /* not reached: PAIRS */
 #endif
@@ -400,11 +400,14 @@ static const dot_tile TILES_BYTES[2][2][9] = {PRE_TILES(B7), PRE_TILES(B8)};
    maddubs instead. So these stay int16 pairs (without VNNI, and in one-tile calls with it); rows
    gain from IN_ORDER and the decoding shared. */
 
-/* rows [m0, m0+MR) x panel p; PRE: the pairs come from pre (decoded once per panel) */
-#define DOT_Q8(MR, PRE)                                                                           \
-static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) {     \
+/* rows [m0, m0+MR) x panel p; PRE: the pairs come from pre (decoded once per panel); TAB: the
+   codes are table codes (layouts 10, 11), looked up as they are read */
+#define DOT_Q8(MR, PRE) DOT_PAIRS(q8, MR, PRE, 0)
+#define DOT_PAIRS(NAME, MR, PRE, TAB)                                                             \
+static void dot_##NAME##_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __m256i *pre) { \
     const int nb = a->K / QB, half = a->K / 2, bits = a->bits;                                    \
     const int bytes = BLOCK_BYTES(bits), head = CODE_HEAD(bits);                                  \
+    const __m256i lut = TAB ? table_lut(bits, 0) : _mm256_setzero_si256();                        \
     const char *end = item_end(a, p);                                                             \
     const int32_t *pairs = (const int32_t *)a->codes + (int64_t)m0 * half;                        \
     __m256 acc[MR][2];                                                                            \
@@ -425,6 +428,8 @@ static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
             if (PRE) {                                                                            \
                 w[0] = _mm256_load_si256(pre + (blk * QB / 2 + kk) * 2);                          \
                 w[1] = _mm256_load_si256(pre + (blk * QB / 2 + kk) * 2 + 1);                      \
+            } else if (TAB) {                                                                     \
+                pairs_table(bp, head, lut, kk, w);                                                \
             } else {                                                                              \
                 pairs_q8(bp, head, kk, w);                                                        \
             }                                                                                     \
@@ -458,8 +463,15 @@ static void dot_q8_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 DOT_Q8(1, 0) DOT_Q8(2, 0) DOT_Q8(3, 0) DOT_Q8(4, 0) DOT_Q8(5, 0) DOT_Q8(6, 0) DOT_Q8(7, 0) DOT_Q8(8, 0)
 DOT_Q8(1, 1) DOT_Q8(2, 1) DOT_Q8(3, 1) DOT_Q8(4, 1) DOT_Q8(5, 1) DOT_Q8(6, 1) DOT_Q8(7, 1) DOT_Q8(8, 1)
 
+DOT_PAIRS(qt, 1, 0, 1) DOT_PAIRS(qt, 2, 0, 1) DOT_PAIRS(qt, 3, 0, 1) DOT_PAIRS(qt, 4, 0, 1)
+DOT_PAIRS(qt, 5, 0, 1) DOT_PAIRS(qt, 6, 0, 1) DOT_PAIRS(qt, 7, 0, 1) DOT_PAIRS(qt, 8, 0, 1)
+
 static const dot_tile TILES_Q8[2][9] = {
     {0, dot_q8_1_0, dot_q8_2_0, dot_q8_3_0, dot_q8_4_0, dot_q8_5_0, dot_q8_6_0, dot_q8_7_0, dot_q8_8_0},
+    {0, dot_q8_1_1, dot_q8_2_1, dot_q8_3_1, dot_q8_4_1, dot_q8_5_1, dot_q8_6_1, dot_q8_7_1, dot_q8_8_1}};
+/* table codes as pairs: their own tiles, or over pre (decode_panel looked them up) Q8_0's */
+static const dot_tile TILES_QT[2][9] = {
+    {0, dot_qt_1_0, dot_qt_2_0, dot_qt_3_0, dot_qt_4_0, dot_qt_5_0, dot_qt_6_0, dot_qt_7_0, dot_qt_8_0},
     {0, dot_q8_1_1, dot_q8_2_1, dot_q8_3_1, dot_q8_4_1, dot_q8_5_1, dot_q8_6_1, dot_q8_7_1, dot_q8_8_1}};
 
 /* Panels per work item. A call of up to STEP_ROWS rows (a decoding step, a draft tree) streams
@@ -479,7 +491,7 @@ static int item_panels(int M, int P, int threads) {
 static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int q8 = a->pairs, byte = BYTE_CODES(a->bits), codes = CODES(a->bits);
-    const dot_tile (*tiles_of)[9] = q8 ? TILES_Q8 : byte ? BYTE_TILES(codes)
+    const dot_tile (*tiles_of)[9] = q8 ? (TABLE_CODES(a->bits) ? TILES_QT : TILES_Q8) : byte ? BYTE_TILES(codes)
                                     : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : codes == 3 ? 4 : 0];
     const int p_end = item_stop(a, g);
     const int lim = byte ? ONE_Q8 : ONE_Q4, mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;

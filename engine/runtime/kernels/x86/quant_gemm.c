@@ -114,10 +114,8 @@ static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const 
         for (int q = 0; q < NPAN; q++) {                                                          \
             hd[q] = block_head(pk, bits, nb, p0 + q, blk, tmp[q]);                                \
             cp[q] = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);                        \
-            if (OFFSET_CODES(bits)) {                                                             \
-                block_codes(cp[q], PLANES(bits), u[q]);                                           \
-                cp[q] = u[q];                                                                     \
-            }                                                                                     \
+            const uint8_t *own = block_bytes(cp[q], bits, u[q]);                                  \
+            if (own) cp[q] = own;                                                                 \
         }                                                                                         \
         for (int kk = 0; kk < QB / 2; kk++) {                                                     \
             const int k = blk * QB + 2 * kk;                                                      \
@@ -189,10 +187,8 @@ static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, int bits, fl
             const float *hd = block_head(pk, bits, nb, p0 + q, blk, tmp);                         \
             const uint8_t *cp = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);            \
             _Alignas(32) uint8_t u[QB * PW];                                                      \
-            if (OFFSET_CODES(bits)) {                                                             \
-                block_codes(cp, PLANES(bits), u);                                                 \
-                cp = u;                                                                           \
-            }                                                                                     \
+            const uint8_t *own = block_bytes(cp, bits, u);                                        \
+            if (own) cp = own;                                                                    \
             for (int kk = 0; kk < QB / 2; kk++) {                                                 \
                 __m256 w[4];                                                                      \
                 pair_##FMT(hd, cp, kk, w);                                                        \
@@ -211,7 +207,7 @@ static void run_rebuilt(void *ctx, int g) {
     const int p0 = g * GP, np = a->P - p0 < GP ? a->P - p0 : GP;
     float *panels = hexa_panel_buffer((int64_t)np * a->K * PW);
     if (!panels) abort();        /* out of memory for ~600 KB: nothing sensible is left to do */
-    const int codes = CODES(a->bits);
+    const int codes = CODES(a->bits) == 10 ? 8 : CODES(a->bits) == 11 ? 7 : CODES(a->bits);   /* table codes: 8, 7's bytes */
     if (codes == 8) rebuild_q8(a->packed, p0, np, a->K, a->bits, panels);
     else if (codes == 5) rebuild_q5(a->packed, p0, np, a->K, a->bits, panels);
     else if (codes == 6) rebuild_q6(a->packed, p0, np, a->K, a->bits, panels);
@@ -228,7 +224,7 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
                        int M, int N, int K, int bits, int threads) {
     const int P = (N + PW - 1) / PW;
     struct quant_job a = {x, packed, b, res, y, M, N, K, P, bits};
-    const int codes = CODES(bits);
+    const int codes = CODES(bits) == 10 ? 8 : CODES(bits) == 11 ? 7 : CODES(bits);
     hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : codes == 8 ? run_q8 : codes == 5 ? run_q5
                      : codes == 6 ? run_q6 : codes == 7 ? run_q7 : codes == 9 ? run_q9 : codes == 3 ? run_q3 : run_q4;
     hexa_run(task, &a, (P + GP - 1) / GP, threads);
