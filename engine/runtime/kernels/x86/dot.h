@@ -24,8 +24,8 @@
    alternated in one process, same bits); one tile of 1-8 rows, which decodes its own codes,
    stays on pairs, where biasing and transposing would be paid in every tile. */
 #define BYTE_CODES(bits) (CODES(bits) == 7 || CODES(bits) == 8 || TABLE_CODES(bits))   /* table codes: their values */
-#ifdef HEXA_VNNI
-#define PAIRS(bits, M) (BYTE_CODES(bits) && (M) <= ONE_Q8)
+#ifdef HEXA_VNNI   /* table codes: their own tiles as the nibbles' (quant_dot.c's TILES_TABLE) */
+#define PAIRS(bits, M) (BYTE_CODES(bits) && !TABLE_CODES(bits) && (M) <= ONE_Q8)
 #else
 #define PAIRS(bits, M) BYTE_CODES(bits)
 #endif
