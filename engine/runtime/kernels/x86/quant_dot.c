@@ -515,7 +515,7 @@ static void dot_group(void *ctx, int g) {
                                     : TABLE_CODES(a->bits) ? TABLE_TILES(codes) : byte ? BYTE_TILES(codes)
                                     : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : codes == 3 ? 4 : 0];
     const int p_end = item_stop(a, g);
-    const int lim = byte && !TABLE_CODES(a->bits) ? ONE_Q8 : ONE_Q4, mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;
+    const int lim = q8 ? ONE_Q8 : ONE_Q4, mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;   /* table codes own: ONE_Q4 */
     /* tiles that decode their own codes where the format has them (VNNI's byte tiles are over pre
        only), else over pre */
     const int own = tiles_of[0][1] && a->M <= lim * OWN_TILES;
