@@ -70,19 +70,12 @@ static inline void quads_table(const uint8_t *cp, int8x16_t lut, int g, int8x16_
     for (int c = 0; c < 4; c++) w[c] = vqtbl1q_s8(lut, vreinterpretq_u8_s8(w[c]));
 }
 
-/* The codes the exact kernels read, [32 inputs][16 columns] bytes into u: the planes' and layout
-   3's u = q + CODE_OFFSET (block_codes), table codes' int8 values q (layout 8 and 7's bytes); NULL
-   where the block's own bytes are read as they lie (layouts 4, 7, 8) */
-static inline const uint8_t *block_bytes(const uint8_t *cp, int bits, uint8_t *u) {
-    if (OFFSET_CODES(bits)) {
-        block_codes(cp, PLANES(bits), u);
-        return u;
-    }
-    if (!TABLE_CODES(bits)) return NULL;
-    block_codes(cp, 0, u);
+/* [32 inputs][16 columns] table indices u -> their values, in place (code_bytes.h) */
+static inline void table_block(uint8_t *u, int bits) {
     const int8x16_t lut = vld1q_s8(CODE_TABLE[TABLE(bits)]);
     for (int i = 0; i < QB * PW; i += 16) vst1q_s8((int8_t *)u + i, vqtbl1q_s8(lut, vld1q_u8(u + i)));
-    return u;
 }
+
+#include "code_bytes.h"
 
 #endif

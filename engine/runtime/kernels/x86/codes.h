@@ -79,20 +79,13 @@ static inline void block_codes(const uint8_t *cp, int planes, uint8_t *u) {
     }
 }
 
-/* The codes the exact kernels read, [32 inputs][16 columns] bytes into u: the planes' and layout
-   3's u = q + CODE_OFFSET (block_codes), table codes' int8 values q (layout 8 and 7's bytes); NULL
-   where the block's own bytes are read as they lie (layouts 4, 7, 8) */
-static inline const uint8_t *block_bytes(const uint8_t *cp, int bits, uint8_t *u) {
-    if (OFFSET_CODES(bits)) {
-        block_codes(cp, PLANES(bits), u);
-        return u;
-    }
-    if (!TABLE_CODES(bits)) return NULL;
-    block_codes(cp, 0, u);
+/* [32 inputs][16 columns] table indices u -> their values, in place (code_bytes.h) */
+static inline void table_block(uint8_t *u, int bits) {
     const __m256i lut = table_lut(bits, 0);
     for (int i = 0; i < QB * PW; i += 32)
         _mm256_storeu_si256((__m256i *)(u + i), _mm256_shuffle_epi8(lut, _mm256_loadu_si256((const __m256i *)(u + i))));
-    return u;
 }
+
+#include "code_bytes.h"
 
 #endif
