@@ -75,13 +75,14 @@ def test_a_failing_quantizer_is_one_line(tmp_path):
 @pytest.mark.parametrize("kind", ["Q3_K_M", "IQ4_XS", "IQ4_NL", "IQ3_M"])
 def test_q3_k_and_iq4_files_run_as_codes_and_agree_with_llamacpp(kind, dev_cases):
     """llama.cpp's Q3_K_M (Q3_K with Q4_K/Q5_K/Q6_K tensors), IQ4 and IQ3_M (IQ3_S) files: every
-    matrix held as codes (Q3_K in Q6_K's layout, IQ4_NL/IQ4_XS/IQ3_S in Q8_0's: no fp32 panels), speculative decoding
+    matrix held as codes (Q3_K in layout 3, IQ4_NL/IQ4_XS/IQ3_S as table codes: no fp32 panels), speculative decoding
     equal to plain, the logits within the bounds above of llama.cpp's on the same file (measured
     2026-12-04 on a 2-layer Qwen2.5-1.5B-shaped Q3_K_M: 94.0% top-1, 2.35% of the range)."""
     import gguf
     from engine import Engine
     from engine.bench.agreement import compare
     from engine.bench.random_gguf import quantize_with_llamacpp
+    from engine.model.gguf_codes import layout
 
     folder = TEST_CACHE / "model-files"
     folder.mkdir(parents=True, exist_ok=True)
@@ -96,6 +97,8 @@ def test_q3_k_and_iq4_files_run_as_codes_and_agree_with_llamacpp(kind, dev_cases
     model = engine.model
     held = [getattr(L, s) for L in model.layers for s in ("wqkv", "wo", "wgu", "wdown")] + [model.lm_head]
     assert all(w.quant is not None for w in held), [w.shape for w in held if w.quant is None]
+    if kind != "Q3_K_M":   # the IQ matrices as 4-bit table codes (layout 10), not Q8_0's bytes
+        assert any(layout(w.bits) == 10 for w in held), [w.bits for w in held]
     ids = engine.chat_ids([{"role": "user", "content": dev_cases[0]["turns"][0][:1500]}])
     runs = {m: next(e for e in engine.generate(ids, method=m, max_new_tokens=24) if isinstance(e, Done))
             for m in ("vanilla", "hexa")}
