@@ -45,7 +45,8 @@ PAUSE = 0.002                                # s between calls: pool.c's workers
 RAW_BLOCKS = {"Q4_K": (256, 144, slice(0, 4)), "Q5_K": (256, 176, slice(0, 4)), "Q6_K": (256, 210, slice(208, 210)),
               "Q3_K": (256, 110, slice(108, 110)), "IQ4_XS": (256, 136, slice(0, 2)), "IQ4_NL": (32, 18, slice(0, 2)),
               "IQ3_S": (256, 110, slice(0, 2)), "IQ3_XXS": (256, 98, slice(0, 2)), "IQ2_XXS": (256, 66, slice(0, 2)),
-              "IQ2_XS": (256, 74, slice(0, 2)), "IQ2_S": (256, 82, slice(0, 2))}
+              "IQ2_XS": (256, 74, slice(0, 2)), "IQ2_S": (256, 82, slice(0, 2)), "IQ1_S": (256, 50, slice(0, 2)),
+              "IQ1_M": (256, 56, slice(48, 50))}   # IQ1_M's d: the top nibbles of its 4 scale words (below)
 
 
 def random_blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
@@ -61,6 +62,11 @@ def random_blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
     raw = rng.integers(0, 256, (rows, K // per, size), dtype=np.uint8)
     scales = rng.uniform(1e-4, 2e-3, (rows, K // per, (at.stop - at.start) // 2)).astype(np.float16)
     raw[..., at] = scales.view(np.uint8).reshape(rows, K // per, -1)
+    if kind == "IQ1_M":   # the fp16 d, its 4 nibbles at the top of the scale words 0..3
+        words = np.ascontiguousarray(raw[..., 48:56]).view(np.uint16)
+        d = scales.view(np.uint16)                                      # [rows, blocks, 1]
+        words = (words & 0x0FFF) | (((d >> np.array([0, 4, 8, 12], np.uint16)) & 15) << 12)
+        raw[..., 48:56] = words.astype(np.uint16).view(np.uint8)
     return raw.reshape(rows, -1)
 
 

@@ -29,10 +29,12 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | IQ3_XXS| (d*(0.5+sc)*0.5) * grid * sign  | 10     | the same per 32; codes grid * sign          |
 | IQ2_XXS| (d*(0.5+sc)*0.25) * grid * sign | 10     | the same per 32; codes grid * sign          |
 | IQ2_XS, IQ2_S | the same, per 16         | 11     | the scales of inputs 0-15, of 16-31; m 0    |
+| IQ1_S  | (d*(1+2sc)) * (grid + delta)    | 10     | d/8*(1+2sc); codes 8 * grid +- 1 (-9 .. 9)  |
+| IQ1_M  | the same, per 16 (delta per 8)  | 11     | as IQ2_XS; codes 8 * grid +- 1              |
 
 (Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43; the IQ types' codes take 16
 values or fewer, each a 4-bit index into its table: 0.55-0.56 bytes a weight for IQ4 (the GGUF's
-0.53-0.56), 0.55 for IQ3 (0.38-0.43), 0.55-0.64 for IQ2 (0.26-0.32), where Q8_0's bytes took 1.05-1.14
+0.53-0.56), 0.55 for IQ3 (0.38-0.43), 0.55-0.64 for IQ2 (0.26-0.32) and IQ1 (0.20-0.22), where Q8_0's bytes took 1.05-1.14
 and fp32 panels 4. ``decode`` gives the codes' values; ``pack`` writes their indices. Their grids and
 sign tables are the gguf package's.)
 
@@ -60,13 +62,14 @@ HEAD_F16, HEAD_K = HEADER.constants["HEXA_HEAD_F16"], HEADER.constants["HEXA_HEA
 KSUPER = HEADER.constants["HEXA_KSUPER"]        # blocks per HEAD_K factor
 TABLE_SHIFT = HEADER.constants["HEXA_TABLE_SHIFT"]
 # the table codes' tables (layout.h's CODE_TABLE, by number): the types whose codes index them
-TABLE_OF = {"IQ4_NL": 0, "IQ4_XS": 0, "IQ3_S": 1, "IQ3_XXS": 2, "IQ2_XXS": 3, "IQ2_XS": 3, "IQ2_S": 3}
+TABLE_OF = {"IQ4_NL": 0, "IQ4_XS": 0, "IQ3_S": 1, "IQ3_XXS": 2, "IQ2_XXS": 3, "IQ2_XS": 3, "IQ2_S": 3,
+            "IQ1_S": 4, "IQ1_M": 4}
 NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6,
           "Q3_K": 3, "IQ4_NL": 10, "IQ4_XS": 10, "IQ3_S": 10, "IQ3_XXS": 10, "IQ2_XXS": 10,
-          "IQ2_XS": 11, "IQ2_S": 11}   # -> layout (| the table's number for 10, 11)
+          "IQ2_XS": 11, "IQ2_S": 11, "IQ1_S": 10, "IQ1_M": 11}   # -> layout (| the table's number for 10, 11)
 NATIVE = {kind: b | TABLE_OF[kind] << TABLE_SHIFT if kind in TABLE_OF else b for kind, b in NATIVE.items()}
 K_HEADS = ("Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS",   # a factor per 256 inputs times a small integer per block
-           "IQ3_S", "IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S")
+           "IQ3_S", "IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M")
 IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)  # ggml's kvalues_iq4nl
 # what a GGUF's packed file was made with beyond the kernels' build: a file packed before a type
 # was mapped here holds that type as fp32 panels, and a start with the mapping packs it again
@@ -86,12 +89,15 @@ def layout(bits: int) -> int:
 def table(bits: int) -> np.ndarray:
     """the 16 int8 values table codes ``bits`` index (layout.h's CODE_TABLE, from the GGUF's own
     values: IQ4's kvalues, the grids' values with a sign, padded with 0)"""
-    number = bits >> TABLE_SHIFT & 3
+    number = bits >> TABLE_SHIFT & 7
     if number == 0:
         return IQ4_VALUES
     kind = next(k for k, n in TABLE_OF.items() if n == number)
-    magnitudes = np.unique(_grid(kind)[0]).astype(np.int16)
-    values = np.concatenate([-magnitudes[::-1], magnitudes])
+    grid = np.unique(_grid(kind)[0]).astype(np.int16)
+    if kind in IQ1:   # grid -1, 0, 1 plus a delta of +-1/8: 8 * grid +- 1
+        values = np.unique(np.concatenate([8 * grid - 1, 8 * grid + 1]))
+    else:             # magnitudes with a sign
+        values = np.concatenate([-grid[::-1], grid])
     return np.concatenate([values, np.zeros(16 - len(values), np.int16)]).astype(np.int8)
 
 
@@ -102,7 +108,7 @@ def _table_index(bits: int, q: np.ndarray) -> np.ndarray:
     index[t[::-1].astype(np.int16) + 128] = np.arange(15, -1, -1, dtype=np.uint8)   # the first index of a value
     u = index[q.astype(np.int16) + 128]
     if (u == 255).any():
-        raise ValueError(f"a code is no value of table {bits >> TABLE_SHIFT & 3}")
+        raise ValueError(f"a code is no value of table {bits >> TABLE_SHIFT & 7}")
     return u
 
 
@@ -201,7 +207,8 @@ def k_factors(kind: str, data: np.ndarray, rows: int, K: int):
     S = K // 256
     if kind in GRIDS:   # the scale is d * (a + b*sc) = (d * f) * (2sc + 1), or d * (2sc + 1)
         b = data.reshape(rows, S, -1)
-        d, ints = _half(b[..., 0:2]) * np.float32(GRIDS[kind]), _grid_scales(kind, b)
+        d = _half(b[..., 0:2]) if kind != "IQ1_M" else _iq1m_d(b)
+        d, ints = d * np.float32(GRIDS[kind]), _grid_scales(kind, b)
         if layout(NATIVE[kind]) in SPLIT:
             ints = ints.reshape(rows, S * 8, 2)
             return np.stack([d, d, d]), np.stack([ints[..., 0], ints[..., 1], np.zeros_like(ints[..., 0])])
@@ -250,7 +257,9 @@ def _iq4_scales(b: np.ndarray) -> np.ndarray:
 
 
 # The grid types (the gguf package's quants classes of these names): the factor f of d * f * (2sc + 1)
-GRIDS = {"IQ3_S": 1.0, "IQ3_XXS": 0.25, "IQ2_XXS": 0.125, "IQ2_XS": 0.125, "IQ2_S": 0.125}
+GRIDS = {"IQ3_S": 1.0, "IQ3_XXS": 0.25, "IQ2_XXS": 0.125, "IQ2_XS": 0.125, "IQ2_S": 0.125,
+         "IQ1_S": 0.125, "IQ1_M": 0.125}   # IQ1: d * (2sc + 1) * (grid + delta) = d/8 * (2sc + 1) * (8 grid +- 1)
+IQ1 = ("IQ1_S", "IQ1_M")
 
 
 def _grid(kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -271,7 +280,12 @@ def _signs(bits: np.ndarray) -> np.ndarray:
 def _grid_scales(kind: str, b: np.ndarray) -> np.ndarray:
     """The blocks' 4-bit scales as (2sc + 1) int8, per 32 inputs (per 16 for IQ2_XS / IQ2_S):
     ggml's d*(1+2sc), d*(0.5+sc)*0.5 and d*(0.5+sc)*0.25 are d*f times these"""
-    if kind == "IQ3_XXS":
+    if kind == "IQ1_S":                                                 # bits 12-14 of each 32 inputs' word
+        sc = (np.ascontiguousarray(b[..., 34:50]).view(np.uint16) >> 12) & 7
+    elif kind == "IQ1_M":                                               # 3 bits per 16 inputs, 4 to a word
+        words = np.ascontiguousarray(b[..., 48:56]).view(np.uint16)
+        sc = ((words[..., None] >> np.array([0, 3, 6, 9], np.uint16)) & 7).reshape(*words.shape[:-1], 16)
+    elif kind == "IQ3_XXS":
         sc = np.ascontiguousarray(b[..., 66:98]).view(np.uint32) >> 28
     elif kind == "IQ2_XXS":
         sc = np.ascontiguousarray(b[..., 2:66]).view(np.uint32)[..., 1::2] >> 28
@@ -282,13 +296,32 @@ def _grid_scales(kind: str, b: np.ndarray) -> np.ndarray:
     return (2 * sc.astype(np.int16) + 1).astype(np.int8)
 
 
+def _iq1m_d(b: np.ndarray) -> np.ndarray:
+    """IQ1_M's fp16 d: the top 4 bits of its 4 scale words, lowest first"""
+    words = np.ascontiguousarray(b[..., 48:56]).view(np.uint16) >> 12
+    bits = words[..., 0] | (words[..., 1] << 4) | (words[..., 2] << 8) | (words[..., 3] << 12)
+    return np.ascontiguousarray(bits.astype(np.uint16)).view(np.float16).astype(np.float32)
+
+
 def _grid_codes(kind: str, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(scales [rows, S, groups] fp32, codes [rows, S, 256] int8 = grid value * sign) of a grid
     type's super-blocks b [rows, S, bytes] (ggml's dequantize_row_iq*; the weight is scale * code,
     one fp32 product, as ggml's db * grid * sign)"""
     grid, ksigns = _grid(kind)
     rows, S = b.shape[:2]
-    d = _half(b[..., 0:2])[..., None]
+    d = _half(b[..., 0:2])[..., None] if kind != "IQ1_M" else _iq1m_d(b)[..., None]
+    if kind in IQ1:   # codes 8 * grid + 1, or - 1 where the delta is negative; no sign bits
+        if kind == "IQ1_S":
+            qh = np.ascontiguousarray(b[..., 34:50]).view(np.uint16)               # [rows, S, 8]: per 32 inputs
+            high = (qh[..., None] >> np.array([0, 3, 6, 9], np.uint16)) & 7        # [rows, S, 8, 4]
+            idx = b[..., 2:34].astype(np.int64) | (high.reshape(rows, S, 32).astype(np.int64) << 8)
+            minus = np.repeat((qh >> 15).astype(bool), 32, axis=-1)
+        else:
+            nib = (b[..., 32:48, None] >> np.array([0, 4], np.uint8)) & 15          # [rows, S, 16, 2]: per 8 inputs
+            idx = b[..., 0:32].astype(np.int64) | ((nib & 7).reshape(rows, S, 32).astype(np.int64) << 8)
+            minus = np.repeat((nib >> 3).reshape(rows, S, 32).astype(bool), 8, axis=-1)
+        q = (8 * grid[idx].astype(np.int16)).reshape(rows, S, 256) + np.where(minus, -1, 1).astype(np.int16)
+        return d * np.float32(GRIDS[kind]) * _grid_scales(kind, b).astype(np.float32), q.astype(np.int8)
     if kind == "IQ3_XXS":
         idx = b[..., 2:66].astype(np.int64)                                  # 64 groups of 4
         sw = np.ascontiguousarray(b[..., 66:98]).view(np.uint32)              # [rows, S, 8]

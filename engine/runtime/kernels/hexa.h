@@ -16,7 +16,7 @@
 #define HEXA_HEAD_F16 16      /* codes' layout | this: the block heads as fp16 (layout.h) */
 #define HEXA_HEAD_K 32        /* | this: an fp32 factor per 8 blocks times an int8 per block */
 #define HEXA_KSUPER 8         /* blocks per HEXA_HEAD_K factor (a K-quant's 256 inputs) */
-#define HEXA_TABLE_SHIFT 6    /* | table << this: layouts 10 and 11's 16-value table (layout.h) */
+#define HEXA_TABLE_SHIFT 6    /* | table << this (3 bits): layouts 10 and 11's 16-value table (layout.h) */
 #define HEXA_QUANT_ROWS 12    /* quantized calls of at most this many rows rebuild weights per tile */
 #define HEXA_FORWARD_ROWS 64  /* most tokens one hexa_forward call runs (every step and draft tree) */
 #define HEXA_TOPK_MAX 32      /* most columns hexa_softmax_topk keeps per row */

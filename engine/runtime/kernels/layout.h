@@ -43,16 +43,18 @@
      these take 0.55 (layout 11: 0.59). Every kernel reads them as 8 and 7's bytes, looked up from
      the nibbles where 8's bytes are loaded (a shuffle per 16 or 32 codes). */
 #define CODES(bits) ((bits) & 15)                    /* 3, 4, 5, 6, 7, 8, 9, 10 or 11 */
-#define TABLE(bits) ((bits) >> HEXA_TABLE_SHIFT & 3)
+#define TABLE(bits) ((bits) >> HEXA_TABLE_SHIFT & 7)
 #define TABLE_CODES(bits) (CODES(bits) >= 10)
 /* the tables (TABLE(bits)), the GGUF's own values: IQ4_NL / IQ4_XS's kvalues_iq4nl, IQ3_S's grid
-   values +-1 .. 15, IQ3_XXS's +-4 .. 62, the IQ2 types' +-8, 25, 43 (engine/model/gguf_codes.py
+   values +-1 .. 15, IQ3_XXS's +-4 .. 62, the IQ2 types' +-8, 25, 43, the IQ1 types' 8 * (-1, 0, 1)
+   +- 1 (their grid plus a delta of +-1/8, the scale divided by 8) (engine/model/gguf_codes.py
    packs the indices; hexa_code_table gives these to its tests) */
-static const int8_t CODE_TABLE[4][16] = {
+static const int8_t CODE_TABLE[5][16] = {
     {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113},
     {-15, -13, -11, -9, -7, -5, -3, -1, 1, 3, 5, 7, 9, 11, 13, 15},
     {-62, -52, -44, -36, -28, -20, -12, -4, 4, 12, 20, 28, 36, 44, 52, 62},
-    {-43, -25, -8, 8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {-43, -25, -8, 8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {-9, -7, -1, 1, 7, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
 /* Per CODES value, packed into one constant each and read by a shift: the kernels find a block's
    address from these once per block, and chains of conditionals there (as first written) took a
    Q4_K product 8-20% longer. */
