@@ -25,7 +25,7 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | Q3_K   | (d*(sc-32)) * q, q in -4..3, per 16 | 3  | as Q6_K; codes q + 8 as nibbles alone      |
 | IQ4_NL | d * table[q], per 32            | 10     | d; codes table[q] (ggml's 16 int8 values)   |
 | IQ4_XS | (d*(sc-32)) * table[q], per 32  | 10     | d*(sc-32); codes table[q]                   |
-| IQ3_S  | (d*(1+2sc)) * grid * sign, per 32 | 10   | d*(1+2sc); codes grid * sign (ggml's grids)  |
+| IQ3_S  | (d*(1+2sc)) * grid * sign, per 32 | 4    | grid * sign = 2u - 15: 2d*(1+2sc), -15d*(1+2sc), u |
 | IQ3_XXS| (d*(0.5+sc)*0.5) * grid * sign  | 10     | the same per 32; codes grid * sign          |
 | IQ2_XXS| (d*(0.5+sc)*0.25) * grid * sign | 10     | the same per 32; codes grid * sign          |
 | IQ2_XS, IQ2_S | the same, per 16         | 11     | the scales of inputs 0-15, of 16-31; m 0    |
@@ -34,9 +34,11 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 
 (Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43; the IQ types' codes take 16
 values or fewer, each a 4-bit index into its table: 0.55-0.56 bytes a weight for IQ4 (the GGUF's
-0.53-0.56), 0.55 for IQ3 (0.38-0.43), 0.55-0.64 for IQ2 (0.26-0.32) and IQ1 (0.20-0.22), where Q8_0's bytes took 1.05-1.14
-and fp32 panels 4. ``decode`` gives the codes' values; ``pack`` writes their indices. Their grids and
-sign tables are the gguf package's.)
+0.53-0.56), 0.55 for IQ3_XXS (0.38), 0.55-0.64 for IQ2 (0.26-0.32) and IQ1 (0.20-0.22), where
+Q8_0's bytes took 1.05-1.14 and fp32 panels 4. IQ3_S's values are 2u - 15: Q4_K's layout, 0.59 for
+0.43, so an IQ3_M file's q/k/v of IQ3_S and Q4_K parts stays 4-bit codes. ``decode`` gives the
+codes' values (IQ3_S's u); ``pack`` writes table codes' indices. Their grids and sign tables are the
+gguf package's.)
 
 (A projection fused of parts of layouts 8, 9 and 10 is packed in 8, of other mixes in 7: bytes after
 three fp32 arrays, ``layout.h``.) F16/BF16/F32 tensors are
@@ -62,10 +64,10 @@ HEAD_F16, HEAD_K = HEADER.constants["HEXA_HEAD_F16"], HEADER.constants["HEXA_HEA
 KSUPER = HEADER.constants["HEXA_KSUPER"]        # blocks per HEAD_K factor
 TABLE_SHIFT = HEADER.constants["HEXA_TABLE_SHIFT"]
 # the table codes' tables (layout.h's CODE_TABLE, by number): the types whose codes index them
-TABLE_OF = {"IQ4_NL": 0, "IQ4_XS": 0, "IQ3_S": 1, "IQ3_XXS": 2, "IQ2_XXS": 3, "IQ2_XS": 3, "IQ2_S": 3,
-            "IQ1_S": 4, "IQ1_M": 4}
+TABLE_OF = {"IQ4_NL": 0, "IQ4_XS": 0, "IQ3_XXS": 1, "IQ2_XXS": 2, "IQ2_XS": 2, "IQ2_S": 2,
+            "IQ1_S": 3, "IQ1_M": 3}
 NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6,
-          "Q3_K": 3, "IQ4_NL": 10, "IQ4_XS": 10, "IQ3_S": 10, "IQ3_XXS": 10, "IQ2_XXS": 10,
+          "Q3_K": 3, "IQ4_NL": 10, "IQ4_XS": 10, "IQ3_S": 4, "IQ3_XXS": 10, "IQ2_XXS": 10,
           "IQ2_XS": 11, "IQ2_S": 11, "IQ1_S": 10, "IQ1_M": 11}   # -> layout (| the table's number for 10, 11)
 NATIVE = {kind: b | TABLE_OF[kind] << TABLE_SHIFT if kind in TABLE_OF else b for kind, b in NATIVE.items()}
 K_HEADS = ("Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS",   # a factor per 256 inputs times a small integer per block
@@ -129,6 +131,9 @@ def decode(kind: str, data: np.ndarray, rows: int, K: int):
     nb = K // QB
     if kind in GRIDS:
         db, q = _grid_codes(kind, data.reshape(rows, K // 256, -1))
+        if kind == "IQ3_S":   # odd values -15 .. 15 = 2u - 15: Q4_K's layout, d*(2u - 15) = 2d*u - 15d exactly
+            db = db.reshape(rows, nb)
+            return 2 * db, -15 * db, ((q.astype(np.int16) + 15) // 2).astype(np.int8).reshape(rows, K)
         if layout(NATIVE[kind]) in SPLIT:                               # IQ2_XS, IQ2_S: a scale per 16 inputs
             db = db.reshape(rows, nb, 2)
             return np.ascontiguousarray(db[..., 0]), np.ascontiguousarray(db[..., 1]), q.reshape(rows, K)
@@ -209,6 +214,8 @@ def k_factors(kind: str, data: np.ndarray, rows: int, K: int):
         b = data.reshape(rows, S, -1)
         d = _half(b[..., 0:2]) if kind != "IQ1_M" else _iq1m_d(b)
         d, ints = d * np.float32(GRIDS[kind]), _grid_scales(kind, b)
+        if kind == "IQ3_S":   # layout 4's d and m (decode)
+            return np.stack([2 * d, -15 * d]), np.stack([ints.reshape(rows, -1)] * 2)
         if layout(NATIVE[kind]) in SPLIT:
             ints = ints.reshape(rows, S * 8, 2)
             return np.stack([d, d, d]), np.stack([ints[..., 0], ints[..., 1], np.zeros_like(ints[..., 0])])

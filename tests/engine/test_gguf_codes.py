@@ -29,7 +29,7 @@ def test_rebuilt_weights_are_ggmls_dequantized_weights(kind):
     assert ((mine.view(np.uint32) == ref.view(np.uint32)) | (ref == 0)).all()
     lo, hi = {3: (-8, 7), 4: (0, 15), 5: (0, 31), 6: (-32, 31), 7: (-128, 127), 8: (-128, 127), 9: (-16, 15),
               10: (-127, 127), 11: (-127, 127)}[layout(NATIVE[kind])]
-    exact = {"Q3_K": (-4, 3), "IQ4_NL": (-127, 113), "IQ4_XS": (-127, 113), "IQ3_S": (-15, 15),
+    exact = {"Q3_K": (-4, 3), "IQ4_NL": (-127, 113), "IQ4_XS": (-127, 113), "IQ3_S": (0, 15),
              "IQ3_XXS": (-62, 62), "IQ2_XXS": (-43, 43), "IQ2_XS": (-43, 43), "IQ2_S": (-43, 43),
              "IQ1_S": (-9, 9), "IQ1_M": (-9, 9)}
     if kind in exact:   # the codes these types take reach their layout's values, and stay in them
@@ -46,7 +46,7 @@ def test_code_tables_are_the_kernels(kernel):
     for number in sorted({bits >> TABLE_SHIFT for bits in NATIVE.values() if layout(bits) >= 10}):
         assert kernel.fn["hexa_code_table"](number, out.ctypes.data) == 0
         assert out.tolist() == table(number << TABLE_SHIFT | 10).tolist()
-    assert kernel.fn["hexa_code_table"](5, out.ctypes.data) == kernel.fn["hexa_code_table"](-1, out.ctypes.data) == -1
+    assert kernel.fn["hexa_code_table"](4, out.ctypes.data) == kernel.fn["hexa_code_table"](-1, out.ctypes.data) == -1
 
 
 def test_llama_rows_are_unpermuted_as_transformers_does():
@@ -141,6 +141,7 @@ def test_compact_bytes_per_weight():
     assert sizes["Q3_K"] == pytest.approx(0.5938, abs=1e-4)    # GGUF: 0.4297 (in Q6_K's layout: 0.8438)
     assert sizes["IQ4_NL"] == 0.5625                          # GGUF: 0.5625 (as Q8_0's bytes: 1.0625)
     assert sizes["IQ4_XS"] == 0.546875                        # GGUF: 0.5312 (1.0469)
-    assert sizes["IQ3_S"] == sizes["IQ3_XXS"] == sizes["IQ2_XXS"] == sizes["IQ4_XS"]   # GGUF: 0.4297, 0.3828, 0.2578
+    assert sizes["IQ3_XXS"] == sizes["IQ2_XXS"] == sizes["IQ4_XS"]                    # GGUF: 0.3828, 0.2578
+    assert sizes["IQ3_S"] == sizes["Q4_K"]                                            # GGUF: 0.4297 (2u - 15: layout 4)
     assert sizes["IQ2_XS"] == sizes["IQ2_S"] == pytest.approx(0.6406, abs=1e-4)       # GGUF: 0.2891, 0.3203
     assert sizes["IQ1_S"] == sizes["IQ4_XS"] and sizes["IQ1_M"] == sizes["IQ2_XS"]    # GGUF: 0.1953, 0.2188

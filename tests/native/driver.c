@@ -531,7 +531,7 @@ static void check_linear_prefill(const struct qweight *q) {
    head, 11: 7's; | a table), the table's values (its first `values`), drawn by index */
 static struct qweight make_quant_m(int bits, int N, int K, int e) {
     const int nb = K / QB, table = TABLE_CODES(bits);
-    const int values = table ? (TABLE(bits) >= 3 ? 6 : 16) : 0;
+    const int values = table ? (TABLE(bits) >= 2 ? 6 : 16) : 0;
     const int lo = table ? 0 : bits == 5 ? 0 : bits == 9 ? -16 : bits == 6 ? -32 : bits == 3 ? -8 : -127;
     const int hi = table ? values - 1 : bits == 5 ? 31 : bits == 9 ? 15 : bits == 6 ? 31 : bits == 3 ? 7 : 127;
     struct qweight q = {N, K, bits, floats((int64_t)N * K), floats((int64_t)N * nb), grab(code_bytes(bits, N, K))};
@@ -629,8 +629,8 @@ static void check_compact(struct qweight *q, int head) {
 
 static void check_codes(void) {
     static const int shapes[][2] = {{37, 96}, {197, 64}, {53, 512}};   /* N tails; 13 panels (two full groups); K-quant supers */
-    static const int planes_and_bytes[] = {3, 5, 6, 7, 9, 10, 11 | 3 << HEXA_TABLE_SHIFT,   /* IQ4's table; IQ2's */
-                                           10 | 4 << HEXA_TABLE_SHIFT};                     /* IQ1's */
+    static const int planes_and_bytes[] = {3, 5, 6, 7, 9, 10, 11 | 2 << HEXA_TABLE_SHIFT,   /* IQ4's table; IQ2's */
+                                           10 | 3 << HEXA_TABLE_SHIFT};                     /* IQ1's */
     for (unsigned f = 0; f < sizeof planes_and_bytes / sizeof *planes_and_bytes; f++)
         for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
             const int bits = planes_and_bytes[f];

@@ -38,20 +38,20 @@
      with a Q6_K v) is kept in it, exactly;
    - 10 and 11, *table codes*: layout 4's nibbles, each the index of a code in one of CODE_TABLE's
      tables of 16 int8 values (TABLE(bits)), after 8's head (10) or 7's (11): w = d * table[u]
-     (+ m). The IQ types' codes take 16 values or fewer (IQ4's table, IQ3 and IQ2 grid values
-     with a sign), which Q8_0's bytes held at 1.05 bytes a weight where an IQ4_XS GGUF holds 0.53;
+     (+ m). The IQ types' codes take 16 values or fewer (IQ4's table, IQ3_XXS, IQ2 and IQ1 grid
+     values with a sign; IQ3_S's are 2u - 15, layout 4's), which Q8_0's bytes held at 1.05 bytes
+     a weight where an IQ4_XS GGUF holds 0.53;
      these take 0.55 (layout 11: 0.59). Every kernel reads them as 8 and 7's bytes, looked up from
      the nibbles where 8's bytes are loaded (a shuffle per 16 or 32 codes). */
 #define CODES(bits) ((bits) & 15)                    /* 3, 4, 5, 6, 7, 8, 9, 10 or 11 */
 #define TABLE(bits) ((bits) >> HEXA_TABLE_SHIFT & 7)
 #define TABLE_CODES(bits) (CODES(bits) >= 10)
-/* the tables (TABLE(bits)), the GGUF's own values: IQ4_NL / IQ4_XS's kvalues_iq4nl, IQ3_S's grid
-   values +-1 .. 15, IQ3_XXS's +-4 .. 62, the IQ2 types' +-8, 25, 43, the IQ1 types' 8 * (-1, 0, 1)
+/* the tables (TABLE(bits)), the GGUF's own values: IQ4_NL / IQ4_XS's kvalues_iq4nl, IQ3_XXS's
+   grid values +-4 .. 62, the IQ2 types' +-8, 25, 43, the IQ1 types' 8 * (-1, 0, 1)
    +- 1 (their grid plus a delta of +-1/8, the scale divided by 8) (engine/model/gguf_codes.py
    packs the indices; hexa_code_table gives these to its tests) */
-static const int8_t CODE_TABLE[5][16] = {
+static const int8_t CODE_TABLE[4][16] = {
     {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113},
-    {-15, -13, -11, -9, -7, -5, -3, -1, 1, 3, 5, 7, 9, 11, 13, 15},
     {-62, -52, -44, -36, -28, -20, -12, -4, 4, 12, 20, 28, 36, 44, 52, 62},
     {-43, -25, -8, 8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     {-9, -7, -1, 1, 7, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
