@@ -395,8 +395,10 @@ DOT_PRES(B7) DOT_PRES(B8)   /* over pre only: one-tile calls (1-8 rows) take pai
 static const dot_tile TILES_BYTES[2][2][9] = {PRE_TILES(B7), PRE_TILES(B8)};
 #define BYTE_TILES(codes) TILES_BYTES[(codes) == 8]
 /* Table codes' one-tile calls decode their nibbles as the 4-bit codes' tiles do, one shuffle more
-   (quads_table): as pairs (pairs_table), a 1-row IQ4_XS product of 8960 x 1536 took 1.2x the
-   time of the same weights in Q8_0's bytes, at half the bytes (kernels bench, Zen 4, 2026-12-04) */
+   (quads_table), where Q8_0's take int16 pairs: with pairs_table instead, a Qwen2.5-1.5B-shaped
+   IQ4_XS file decoded at 126-132 tok/s against 158-174 with these (hexa bench, plain decoding, the
+   two builds alternated three times each; end to end with drafts 113-116 against 131-135; Zen 4,
+   2026-12-04) */
 #define DOT_OWN(FMT) DOT_NIB(FMT, 1, 0) DOT_NIB(FMT, 2, 0) DOT_NIB(FMT, 3, 0) DOT_NIB(FMT, 4, 0) \
                      DOT_NIB(FMT, 5, 0) DOT_NIB(FMT, 6, 0) DOT_NIB(FMT, 7, 0) DOT_NIB(FMT, 8, 0)
 #define OWN_TILES_OF(FMT, PRE_FMT)                                                                \
@@ -483,16 +485,19 @@ static void dot_##NAME##_##MR##_##PRE(const struct dot_job *a, int m0, int p, co
 DOT_Q8(1, 0) DOT_Q8(2, 0) DOT_Q8(3, 0) DOT_Q8(4, 0) DOT_Q8(5, 0) DOT_Q8(6, 0) DOT_Q8(7, 0) DOT_Q8(8, 0)
 DOT_Q8(1, 1) DOT_Q8(2, 1) DOT_Q8(3, 1) DOT_Q8(4, 1) DOT_Q8(5, 1) DOT_Q8(6, 1) DOT_Q8(7, 1) DOT_Q8(8, 1)
 
-DOT_PAIRS(qt, 1, 0, 1) DOT_PAIRS(qt, 2, 0, 1) DOT_PAIRS(qt, 3, 0, 1) DOT_PAIRS(qt, 4, 0, 1)
-DOT_PAIRS(qt, 5, 0, 1) DOT_PAIRS(qt, 6, 0, 1) DOT_PAIRS(qt, 7, 0, 1) DOT_PAIRS(qt, 8, 0, 1)
-
 static const dot_tile TILES_Q8[2][9] = {
     {0, dot_q8_1_0, dot_q8_2_0, dot_q8_3_0, dot_q8_4_0, dot_q8_5_0, dot_q8_6_0, dot_q8_7_0, dot_q8_8_0},
     {0, dot_q8_1_1, dot_q8_2_1, dot_q8_3_1, dot_q8_4_1, dot_q8_5_1, dot_q8_6_1, dot_q8_7_1, dot_q8_8_1}};
-/* table codes as pairs: their own tiles, or over pre (decode_panel looked them up) Q8_0's */
+#ifndef HEXA_VNNI   /* table codes as pairs (without VNNI only: PAIRS): their own tiles, or over pre
+                       (decode_panel looked them up) Q8_0's */
+DOT_PAIRS(qt, 1, 0, 1) DOT_PAIRS(qt, 2, 0, 1) DOT_PAIRS(qt, 3, 0, 1) DOT_PAIRS(qt, 4, 0, 1)
+DOT_PAIRS(qt, 5, 0, 1) DOT_PAIRS(qt, 6, 0, 1) DOT_PAIRS(qt, 7, 0, 1) DOT_PAIRS(qt, 8, 0, 1)
 static const dot_tile TILES_QT[2][9] = {
     {0, dot_qt_1_0, dot_qt_2_0, dot_qt_3_0, dot_qt_4_0, dot_qt_5_0, dot_qt_6_0, dot_qt_7_0, dot_qt_8_0},
     {0, dot_q8_1_1, dot_q8_2_1, dot_q8_3_1, dot_q8_4_1, dot_q8_5_1, dot_q8_6_1, dot_q8_7_1, dot_q8_8_1}};
+#else
+#define TILES_QT TILES_Q8   /* not reached: table codes' tiles (TILES_TABLE) */
+#endif
 
 /* Panels per work item. A call of up to STEP_ROWS rows (a decoding step, a draft tree) streams
    its codes once, and each item starts a stream whose first READ_AHEAD bytes nothing read ahead:
