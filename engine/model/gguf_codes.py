@@ -79,7 +79,6 @@ MAPPING = "m" + hashlib.sha256(repr(sorted(NATIVE.items())).encode()).hexdigest(
 PLANES = {5: 1, 9: 1, 6: 2}            # layout.h's PLANES: high bits per code beyond the nibble
 OFFSET = {5: 0, 9: 16, 6: 32, 3: 8}    # ... and CODE_OFFSET: a plane code (or layout 3's nibble) holds q + this
 SPLIT = (3, 6, 7, 11)                  # layouts with a scale per 16 inputs (SPLIT_SCALE)
-WITH_M = (4, 5, 7, 11)                 # ... with an m (MIN_AT)
 NIBBLES = (3, 4, 5, 6, 9, 10, 11)      # codes as nibbles (+ planes), else bytes
 
 

@@ -153,7 +153,7 @@ class Weights:
         bits = {NATIVE.get(kind) for kind, *_ in parts}
         N, K = sum(p[2] for p in parts), parts[0][3]
         if None not in bits and K % 32 == 0:
-            # parts of several layouts: Q5_0 (9), Q8_0 (8) and one-scale table codes (10: IQ4, IQ3) share
+            # parts of several layouts: Q5_0 (9), Q8_0 (8) and one-scale table codes (10: IQ4, IQ3_XXS, ...) share
             # 8's signed bytes, layout 7 holds any mix
             b = bits.pop() if len(bits) == 1 else 8 if all(layout(x) in (8, 9, 10) for x in bits) else 7
             if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak

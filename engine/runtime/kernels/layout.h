@@ -40,12 +40,13 @@
      tables of 16 int8 values (TABLE(bits)), after 8's head (10) or 7's (11): w = d * table[u]
      (+ m). The IQ types' codes take 16 values or fewer (IQ4's table, IQ3_XXS, IQ2 and IQ1 grid
      values with a sign; IQ3_S's are 2u - 15, layout 4's), which Q8_0's bytes held at 1.05 bytes
-     a weight where an IQ4_XS GGUF holds 0.53;
-     these take 0.55 (layout 11: 0.59). Every kernel reads them as 8 and 7's bytes, looked up from
-     the nibbles where 8's bytes are loaded (a shuffle per 16 or 32 codes). */
+     a weight where an IQ4_XS GGUF holds 0.53; these take 0.55 (layout 11: 0.64). Every kernel
+     reads them as 8 and 7's bytes (READ_AS), looked up from the nibbles where 8's bytes are loaded
+     (a shuffle per 16 or 32 codes). */
 #define CODES(bits) ((bits) & 15)                    /* 3, 4, 5, 6, 7, 8, 9, 10 or 11 */
 #define TABLE(bits) ((bits) >> HEXA_TABLE_SHIFT & 7)
 #define TABLE_CODES(bits) (CODES(bits) >= 10)
+#define READ_AS(bits) (CODES(bits) == 10 ? 8 : CODES(bits) == 11 ? 7 : CODES(bits))   /* the layout whose bytes and head these are read as */
 /* the tables (TABLE(bits)), the GGUF's own values: IQ4_NL / IQ4_XS's kvalues_iq4nl, IQ3_XXS's
    grid values +-4 .. 62, the IQ2 types' +-8, 25, 43, the IQ1 types' 8 * (-1, 0, 1)
    +- 1 (their grid plus a delta of +-1/8, the scale divided by 8) (engine/model/gguf_codes.py

@@ -195,6 +195,8 @@ static __attribute__((noinline)) void store_rows(float32x4_t (*acc)[4], int rows
 
 #define DOT_BEGIN(FMT, MR)                                                                        \
     const int nb = a->K / QB, bits = a->bits, bytes = BLOCK_BYTES(bits);                          \
+    const int8x16_t lut = vld1q_s8(CODE_TABLE[TABLE(bits)]);   /* table codes' (QT, QU) */         \
+    (void)lut;                                                                                    \
     float32x4_t acc[MR][4];                                                                       \
     _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                          \
         _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) acc[i][c] = vdupq_n_f32(0.f);        \
@@ -204,8 +206,6 @@ static __attribute__((noinline)) void store_rows(float32x4_t (*acc)[4], int rows
             __builtin_prefetch(bp + PREFETCH * bytes + off);                                      \
         float tmp[3 * PW];                                                                        \
         const float *hd = block_head(a->packed, bits, nb, p, blk, tmp);                           \
-        const int8x16_t lut = vld1q_s8(CODE_TABLE[TABLE(bits)]);   /* table codes' (QT, QU) */     \
-        (void)lut;                                                                                \
         const int8_t *xq[MR];                                                                     \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                      \
             xq[i] = a->codes + (int64_t)(m0 + i) * a->K + blk * QB;                               \

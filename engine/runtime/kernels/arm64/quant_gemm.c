@@ -109,7 +109,7 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
 REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9) REBUILD(q3)
 
 static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n, float *out) {
-    const int codes = CODES(bits) == 10 ? 8 : CODES(bits) == 11 ? 7 : CODES(bits);   /* table codes: 8, 7's bytes */
+    const int codes = READ_AS(bits);
     if (codes == 8) rebuild_q8(pk, bits, nb, p, blk0, n, out);
     else if (codes == 5) rebuild_q5(pk, bits, nb, p, blk0, n, out);
     else if (codes == 6) rebuild_q6(pk, bits, nb, p, blk0, n, out);

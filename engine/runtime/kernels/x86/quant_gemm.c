@@ -207,7 +207,7 @@ static void run_rebuilt(void *ctx, int g) {
     const int p0 = g * GP, np = a->P - p0 < GP ? a->P - p0 : GP;
     float *panels = hexa_panel_buffer((int64_t)np * a->K * PW);
     if (!panels) abort();        /* out of memory for ~600 KB: nothing sensible is left to do */
-    const int codes = CODES(a->bits) == 10 ? 8 : CODES(a->bits) == 11 ? 7 : CODES(a->bits);   /* table codes: 8, 7's bytes */
+    const int codes = READ_AS(a->bits);
     if (codes == 8) rebuild_q8(a->packed, p0, np, a->K, a->bits, panels);
     else if (codes == 5) rebuild_q5(a->packed, p0, np, a->K, a->bits, panels);
     else if (codes == 6) rebuild_q6(a->packed, p0, np, a->K, a->bits, panels);
@@ -224,7 +224,7 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
                        int M, int N, int K, int bits, int threads) {
     const int P = (N + PW - 1) / PW;
     struct quant_job a = {x, packed, b, res, y, M, N, K, P, bits};
-    const int codes = CODES(bits) == 10 ? 8 : CODES(bits) == 11 ? 7 : CODES(bits);
+    const int codes = READ_AS(bits);
     hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : codes == 8 ? run_q8 : codes == 5 ? run_q5
                      : codes == 6 ? run_q6 : codes == 7 ? run_q7 : codes == 9 ? run_q9 : codes == 3 ? run_q3 : run_q4;
     hexa_run(task, &a, (P + GP - 1) / GP, threads);
