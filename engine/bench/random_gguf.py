@@ -3,8 +3,10 @@
 ``write(path, shape, kind)`` writes a model of ``shape`` (widths, heads, layers of a real model;
 ``SHAPES``) whose weights are random (seeded), quantized by the ``gguf`` package (Q8_0, Q4_0,
 Q4_1, Q5_0) or left F16 for llama.cpp's quantizer to turn into a K-quant mix. The tokenizer and
-chat template are the embedded SmolLM2's (a GPT-2 BPE of 49,152 tokens), so the vocabulary is
-that size whatever the shape. Norm weights are near 1 and projections scaled by 1/sqrt(width),
+chat template are the embedded SmolLM2's (a GPT-2 BPE of 49,152 tokens); ``vocab`` pads the
+vocabulary to the real model's size (``Shape.vocab``) with tokens no text produces, so the
+embedding and the tied head are as large as the real model's, the decoding step's largest product
+on these widths. Norm weights are near 1 and projections scaled by 1/sqrt(width),
 so activations stay in range through the layers as in a trained model.
 """
 from __future__ import annotations
@@ -27,18 +29,20 @@ class Shape:
     head_dim: int
     ffn: int
     rope_base: float = 1e6
+    vocab: int = VOCAB     # the real model's vocabulary (config.json's vocab_size)
 
 
 SHAPES = {   # the real models' widths (config.json of each); layers as given, vocabulary SmolLM2's
-    "qwen2.5-1.5b": Shape("qwen2", 1536, 28, 12, 2, 128, 8960),
-    "qwen3-1.7b": Shape("qwen3", 2048, 28, 16, 8, 128, 6144),
-    "llama-3.2-3b": Shape("llama", 3072, 28, 24, 8, 128, 8192, 500000.0),
-    "gemma-3-1b": Shape("gemma3", 1152, 26, 4, 1, 256, 6912),
+    "qwen2.5-1.5b": Shape("qwen2", 1536, 28, 12, 2, 128, 8960, vocab=151936),
+    "qwen3-1.7b": Shape("qwen3", 2048, 28, 16, 8, 128, 6144, vocab=151936),
+    "llama-3.2-3b": Shape("llama", 3072, 28, 24, 8, 128, 8192, 500000.0, vocab=128256),
+    "gemma-3-1b": Shape("gemma3", 1152, 26, 4, 1, 256, 6912, vocab=262144),
 }
 
 
-def _tokenizer_fields(writer) -> None:
-    """SmolLM2's tokenizer and chat template, copied from the embedded GGUF."""
+def _tokenizer_fields(writer, vocab: int = VOCAB) -> None:
+    """SmolLM2's tokenizer and chat template, copied from the embedded GGUF; tokens past its own up
+    to ``vocab`` are unused ones (no merge makes them, so no text tokenizes to them)."""
     import gguf
 
     from ..model.source import embedded_gguf
@@ -46,16 +50,19 @@ def _tokenizer_fields(writer) -> None:
     f = lambda k: r.fields[k].contents()   # noqa: E731
     writer.add_tokenizer_model(f("tokenizer.ggml.model"))
     writer.add_tokenizer_pre(f("tokenizer.ggml.pre"))
-    writer.add_token_list(f("tokenizer.ggml.tokens"))
-    writer.add_token_types(f("tokenizer.ggml.token_type"))
+    pad = range(VOCAB, max(vocab, VOCAB))
+    writer.add_token_list([*f("tokenizer.ggml.tokens"), *(f"<unused{i}>" for i in pad)])
+    writer.add_token_types([*f("tokenizer.ggml.token_type"), *(gguf.TokenType.UNUSED for _ in pad)])
     writer.add_token_merges(f("tokenizer.ggml.merges"))
     writer.add_bos_token_id(f("tokenizer.ggml.bos_token_id"))
     writer.add_eos_token_id(f("tokenizer.ggml.eos_token_id"))
     writer.add_chat_template(f("tokenizer.chat_template"))
 
 
-def write(path: Path, s: Shape, kind: str = "Q8_0", layers: int | None = None, seed: int = 0) -> Path:
-    """A GGUF of shape ``s`` (``layers`` overrides its depth) with random weights in ``kind``."""
+def write(path: Path, s: Shape, kind: str = "Q8_0", layers: int | None = None, seed: int = 0,
+          real_vocab: bool = False) -> Path:
+    """A GGUF of shape ``s`` (``layers`` overrides its depth) with random weights in ``kind``, its
+    vocabulary SmolLM2's or (``real_vocab``) padded to the real model's."""
     import gguf
     from gguf import quants
 
@@ -73,10 +80,11 @@ def write(path: Path, s: Shape, kind: str = "Q8_0", layers: int | None = None, s
     w.add_value_length(s.head_dim)
     w.add_rope_freq_base(s.rope_base)
     w.add_layer_norm_rms_eps(1e-6)
-    w.add_vocab_size(VOCAB)
+    vocab = s.vocab if real_vocab else VOCAB
+    w.add_vocab_size(vocab)
     if s.arch == "gemma3":
         w.add_sliding_window(512)
-    _tokenizer_fields(w)
+    _tokenizer_fields(w, vocab)
 
     def matrix(name: str, rows: int, cols: int, scale: float | None = None) -> None:
         x = rng.standard_normal((rows, cols), dtype=np.float32) * (scale or cols ** -0.5)
@@ -90,7 +98,7 @@ def write(path: Path, s: Shape, kind: str = "Q8_0", layers: int | None = None, s
         v = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
         w.add_tensor(name, v)   # gemma3 too: its GGUF norms already hold the +1 (what llama.cpp multiplies by)
 
-    matrix("token_embd.weight", VOCAB, s.hidden, 1.0 if s.arch == "gemma3" else 0.05)
+    matrix("token_embd.weight", vocab, s.hidden, 1.0 if s.arch == "gemma3" else 0.05)
     norm("output_norm.weight", s.hidden)
     q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
     for i in range(n_layers):
@@ -156,13 +164,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--layers", type=int, default=4, help="layers of the shape (default 4)")
     p.add_argument("--kind", default="Q4_K_M", choices=sorted(LLAMA_FTYPES))
+    p.add_argument("--real-vocab", action="store_true",
+                   help="pad the vocabulary to the real model's (SmolLM2's 49,152 tokens otherwise)")
     a = p.parse_args(argv)
+    if a.shape == "smollm2" and a.real_vocab:
+        p.error("--real-vocab pads a shape's vocabulary; smollm2's is its own")
     if a.shape == "smollm2":
         from ..model.source import embedded_gguf
         quantize_with_llamacpp(Path(embedded_gguf()), a.out, a.kind)
     else:
         with tempfile.TemporaryDirectory(dir=a.out.parent) as tmp:
-            f16 = write(Path(tmp) / "f16.gguf", SHAPES[a.shape], "F16", layers=a.layers)
+            f16 = write(Path(tmp) / "f16.gguf", SHAPES[a.shape], "F16", layers=a.layers, real_vocab=a.real_vocab)
             quantize_with_llamacpp(f16, a.out, a.kind)
     print(a.out)
     return 0

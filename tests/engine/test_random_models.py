@@ -109,3 +109,27 @@ def test_q3_k_and_iq4_files_run_as_codes_and_agree_with_llamacpp(kind, dev_cases
     ids += engine.encode(dev_cases[0]["turns"][0])[:100]
     result = compare(engine, ids, skip=1)
     assert result.top1 >= 0.85 and result.max_rel <= 0.1, (kind, result.line())
+
+
+def test_a_padded_vocabulary_has_the_real_models_size(dev_cases):
+    """``real_vocab`` pads SmolLM2's 49,152 tokens to the shape's vocabulary (benchmarks of the
+    real models' heads): the embedding and tied head take every row, no text becomes a padding
+    token, and the logits over all of them agree with llama.cpp's on the same file."""
+    from engine import Engine
+    from engine.bench.random_gguf import VOCAB
+
+    shape = Shape("qwen2", 256, 2, 4, 2, 64, 512, vocab=VOCAB + 832)
+    folder = TEST_CACHE / "model-files"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "random-qwen2-padded-Q8_0.gguf"
+    if not path.exists():
+        write(path.with_suffix(".tmp"), shape, "Q8_0", real_vocab=True).rename(path)
+    engine = Engine.load(str(path), cache_dir=TEST_CACHE, threads=2)
+    assert engine.model.lm_head.shape[0] == shape.vocab, engine.model.lm_head.shape
+    text = dev_cases[0]["turns"][0][:400] + f" <unused{VOCAB + 5}>"
+    assert max(engine.encode(text)) < VOCAB
+    if importlib.util.find_spec("llama_cpp") is not None:
+        from engine.bench.agreement import compare
+        ids = [engine.tokenizer.convert_tokens_to_ids("<|endoftext|>")] + engine.encode(text)[:60]
+        result = compare(engine, ids, skip=1)
+        assert result.top1 >= 0.85 and result.max_rel <= 0.1, result.line()
