@@ -7,7 +7,10 @@ its decoding arithmetic (codes times 8-bit activations), llama.cpp in its own; o
 inputs on AMD's 512-bit tiles, else decoding's arithmetic). Reported: top-1
 agreement (the fraction of positions whose argmax is the same), the largest |difference| of any
 logit, and the largest difference relative to that position's logit spread (max - min), so a
-model with large logits (Gemma's 262k vocabulary) and one with small ones compare alike.
+model with large logits (Gemma's 262k vocabulary) and one with small ones compare alike; and,
+where the top-1s differ, how far under its own top-1 llama.cpp put hexa's (relative to the same
+spread): random-weight files have flat logits, and a disagreement inside the logits' difference is
+a near tie, not a wrong token.
 """
 from __future__ import annotations
 
@@ -25,10 +28,12 @@ class Agreement:
     max_abs: float        # largest |hexa - llama.cpp| over every logit of every position
     max_rel: float        # the same over each position's logit range (max - min of llama.cpp's row)
     mean_abs: float
+    tie_gap: float = 0.0  # where the argmaxes differ: llama.cpp's top-1 logit minus its logit of hexa's, over the range (largest)
 
     def line(self) -> str:
+        ties = f"; where they differ, hexa's choice within {self.tie_gap:.2%} of llama.cpp's top-1" if self.top1 < 1 else ""
         return (f"{self.positions} positions: top-1 agreement {self.top1:.1%}, max |Δ| {self.max_abs:.3g} "
-                f"({self.max_rel:.2%} of the logit range), mean |Δ| {self.mean_abs:.3g}")
+                f"({self.max_rel:.2%} of the logit range), mean |Δ| {self.mean_abs:.3g}{ties}")
 
 
 def hexa_logits(engine, ids: list[int]) -> np.ndarray:
@@ -78,8 +83,11 @@ def compare(engine, ids: list[int], skip: int = 0, prompt_rows: bool = False) ->
         theirs = np.load(path, mmap_mode="r")[skip:]
         diff = np.abs(ours - theirs)
         spread = theirs.max(axis=1) - theirs.min(axis=1)
-        return Agreement(len(ours), float((ours.argmax(1) == theirs.argmax(1)).mean()), float(diff.max()),
-                         float((diff.max(axis=1) / spread).max()), float(diff.mean()))
+        mine, top = ours.argmax(1), theirs.argmax(1)
+        at = np.arange(len(top))
+        gaps = (theirs[at, top] - theirs[at, mine]) / spread
+        return Agreement(len(ours), float((mine == top).mean()), float(diff.max()),
+                         float((diff.max(axis=1) / spread).max()), float(diff.mean()), float(gaps.max()))
 
 
 def main(argv: list[str] | None = None) -> int:
