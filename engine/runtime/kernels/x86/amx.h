@@ -13,8 +13,8 @@
  *
  * The tile registers' state is large (8 KB), and Linux hands it to a process only on request
  * (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA); refused, or on a CPU without AMX, the VNNI
- * tiles run instead, with the same bits. Only the functions here are compiled for AMX and
- * AVX-512 (target attributes): the rest of the build is the avx-vnni build's code.
+ * tiles run instead, with the same bits. Only the functions here are compiled for AMX (target
+ * attributes): the rest of the build is the avx512-vnni build's code.
  */
 #ifdef HEXA_AMX
 #include <pthread.h>

@@ -10,11 +10,6 @@
  * The cache holds fp32 values, or fp16 ones (half the bytes a step reads): widened to fp32 on
  * load, exactly, so every operation after the load is the same in both.
  */
-/* The amx build is the avx-vnni one, not compiled for AVX-512 as a whole; its CPUs have it, and
-   attention takes it there (the 512-bit passes below). */
-#ifdef HEXA_AMX
-#pragma GCC target("avx512f,avx512vl,avx512bw")
-#endif
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>

@@ -153,12 +153,12 @@ _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of
    two or three tiles of their own. Without VNNI on AMD Zen 2 (2026-12-02,
    builds alternated in one process, forward passes at 512 tokens of context, same outputs), 3
    against 1: 8 rows 1.22x / 1.44x / 1.08x as fast on Qwen2.5-1.5B's widths, Gemma-3-1B's and
-   SmolLM2-135M Q4_1, 16 rows 1.07x / 1.17x / 1.04x, prefill unchanged. The 256-bit VNNI builds
-   (avx-vnni, amx) take 2: on the AMX Xeon (2026-12-03, the same way, 800 tokens of context) 7-8
+   SmolLM2-135M Q4_1, 16 rows 1.07x / 1.17x / 1.04x, prefill unchanged. The avx-vnni build (16
+   registers) takes 2: on the AMX Xeon (2026-12-03, the same way, 800 tokens of context) 7-8
    rows 0.89-0.93x the time against 1 on SmolLM2-135M Q4_K_M and Qwen2.5-1.5B's widths, 12 rows
    0.98x, 1 row unchanged; 3 gave no more at 12 rows and 1.04x at 16. With VNNI, bytes codes past
-   ONE_Q8 rows take tiles over pre only (TILES_BYTES). avx512-vnni keeps 1: not measured (its
-   512-bit tiles take these calls on Zen 5). */
+   ONE_Q8 rows take tiles over pre only (TILES_BYTES). avx512-vnni and amx (32 registers, one
+   tile of 8 rows) keep 1. */
 #ifndef OWN_TILES
 #if defined(HEXA_VNNI) && defined(__AVX512F__)
 #define OWN_TILES 1
