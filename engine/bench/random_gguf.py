@@ -3,7 +3,7 @@
 ``write(path, shape, kind)`` writes a model of ``shape`` (widths, heads, layers of a real model;
 ``SHAPES``) whose weights are random (seeded), quantized by the ``gguf`` package (Q8_0, Q4_0,
 Q4_1, Q5_0) or left F16 for llama.cpp's quantizer to turn into a K-quant mix. The tokenizer and
-chat template are the embedded SmolLM2's (a GPT-2 BPE of 49,152 tokens); ``vocab`` pads the
+chat template are the embedded SmolLM2's (a GPT-2 BPE of 49,152 tokens); ``real_vocab`` pads the
 vocabulary to the real model's size (``Shape.vocab``) with tokens no text produces, so the
 embedding and the tied head are as large as the real model's, the decoding step's largest product
 on these widths. Norm weights are near 1 and projections scaled by 1/sqrt(width),
@@ -32,7 +32,7 @@ class Shape:
     vocab: int = VOCAB     # the real model's vocabulary (config.json's vocab_size)
 
 
-SHAPES = {   # the real models' widths (config.json of each); layers as given, vocabulary SmolLM2's
+SHAPES = {   # the real models' widths and vocabularies (config.json of each); layers as given
     "qwen2.5-1.5b": Shape("qwen2", 1536, 28, 12, 2, 128, 8960, vocab=151936),
     "qwen3-1.7b": Shape("qwen3", 2048, 28, 16, 8, 128, 6144, vocab=151936),
     "llama-3.2-3b": Shape("llama", 3072, 28, 24, 8, 128, 8192, 500000.0, vocab=128256),
