@@ -50,7 +50,7 @@ def _tokenizer_fields(writer, vocab: int = VOCAB) -> None:
     f = lambda k: r.fields[k].contents()   # noqa: E731
     writer.add_tokenizer_model(f("tokenizer.ggml.model"))
     writer.add_tokenizer_pre(f("tokenizer.ggml.pre"))
-    pad = range(VOCAB, max(vocab, VOCAB))
+    pad = range(VOCAB, vocab)
     writer.add_token_list([*f("tokenizer.ggml.tokens"), *(f"<unused{i}>" for i in pad)])
     writer.add_token_types([*f("tokenizer.ggml.token_type"), *(gguf.TokenType.UNUSED for _ in pad)])
     writer.add_token_merges(f("tokenizer.ggml.merges"))

@@ -589,7 +589,7 @@ static void dot_rows(const float *x, const uint8_t *packed, const float *b, cons
                         .sx = scales + (int64_t)M * nb, .qs = qs, .M = M, .N = N, .K = K, .P = P, .bits = bits,
                         .pairs = pairs, .gp = item_panels(M, P, threads), .k256 = k256};
 #ifdef HEXA_AMX
-    /* pre is a B tile per block (amx.h); chosen here, not in dot_group, which stays the avx-vnni
+    /* pre is a B tile per block (amx.h); chosen here, not in dot_group, which stays the avx512-vnni
        build's code: with the branch inside it, 8- and 16-row passes took 1.1x their time */
     if (M >= AMX_ROWS && !pairs && amx_on)
         hexa_run(amx_group, &a, (P + a.gp - 1) / a.gp, threads);
