@@ -117,7 +117,9 @@ class Engine:
             # after them, Gemma-3-270M's ~200 MB of it stacked on the weights (peak 925 MB)
             tokenizer = ChatTokenizer(folder)
             release_freed()
-            compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear, options.decode) if direct
+            compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear, options.decode,
+                                                    fits=_fits(source.path.name, folder, backend, context_window, options))
+                       if direct
                        else CompactTransformer.load(folder, linear, kernel, options.decode))
         except EngineError:
             raise
@@ -284,3 +286,20 @@ class Engine:
         call between requests; the oldest responses go past the history's token budget)."""
         if token_ids:
             self.history.add(token_ids)
+
+
+def _fits(label: str, folder: Path, backend: str, context_window: int | None,
+          options: EngineOptions) -> Callable[[int, dict[str, int]], None]:
+    """The memory check a GGUF's load asks before packing or reading its weights: they and one
+    request's KV cache at the context window must fit in what the system has left."""
+    import json
+
+    from .heap import available_memory
+    from .model.config import ModelConfig
+    from .model.footprint import check_fits, kv_bytes
+    from .options import kv_f16
+
+    config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
+    window = min(config.max_positions, context_window or DEFAULT_CONTEXT[backend])
+    kv = kv_bytes(config, window, kv_f16(options.kv, True, options.decode == "exact"))
+    return lambda weights, fp32: check_fits(label, weights, kv, available_memory(), fp32)

@@ -22,3 +22,15 @@ def release_freed() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def available_memory() -> int | None:
+    """Bytes the system can still give this process before the OOM killer steps in: /proc/meminfo's
+    MemAvailable (free and reclaimable memory) plus SwapFree; None where there is no /proc
+    (Windows, macOS), where nothing is checked."""
+    try:
+        with open("/proc/meminfo") as f:
+            info = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in f if ":" in line)}
+        return info["MemAvailable"] + info.get("SwapFree", 0)
+    except (OSError, KeyError, ValueError):
+        return None

@@ -70,6 +70,22 @@ def random_blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:
     return raw.reshape(rows, -1)
 
 
+def check_types(p: argparse.ArgumentParser, types: list[str], shapes: list[tuple[int, ...]]) -> None:
+    """--types the engine keeps as codes, each with a block that divides every shape's K (a
+    one-line usage error otherwise, before anything is built)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    from ..model.gguf_codes import NATIVE
+
+    for kind in types:
+        if kind not in NATIVE:
+            p.error(f"--types {kind}: not a type the kernels keep as codes ({', '.join(sorted(NATIVE))})")
+        block = GGML_QUANT_SIZES[GGMLQuantizationType[kind]][0]
+        for shape in shapes:
+            if len(shape) != 2 or shape[1] % block:
+                p.error(f"--shapes {'x'.join(map(str, shape))}: {kind} needs NxK with K a multiple of {block}")
+
+
 def packed_weight(kernel, kind: str, N: int, K: int) -> PackedWeight:
     """Random blocks of ``kind`` packed as the engine packs a GGUF tensor (compact heads)."""
     from ..model.gguf_codes import NATIVE, decode, k_factors, pack
@@ -258,16 +274,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kernels bench: no native kernels here: {why}", file=sys.stderr)
         return 2
     isas = a.isas.split(",") if a.isas else list(dict.fromkeys(["avx2" if best != "neon" else "neon", best]))
-    rows = [int(r) for r in a.rows.split(",")]
+    try:
+        rows = [int(r) for r in a.rows.split(",")]
+        shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
+    except ValueError:
+        p.error(f"--rows {a.rows} / --shapes {a.shapes}: expected numbers (1,4,8) and NxK shapes (2048x2048)")
+    types = [t.upper() for t in a.types.split(",")]
+    check_types(p, types, shapes)
     roofs = None
     with tempfile.TemporaryDirectory() as tmp:
         cache = a.cache or Path(tmp)
         if a.model:
             results = model_table(a.model, isas, cache, a.threads, rows, a.reps, a.past, tuple(a.kv.split(",")))
         else:
-            shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
             kernels = builds(isas, cache, a.threads)
-            results = weight_table(kernels, a.types.split(","), shapes, rows, a.reps, a.prompt)
+            results = weight_table(kernels, types, shapes, rows, a.reps, a.prompt)
             if a.roof:
                 each = {k.isa: roof(k.isa, cache, a.threads) for k, _ in kernels.values()}
                 roofs = {name: each[kernel.isa] for name, (kernel, _) in kernels.items()}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -186,17 +187,26 @@ class CompactTransformer:
 
     @classmethod
     def load_gguf(cls, folder: Path, gguf: Path, kernel, linear: str = "native",
-                  decode: str = "int8") -> "CompactTransformer":
+                  decode: str = "int8", fits: Callable[[int, dict[str, int]], None] | None = None
+                  ) -> "CompactTransformer":
         """A GGUF model as its own codes (``gguf_model.py``): packed from the file's blocks on the
-        first start, from the packed file beside ``folder``'s config afterwards."""
-        from ..model import gguf_model, packed_weights
+        first start, from the packed file beside ``folder``'s config afterwards. ``fits(weight
+        bytes, fp32 bytes by type)`` is asked before either (``footprint.check_fits``: it raises
+        when they cannot fit in memory)."""
+        from ..model import footprint, gguf_model, packed_weights
 
         config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
         key = gguf_model.packed_key(kernel.build)
+        packed = packed_weights.path_for(folder, key)
+        if fits is not None and packed.exists():   # the packed file holds what the weights will
+            fits(packed.stat().st_size, {})
         state = packed_weights.load(folder, key)
         fresh = state is None
         if fresh:
-            state = gguf_model.packed_state(gguf_model.reader(gguf), config, kernel)
+            r = gguf_model.reader(gguf)
+            if fits is not None:
+                fits(*footprint.packed_bytes(r))
+            state = gguf_model.packed_state(r, config, kernel)
         model = cls.from_packed(config, state, kernel, kernel.isa, linear, decode)
         if fresh:
             try:

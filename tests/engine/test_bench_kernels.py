@@ -16,10 +16,10 @@ def test_one_weight_at_a_time_on_every_build(capsys, tmp_path):
     if host_isa()[0] is None:
         pytest.skip(f"no native kernels here: {host_isa()[1]}")
     out = tmp_path / "k.json"
-    assert bench.main(["--types", "Q4_K,Q6_K", "--shapes", "48x512", "--rows", "1,3", "--reps", "1",
+    assert bench.main(["--types", "q4_k,Q6_K", "--shapes", "48x512", "--rows", "1,3", "--reps", "1",
                        "--json", str(out), "--cache", os.environ["HEXA_CACHE_DIR"]]) == 0
     text = capsys.readouterr().out
-    assert "Q4_K 48x512" in text and "Q6_K 48x512" in text
+    assert "Q4_K 48x512" in text and "Q6_K 48x512" in text        # --types in any case
     import json
     rows = json.loads(out.read_text())
     assert [r["rows"] for r in rows] == [1, 3, 1, 3] and all(ms > 0 for r in rows for ms in r["ms"].values())
@@ -61,3 +61,16 @@ def test_roof_and_prompt_are_for_single_weights(capsys):
     with pytest.raises(SystemExit) as stop:
         bench.main(["--model", "any.gguf", "--roof"])
     assert stop.value.code == 2 and "leave out --model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--types", "Q2_K"], "--types Q2_K: not a type the kernels keep as codes"),
+    (["--types", "Q4_K", "--shapes", "1536x576"], "Q4_K needs NxK with K a multiple of 256"),
+    (["--rows", "four"], "expected numbers"),
+])
+def test_bad_types_and_shapes_are_one_line(capsys, args, words):
+    with pytest.raises(SystemExit) as stop:
+        bench.main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and words in err[-1]
+

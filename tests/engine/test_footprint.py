@@ -1,0 +1,71 @@
+"""The memory a GGUF will take, known before it loads (``engine/model/footprint.py``), and the
+one-line refusal of a model that cannot fit in what the system has left."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.bench.random_gguf import Shape, write
+from engine.errors import EngineError
+from engine.model.footprint import check_fits, kv_bytes, packed_bytes
+from engine.model.gguf_model import reader
+from engine.model.source import embedded_gguf
+
+pytestmark = pytest.mark.slow
+TEST_CACHE = Path(os.environ["HEXA_CACHE_DIR"])
+TINY = Shape("qwen2", 256, 2, 4, 2, 64, 512)
+
+
+def test_the_estimate_is_what_the_loaded_weights_take(engine):
+    """The embedded model's weights, measured before packing them, against the loaded model's
+    own count of its weight bytes."""
+    estimate, fp32 = packed_bytes(reader(embedded_gguf()))
+    held = engine.resident_bytes()["weights"]
+    assert fp32 == {}
+    assert abs(estimate - held) <= 0.03 * held, (estimate, held)
+
+
+def test_f16_matrices_count_four_bytes_a_weight(tmp_path):
+    path = write(tmp_path / "f16.gguf", TINY, "F16")
+    r = reader(path)
+    matrices = sum(int(np.prod(t.shape)) for t in r.tensors if len(t.shape) >= 2)
+    vectors = sum(int(np.prod(t.shape)) for t in r.tensors if len(t.shape) < 2)
+    total, fp32 = packed_bytes(r)
+    assert fp32 == {"F16": 4 * matrices} and total == 4 * (matrices + vectors)
+
+
+def test_a_model_that_cannot_fit_is_refused_in_one_line(tmp_path, monkeypatch):
+    """Packing from the file (first start) and reading the packed file (later starts) both stop
+    before they take the memory, naming what it would take and why."""
+    import engine.heap
+    from engine import Engine
+
+    path = write(tmp_path / "f16.gguf", TINY, "F16")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "kernels").symlink_to(TEST_CACHE / "kernels", target_is_directory=True)   # built once
+    monkeypatch.setattr(engine.heap, "available_memory", lambda: 20 * 2**20)
+    with pytest.raises(EngineError) as refused:
+        Engine.load(str(path), cache_dir=cache, threads=2)
+    line = str(refused.value)
+    assert line.startswith("f16.gguf: needs about 57 MB of memory (weights 53 MB, KV cache 4 MB) where 20 MB is "
+                           "available; 52 MB of it F16 weights, which hexa keeps as fp32") and "\n" not in line
+
+    monkeypatch.setattr(engine.heap, "available_memory", lambda: None)   # not known: not checked
+    Engine.load(str(path), cache_dir=cache, threads=2)
+    monkeypatch.setattr(engine.heap, "available_memory", lambda: 20 * 2**20)
+    with pytest.raises(EngineError, match=r"needs about 5\d MB"):
+        Engine.load(str(path), cache_dir=cache, threads=2)    # the packed file's size this time
+
+
+def test_the_check_counts_the_kv_cache():
+    class Config:
+        num_layers, num_kv_heads, head_dim = 30, 3, 64
+    kv = kv_bytes(Config, 4096, True)
+    assert kv == 2 * 30 * 3 * 64 * 4096 * 2
+    check_fits("m.gguf", 100, kv, 100 + kv)                   # exactly fits
+    with pytest.raises(EngineError, match=r"m.gguf: needs about 90 MB .*KV cache 90 MB"):
+        check_fits("m.gguf", 100, kv, 100 + kv - 1)
