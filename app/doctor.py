@@ -36,10 +36,30 @@ def _check_model(settings, locs) -> tuple[bool, str]:
         return False, str(exc)
     if source.kind == "gguf":
         cached = (f"{source.path.stat().st_size / 1e6:.0f} MB file, read as its own codes"
-                  + ("" if (entry / "config.json").is_file() else " (its tokenizer is read on the first load)"))
+                  + ("" if (entry / "config.json").is_file() else " (its tokenizer is read on the first load)")
+                  + _fp32_panels(source.path))
     else:
         cached = "cached" if is_valid(entry) else "not converted yet (first load converts it)"
     return True, f"{source.name} [{source.kind}] {source.path or source.hub_id} — {cached}"
+
+
+def _fp32_panels(path: Path) -> str:
+    """The GGUF's weight types the kernels keep as fp32 panels (no integer path: 4 bytes a weight)
+    and their share of its weights, from the tensor infos; "" when every big one is kept as codes."""
+    from engine.errors import EngineError
+    from engine.model.gguf_codes import NATIVE
+    from engine.model.gguf_header import tensor_types
+
+    try:
+        types = tensor_types(path)
+    except EngineError:
+        return ""
+    total = sum(types.values()) or 1
+    panels = {kind: n for kind, n in types.items() if kind not in NATIVE and n / total >= 0.01}
+    if not panels:
+        return ""
+    shares = ", ".join(f"{kind} {n / total:.0%}" for kind, n in sorted(panels.items(), key=lambda kv: -kv[1]))
+    return f"; of its weights {shares} run as fp32 panels (4 bytes a weight, no integer kernels)"
 
 
 def _check_qnn() -> tuple[bool, str]:
@@ -98,8 +118,8 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
                 else " (no dot product instructions)")
     elif isa == "amx":   # the OS may refuse the tile state: then the VNNI tiles run, with the same bits
         isa += (" (int8 tiles for calls of 32 rows or more: prompt chunks, the largest draft trees; bf16 tiles "
-                "for prompt rows with engine.prompt = bf16; AVX-VNNI for the rest)"
-                if kernel.amx else " (the OS refused the tile state: AVX-VNNI for every call)")
+                "for prompt rows with engine.prompt = bf16; AVX-512 VNNI for the rest)"
+                if kernel.amx else " (the OS refused the tile state: AVX-512 VNNI for every call)")
     elif kernel.wide:   # x86/wide.c: where the CPU runs a 512-bit vpdpbusd whole
         isa += " (512-bit tiles for calls of 6 rows or more: prompt chunks, draft trees; a K-quant's prompt rows)"
     if kernel.passed_over:   # e.g. a compiler too old for the AMX or AVX-VNNI intrinsics

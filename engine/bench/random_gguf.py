@@ -129,7 +129,7 @@ def write(path: Path, s: Shape, kind: str = "Q8_0", layers: int | None = None, s
 
 
 LLAMA_FTYPES = {"Q4_K_M": 15, "Q8_0": 7, "Q4_0": 2, "Q5_K_M": 17, "Q6_K": 18,   # llama_ftype's values
-                "Q3_K_M": 12, "IQ4_NL": 25, "IQ4_XS": 30, "IQ3_M": 27}   # IQ3_XXS, IQ2_*, IQ1_* need an imatrix
+                "Q3_K_M": 12, "IQ4_NL": 25, "IQ4_XS": 30, "IQ3_M": 27, "Q2_K": 10}   # IQ3_XXS, IQ2_*, IQ1_* need an imatrix
 
 
 def quantize_with_llamacpp(src: Path, out: Path, kind: str = "Q4_K_M") -> Path:

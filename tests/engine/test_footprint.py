@@ -69,3 +69,25 @@ def test_the_check_counts_the_kv_cache():
     check_fits("m.gguf", 100, kv, 100 + kv)                   # exactly fits
     with pytest.raises(EngineError, match=r"m.gguf: needs about 90 MB .*KV cache 90 MB"):
         check_fits("m.gguf", 100, kv, 100 + kv - 1)
+
+
+def test_the_headers_tensor_types_are_the_readers(tmp_path):
+    """``tensor_types`` parses the tensor infos itself (no GGUFReader, whose vocabulary objects
+    take seconds): the same weights by type as the gguf package's reader, and its type table is
+    the package's enum."""
+    from gguf import GGMLQuantizationType
+
+    from engine.model.gguf_header import GGML_TYPES, tensor_types
+    assert all(GGMLQuantizationType(k).name == name for k, name in GGML_TYPES.items())
+    for path in (embedded_gguf(), write(tmp_path / "f16.gguf", TINY, "F16")):
+        counted: dict[str, int] = {}
+        for t in reader(path).tensors:
+            counted[t.tensor_type.name] = counted.get(t.tensor_type.name, 0) + int(np.prod(t.shape))
+        assert tensor_types(path) == counted
+
+
+def test_doctor_names_the_types_kept_as_fp32(tmp_path):
+    from app.doctor import _fp32_panels
+    assert _fp32_panels(embedded_gguf()) == ""
+    line = _fp32_panels(write(tmp_path / "f16.gguf", TINY, "F16"))
+    assert line == "; of its weights F16 100% run as fp32 panels (4 bytes a weight, no integer kernels)"

@@ -298,9 +298,11 @@ def wide_tiles(isa: str, identity: tuple[str, int] | None = None) -> bool:
     in the avx512-vnni one). Zen 4 splits it into two 256-bit halves, yet the tiles' fewer float
     steps and loads a row paid there too: whole passes of 6-256 rows ran 1.00-1.24x as fast as on
     the 256-bit tiles on four model files, one 16-row sample of 0.96x aside (2026-12-03; before
-    the tiles' rework of 2026-12-01 they took 0.46-1.25x the 256-bit tiles' time). Intel's AVX-512
-    CPUs were not measured, so they keep the 256-bit tiles (the amx build's AMX tiles take the
-    many-row calls there)."""
+    the tiles' rework of 2026-12-01 they took 0.46-1.25x the 256-bit tiles' time). On an Intel
+    Xeon with AMX they did not pay: whole passes of 6-24 rows on the avx512-vnni build's 512-bit
+    tiles took 0.92-1.08x the 256-bit tiles' time (SmolLM2-135M Q4_1, Qwen2.5-1.5B's widths,
+    2026-12-04, builds in turn in one process), so Intel keeps the 256-bit tiles (and the amx
+    build's AMX tiles take its calls of 32 rows or more)."""
     vendor, family = identity or cpu_identity()
     return (isa in ("avx-vnni", "avx512-vnni") and vendor == "AuthenticAMD" and family >= 25
             and all(f in cpu_features() for f in AVX512_VNNI))
