@@ -56,5 +56,7 @@ def check_fits(label: str, weights: int, kv: int, available: int | None,
         kinds = sorted(fp32, key=fp32.get, reverse=True)
         why = (f"; {gb(sum(fp32.values()))} of it {'/'.join(kinds)} weights, which hexa keeps as fp32 "
                "(use a Q4_K_M, Q5_K_M, Q6_K, Q8_0 or Q4_0 file)")
+    if kv > weights:   # a long context window's cache: a shorter one fits
+        why += "; a shorter --context takes a smaller KV cache"
     raise EngineError(f"{label}: needs about {gb(weights + kv)} of memory (weights {gb(weights)}, "
                       f"KV cache {gb(kv)}) where {gb(available)} is available{why}")

@@ -67,7 +67,7 @@ def test_the_check_counts_the_kv_cache():
     kv = kv_bytes(Config, 4096, True)
     assert kv == 2 * 30 * 3 * 64 * 4096 * 2
     check_fits("m.gguf", 100, kv, 100 + kv)                   # exactly fits
-    with pytest.raises(EngineError, match=r"m.gguf: needs about 90 MB .*KV cache 90 MB"):
+    with pytest.raises(EngineError, match=r"m.gguf: needs about 90 MB .*KV cache 90 MB.*a shorter --context"):
         check_fits("m.gguf", 100, kv, 100 + kv - 1)
 
 
