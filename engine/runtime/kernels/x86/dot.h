@@ -157,12 +157,14 @@ _Static_assert(ONE_Q4 <= 8 && MR_Q4 <= 8 && ONE_Q8 <= 8 && MR_Q8 <= 8, "tiles of
    registers) takes 2: on the AMX Xeon (2026-12-03, the same way, 800 tokens of context) 7-8
    rows 0.89-0.93x the time against 1 on SmolLM2-135M Q4_K_M and Qwen2.5-1.5B's widths, 12 rows
    0.98x, 1 row unchanged; 3 gave no more at 12 rows and 1.04x at 16. With VNNI, bytes codes past
-   ONE_Q8 rows take tiles over pre only (TILES_BYTES). avx512-vnni and amx (32 registers, one
-   tile of 8 rows) keep 1. */
+   ONE_Q8 rows take tiles over pre only (TILES_BYTES). The avx512-vnni and amx builds (32
+   registers, tiles of 8 rows) take 2 as well: on the same Xeon (2026-12-04, builds in turn in one
+   process, 300 tokens of context) 10-16 rows ran 1.07-1.14x as fast as with 1 on Qwen2.5-1.5B's,
+   Llama-3.2-3B's and Gemma-3-1B's widths and SmolLM2-135M Q4_K_M (1-8 rows the same code, 20 rows
+   1.00-1.02x); 3 gave nothing at 20-28 rows (0.97-1.01x). (AMD's 512-bit tiles, wide.c, take
+   their calls of 6 rows or more before these.) */
 #ifndef OWN_TILES
-#if defined(HEXA_VNNI) && defined(__AVX512F__)
-#define OWN_TILES 1
-#elif defined(HEXA_VNNI)
+#if defined(HEXA_VNNI)
 #define OWN_TILES 2
 #else
 #define OWN_TILES 3
