@@ -117,7 +117,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
                 if {"asimddp", "i8mm"} <= flags else " with dot product (sdot)" if "asimddp" in flags
                 else " (no dot product instructions)")
     elif isa == "amx":   # the OS may refuse the tile state: then the VNNI tiles run, with the same bits
-        isa += (" (int8 tiles for calls of 32 rows or more: prompt chunks, the largest draft trees; bf16 tiles "
+        isa += (" (int8 tiles for calls of 24 rows or more: prompt chunks, the largest draft trees; bf16 tiles "
                 "for prompt rows with engine.prompt = bf16; AVX-512 VNNI for the rest)"
                 if kernel.amx else " (the OS refused the tile state: AVX-512 VNNI for every call)")
     elif kernel.wide:   # x86/wide.c: where the CPU runs a 512-bit vpdpbusd whole

@@ -44,7 +44,7 @@ ISA_FOLDER = {"avx2": "x86", "avx-vnni": "x86", "avx512-vnni": "x86", "amx": "x8
 # sums, so the same bits as avx2; x86/quant_dot.c), for CPUs with AVX-VNNI; avx512-vnni: the same
 # instructions EVEX-encoded, for CPUs with AVX-512 VNNI but no AVX-VNNI (AMD Zen 4), where the
 # compiler also gets AVX-512's 32 vector registers; amx: the avx512-vnni build whose calls of more rows
-# than one tile, from 32 rows on (prompt chunks, the largest trees), run on AMX int8 tiles (x86/amx.h: the same
+# than one tile, from 24 rows on (prompt chunks, the largest trees), run on AMX int8 tiles (x86/amx.h: the same
 # bits). Every AMX CPU has AVX-512 VNNI, and its 32 registers hold 8 rows' sums in one tile where the 16 of
 # the avx-vnni build (this build's base before 2026-12-04) held 6: on the AMX Xeon an 8-row pass over
 # Qwen2.5-1.5B's widths took 14.6 ms against 19.4, 2-6 rows 0.93-0.95x the time, 1 row the same
@@ -302,7 +302,7 @@ def wide_tiles(isa: str, identity: tuple[str, int] | None = None) -> bool:
     Xeon with AMX they did not pay: whole passes of 6-24 rows on the avx512-vnni build's 512-bit
     tiles took 0.92-1.08x the 256-bit tiles' time (SmolLM2-135M Q4_1, Qwen2.5-1.5B's widths,
     2026-12-04, builds in turn in one process), so Intel keeps the 256-bit tiles (and the amx
-    build's AMX tiles take its calls of 32 rows or more)."""
+    build's AMX tiles take its calls of 24 rows or more)."""
     vendor, family = identity or cpu_identity()
     return (isa in ("avx-vnni", "avx512-vnni") and vendor == "AuthenticAMD" and family >= 25
             and all(f in cpu_features() for f in AVX512_VNNI))

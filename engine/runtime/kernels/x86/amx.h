@@ -1,6 +1,6 @@
 /* The products over pre on AMX tiles (the amx build: -DHEXA_AMX), included at the end of quant_dot.c.
  *
- * A call of 32 rows or more (prompt chunks, the largest draft trees; AMX_ROWS) decodes each
+ * A call of 24 rows or more (prompt chunks, the largest draft trees; AMX_ROWS) decodes each
  * panel's codes once into pre: per block of 32 inputs, 8 groups of 4 inputs x 16 columns, 64
  * bytes a group. That is the layout of an AMX B tile (a row per group, 4 bytes a column), so one
  * TDPBSUD multiplies up to 16 rows' int8 codes (A: a row per row, its block's 32 codes) by the

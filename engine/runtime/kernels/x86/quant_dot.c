@@ -563,8 +563,15 @@ static void quantize_item(void *ctx, int m) {
    SmolLM2-135M Q4_1 / Qwen3-1.7B-shaped forward pass of 8 rows took 0.89x / 0.82x their time on
    the tiles (16 rows 0.96x / 1.00x; kernels bench --model, the builds in turn in one process):
    one 16-row tile a panel pays its loads and stores for few rows. From 32 rows on the tiles
-   win (one weight 1.2-1.6x at 64-256 rows) */
-#define AMX_ROWS 32
+   win (one weight 1.2-1.6x at 64-256 rows), and from 24 on since the VNNI tiles of 9-16 rows
+   decode their own codes (OWN_TILES, dot.h) and 17-31 rows stay over pre: whole passes with the
+   tiles from 24 rows against from 32 (2026-12-04, builds in turn in one process, 300 tokens of
+   context) 24 / 26 / 28 / 30 rows 1.07 / 1.10 / 1.11 / 1.12x as fast on Llama-3.2-3B's widths,
+   Qwen2.5-1.5B's 0.99x at 24 and 1.05 / 1.08x at 28 / 31, SmolLM2-135M Q4_1 1.00-1.01x; from
+   17 rows Qwen2.5's 17 / 20 rows took 1.06 / 1.01x the time. (AMX_ROWS: one-off builds) */
+#ifndef AMX_ROWS
+#define AMX_ROWS 24
+#endif
 static int amx_on;
 static void amx_group(void *ctx, int g);
 #endif
