@@ -5,7 +5,7 @@ import gc
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from . import threads as _threads
 from .runtime.backend import Backend
@@ -22,6 +22,9 @@ from .model.tokenizer import TokenText
 from .decoding.penalties import Penalties, breaker_ids
 from .runtime.profiling import OnlineCost, device_cost_model, load_or_profile, profile_cpu_side, profile_key
 from .decoding.speculative import MAX_DEPTH, DraftingSpeculator, PlainDecoding, Speculator
+
+if TYPE_CHECKING:
+    from .model.config import ModelConfig
 
 __all__ = ["BACKENDS", "METHODS", "Engine"]
 
@@ -118,7 +121,7 @@ class Engine:
             tokenizer = ChatTokenizer(folder)
             release_freed()
             compact = (CompactTransformer.load_gguf(folder, source.path, kernel, linear, options.decode,
-                                                    fits=_fits(source.path.name, folder, backend, context_window, options))
+                                                    fits=_fits(source.path.name, backend, context_window, options))
                        if direct
                        else CompactTransformer.load(folder, linear, kernel, options.decode))
         except EngineError:
@@ -129,7 +132,7 @@ class Engine:
         compact.prompt_bf16 = options.prompt == "bf16"
         if backend == "torch" and linear == "native" and kernel is None and progress:
             progress(f"native kernel unavailable ({why_not}); using {compact.kernel}")
-        window = min(compact.config.max_positions, context_window or DEFAULT_CONTEXT[backend])
+        window = _window(compact.config.max_positions, context_window, backend)
         runtime: Backend = compact
         if backend == "qnn":
             from .runtime.qnn import QnnTransformer
@@ -288,18 +291,21 @@ class Engine:
             self.history.add(token_ids)
 
 
-def _fits(label: str, folder: Path, backend: str, context_window: int | None,
-          options: EngineOptions) -> Callable[[int, dict[str, int]], None]:
+def _window(max_positions: int, context_window: int | None, backend: str) -> int:
+    """The context window a request may fill: the one asked for (else the backend's default), at
+    most what the model allows."""
+    return min(max_positions, context_window or DEFAULT_CONTEXT[backend])
+
+
+def _fits(label: str, backend: str, context_window: int | None,
+          options: EngineOptions) -> Callable[[ModelConfig, int, dict[str, int]], None]:
     """The memory check a GGUF's load asks before packing or reading its weights: they and one
     request's KV cache at the context window must fit in what the system has left."""
-    import json
-
     from .heap import available_memory
-    from .model.config import ModelConfig
     from .model.footprint import check_fits, kv_bytes
     from .options import kv_f16
 
-    config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
-    window = min(config.max_positions, context_window or DEFAULT_CONTEXT[backend])
-    kv = kv_bytes(config, window, kv_f16(options.kv, True, options.decode == "exact"))
-    return lambda weights, fp32: check_fits(label, weights, kv, available_memory(), fp32)
+    f16 = kv_f16(options.kv, True, options.decode == "exact")
+    return lambda config, weights, fp32: check_fits(
+        label, weights, kv_bytes(config, _window(config.max_positions, context_window, backend), f16),
+        available_memory(), fp32)

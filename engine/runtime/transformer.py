@@ -187,11 +187,11 @@ class CompactTransformer:
 
     @classmethod
     def load_gguf(cls, folder: Path, gguf: Path, kernel, linear: str = "native",
-                  decode: str = "int8", fits: Callable[[int, dict[str, int]], None] | None = None
+                  decode: str = "int8", fits: Callable[[ModelConfig, int, dict[str, int]], None] | None = None
                   ) -> "CompactTransformer":
         """A GGUF model as its own codes (``gguf_model.py``): packed from the file's blocks on the
-        first start, from the packed file beside ``folder``'s config afterwards. ``fits(weight
-        bytes, fp32 bytes by type)`` is asked before either (``footprint.check_fits``: it raises
+        first start, from the packed file beside ``folder``'s config afterwards. ``fits(config,
+        weight bytes, fp32 bytes by type)`` is asked before either (``footprint.check_fits``: it raises
         when they cannot fit in memory)."""
         from ..model import footprint, gguf_model, packed_weights
 
@@ -199,13 +199,13 @@ class CompactTransformer:
         key = gguf_model.packed_key(kernel.build)
         packed = packed_weights.path_for(folder, key)
         if fits is not None and packed.exists():   # the packed file holds what the weights will
-            fits(packed.stat().st_size, {})
+            fits(config, packed.stat().st_size, {})
         state = packed_weights.load(folder, key)
         fresh = state is None
         if fresh:
             r = gguf_model.reader(gguf)
             if fits is not None:
-                fits(*footprint.packed_bytes(r))
+                fits(config, *footprint.packed_bytes(r))
             state = gguf_model.packed_state(r, config, kernel)
         model = cls.from_packed(config, state, kernel, kernel.isa, linear, decode)
         if fresh:

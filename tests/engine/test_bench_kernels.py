@@ -73,4 +73,3 @@ def test_bad_types_and_shapes_are_one_line(capsys, args, words):
         bench.main(args)
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and words in err[-1]
-
