@@ -46,6 +46,7 @@ def test_a_model_that_cannot_fit_is_refused_in_one_line(tmp_path, monkeypatch):
     path = write(tmp_path / "f16.gguf", TINY, "F16")
     cache = tmp_path / "cache"
     cache.mkdir()
+    (TEST_CACHE / "kernels").mkdir(parents=True, exist_ok=True)   # a fresh clone run alone has none yet
     (cache / "kernels").symlink_to(TEST_CACHE / "kernels", target_is_directory=True)   # built once
     monkeypatch.setattr(engine.heap, "available_memory", lambda: 20 * 2**20)
     with pytest.raises(EngineError) as refused:
