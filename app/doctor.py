@@ -125,7 +125,7 @@ def _check_kernel(settings, locs) -> tuple[bool, str]:
     if kernel.passed_over:   # e.g. a compiler too old for the AMX or AVX-VNNI intrinsics
         names = ", ".join(name for name, _ in kernel.passed_over)
         isa += f" (not {names}, which this CPU runs: {kernel.passed_over[0][1]})"
-    return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K/Q3_K as 4-bit codes, "
+    return True, (f"{isa}: one call per decoding step over GGUF codes (Q4_0/Q4_1/Q4_K/Q3_K/Q2_K as 4-bit codes, "
                   f"Q5_0/Q5_1/Q5_K/Q6_K as 4-bit codes + bit planes, Q8_0 as bytes, "
                   f"IQ4_NL/IQ4_XS/IQ3_S/IQ3_XXS/IQ2_*/IQ1_S/IQ1_M as 4-bit indices into a 16-value table; "
                   f"F16 and other types as fp32 panels) "

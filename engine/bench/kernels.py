@@ -46,7 +46,7 @@ RAW_BLOCKS = {"Q4_K": (256, 144, slice(0, 4)), "Q5_K": (256, 176, slice(0, 4)), 
               "Q3_K": (256, 110, slice(108, 110)), "IQ4_XS": (256, 136, slice(0, 2)), "IQ4_NL": (32, 18, slice(0, 2)),
               "IQ3_S": (256, 110, slice(0, 2)), "IQ3_XXS": (256, 98, slice(0, 2)), "IQ2_XXS": (256, 66, slice(0, 2)),
               "IQ2_XS": (256, 74, slice(0, 2)), "IQ2_S": (256, 82, slice(0, 2)), "IQ1_S": (256, 50, slice(0, 2)),
-              "IQ1_M": (256, 56, slice(48, 50))}   # IQ1_M's d: the top nibbles of its 4 scale words (below)
+              "IQ1_M": (256, 56, slice(48, 50)), "Q2_K": (256, 84, slice(80, 84))}   # IQ1_M's d: the top nibbles of its 4 scale words (below)
 
 
 def random_blocks(kind: str, rows: int, K: int, seed: int = 0) -> np.ndarray:

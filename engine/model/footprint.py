@@ -1,5 +1,5 @@
 """What a model will hold in memory, known before it is loaded, and a one-line refusal when that
-cannot fit: a GGUF whose weights are types hexa keeps as fp32 panels (F16/BF16/F32 matrices, Q2_K,
+cannot fit: a GGUF whose weights are types hexa keeps as fp32 panels (F16/BF16/F32 matrices,
 TQ1_0/TQ2_0: 4 bytes a weight, 6-12x their size in the file) would otherwise be packed until the
 OOM killer ends the process, with no word of why (or, on a phone, take the app down)."""
 from __future__ import annotations

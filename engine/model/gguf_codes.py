@@ -4,7 +4,8 @@ The kernels read these layouts (``kernels/layout.h``), per panel of 16 output ro
 inputs: *bits 4* holds fp32 d[16], m[16] and 4-bit codes q (w = d*q + m), *bits 8* holds fp32
 d[16] and int8 codes (w = d*q), *bits 5, 6, 9* hold 5- and 6-bit codes as planes (the low nibbles
 as bits 4's, then the high bits; each code stored as q + an offset >= 0), *bits 3* 4-bit codes
-q + 8 with a d per 16 inputs (layout 6's heads, layout 4's nibbles), *bits 10, 11* nibbles that
+q + 8 with a d per 16 inputs (layout 6's heads, layout 4's nibbles), *bits 2* 4-bit codes with
+a d and an m per 16 inputs (Q2_K's mins are per 16), *bits 10, 11* nibbles that
 index a table of 16 int8 values (``table``: IQ4's, the grids' values with a sign) after 8's head
 and 7's. Every GGUF type below
 maps into one of them exactly: the weight
@@ -23,6 +24,7 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | Q5_K   | (d*sc) * q - (dmin*mn), per 32  | 5      | d*sc, -(dmin*mn); codes 0..31               |
 | Q6_K   | (d*sc) * (q - 32), per 16       | 6      | d*sc of inputs 0-15, of 16-31; codes q - 32 |
 | Q3_K   | (d*(sc-32)) * q, q in -4..3, per 16 | 3  | as Q6_K; codes q + 8 as nibbles alone      |
+| Q2_K   | (d*sc) * q - (dmin*mn), per 16  | 2      | each half's d*sc and -(dmin*mn); codes 0..3 |
 | IQ4_NL | d * table[q], per 32            | 10     | d; codes table[q] (ggml's 16 int8 values)   |
 | IQ4_XS | (d*(sc-32)) * table[q], per 32  | 10     | d*(sc-32); codes table[q]                   |
 | IQ3_S  | (d*(1+2sc)) * grid * sign, per 32 | 4    | grid * sign = 2u - 15: 2d*(1+2sc), -15d*(1+2sc), u |
@@ -32,7 +34,8 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | IQ1_S  | (d*(1+2sc)) * (grid + delta)    | 10     | d/8*(1+2sc); codes 8 * grid +- 1 (-9 .. 9)  |
 | IQ1_M  | the same, per 16 (delta per 8)  | 11     | as IQ2_XS; codes 8 * grid +- 1              |
 
-(Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43; the IQ types' codes take 16
+(Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43, Q2_K 0.63 for 0.33: 4 bits
+a code and four int8 head values a column and block; the IQ types' codes take 16
 values or fewer, each a 4-bit index into its table: 0.55-0.56 bytes a weight for IQ4 (the GGUF's
 0.53-0.56), 0.55 for IQ3_XXS (0.38), 0.55-0.64 for IQ2 (0.26-0.32) and IQ1 (0.20-0.22), where
 Q8_0's bytes took 1.05-1.14 and fp32 panels 4. IQ3_S's values are 2u - 15: Q4_K's layout, 0.59 for
@@ -40,8 +43,9 @@ Q8_0's bytes took 1.05-1.14 and fp32 panels 4. IQ3_S's values are 2u - 15: Q4_K'
 codes' values (IQ3_S's u); ``pack`` writes table codes' indices. Their grids and sign tables are the
 gguf package's.)
 
-(A projection fused of parts of layouts 8, 9 and 10 is packed in 8, of other mixes in 7: bytes after
-three fp32 arrays, ``layout.h``.) F16/BF16/F32 tensors are
+(A projection fused of parts of layouts 8, 9 and 10 is packed in 8, of Q2_K with Q3_K or 4-bit parts
+(a Q2_K file's q, k and v) in 2 (``as_layout2``), of other mixes in 7: bytes after three fp32 arrays,
+``layout.h``; Q2_K with 5- to 8-bit parts, which no layout holds exactly, as fp32 panels.) F16/BF16/F32 tensors are
 dequantized one tensor at a time into fp32 panels (4 bytes a weight): hexa's small ones (norms,
 biases) and any type not in this table.
 
@@ -67,10 +71,10 @@ TABLE_SHIFT = HEADER.constants["HEXA_TABLE_SHIFT"]
 TABLE_OF = {"IQ4_NL": 0, "IQ4_XS": 0, "IQ3_XXS": 1, "IQ2_XXS": 2, "IQ2_XS": 2, "IQ2_S": 2,
             "IQ1_S": 3, "IQ1_M": 3}
 NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_K": 5, "Q6_K": 6,
-          "Q3_K": 3, "IQ4_NL": 10, "IQ4_XS": 10, "IQ3_S": 4, "IQ3_XXS": 10, "IQ2_XXS": 10,
+          "Q3_K": 3, "Q2_K": 2, "IQ4_NL": 10, "IQ4_XS": 10, "IQ3_S": 4, "IQ3_XXS": 10, "IQ2_XXS": 10,
           "IQ2_XS": 11, "IQ2_S": 11, "IQ1_S": 10, "IQ1_M": 11}   # -> layout (| the table's number for 10, 11)
 NATIVE = {kind: b | TABLE_OF[kind] << TABLE_SHIFT if kind in TABLE_OF else b for kind, b in NATIVE.items()}
-K_HEADS = ("Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS",   # a factor per 256 inputs times a small integer per block
+K_HEADS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS",   # a factor per 256 inputs times a small integer per block
            "IQ3_S", "IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M")
 IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)  # ggml's kvalues_iq4nl
 # what a GGUF's packed file was made with beyond the kernels' build: a file packed before a type
@@ -78,8 +82,9 @@ IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 
 MAPPING = "m" + hashlib.sha256(repr(sorted(NATIVE.items())).encode()).hexdigest()[:6]
 PLANES = {5: 1, 9: 1, 6: 2}            # layout.h's PLANES: high bits per code beyond the nibble
 OFFSET = {5: 0, 9: 16, 6: 32, 3: 8}    # ... and CODE_OFFSET: a plane code (or layout 3's nibble) holds q + this
-SPLIT = (3, 6, 7, 11)                  # layouts with a scale per 16 inputs (SPLIT_SCALE)
-NIBBLES = (3, 4, 5, 6, 9, 10, 11)      # codes as nibbles (+ planes), else bytes
+SPLIT = (2, 3, 6, 7, 11)               # layouts with a scale per 16 inputs (SPLIT_SCALE)
+NIBBLES = (2, 3, 4, 5, 6, 9, 10, 11)   # codes as nibbles (+ planes), else bytes
+# layout 2 (Q2_K): an m per 16 inputs as well; its d and m are [rows, K/32, 2], each half block's
 
 
 def layout(bits: int) -> int:
@@ -126,8 +131,16 @@ def _nibbles(qs: np.ndarray) -> np.ndarray:
 def decode(kind: str, data: np.ndarray, rows: int, K: int):
     """(d [rows, K/32], m [rows, K/32] or None, codes [rows, K]) of a GGUF tensor's raw blocks
     ``data`` (uint8 [rows, bytes per row]); for Q6_K and Q3_K (layouts 6, 3) m is the scale of each block's
-    inputs 16-31 and d that of inputs 0-15."""
+    inputs 16-31 and d that of inputs 0-15; for Q2_K (layout 2) d and m are [rows, K/32, 2], each
+    half block's scale and m."""
     nb = K // QB
+    if kind == "Q2_K":   # per 128 inputs 32 bytes, 4 shifts of 2 bits; a scale and min nibble per 16
+        b = data.reshape(rows, K // 256, 84)
+        j = np.arange(4, dtype=np.uint8)[:, None]
+        q = ((b[..., 16:80].reshape(rows, -1, 2, 1, 32) >> (2 * j)) & 3).astype(np.int8).reshape(rows, K)
+        d, dmin = _half(b[..., 80:82])[..., None], _half(b[..., 82:84])[..., None]
+        sc, mn = (b[..., 0:16] & 15).astype(np.float32), (b[..., 0:16] >> 4).astype(np.float32)
+        return (d * sc).reshape(rows, nb, 2), -(dmin * mn).reshape(rows, nb, 2), q
     if kind in GRIDS:
         db, q = _grid_codes(kind, data.reshape(rows, K // 256, -1))
         if kind == "IQ3_S":   # odd values -15 .. 15 = 2u - 15: Q4_K's layout, d*(2u - 15) = 2d*u - 15d exactly
@@ -219,6 +232,12 @@ def k_factors(kind: str, data: np.ndarray, rows: int, K: int):
             ints = ints.reshape(rows, S * 8, 2)
             return np.stack([d, d, d]), np.stack([ints[..., 0], ints[..., 1], np.zeros_like(ints[..., 0])])
         return d[None], ints.reshape(1, rows, -1)
+    if kind == "Q2_K":   # layout 2's four arrays: each half's d*sc, then each half's -(dmin*mn)
+        b = data.reshape(rows, S, 84)
+        d, dmin = _half(b[..., 80:82]), _half(b[..., 82:84])
+        sc, mn = (b[..., 0:16] & 15).reshape(rows, S * 8, 2), (b[..., 0:16] >> 4).reshape(rows, S * 8, 2)
+        return (np.stack([d, d, -dmin, -dmin]),
+                np.stack([sc[..., 0], sc[..., 1], mn[..., 0], mn[..., 1]]).astype(np.int8))
     if kind == "Q3_K":
         b = data.reshape(rows, S, 110)
         d = _half(b[..., 108:110])
@@ -352,6 +371,24 @@ def _grid_codes(kind: str, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return d * np.float32(GRIDS[kind]) * _grid_scales(kind, b).astype(np.float32), q
 
 
+def as_layout2(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, k=None):
+    """(d [rows, K/32, 2], m [rows, K/32, 2], codes 0..15, k_factors or None) of a tensor in layout
+    ``bits`` (2, 3 or 4) in layout 2, exactly: a Q2_K file fuses Q2_K q and k with a Q3_K or Q4_K v.
+    Layout 3's codes q in -8..7 become q + 8 with m = -8d (d*(q + 8) - 8d is d*q: both products
+    exact), layout 4's d and m serve both halves."""
+    lay = layout(bits)
+    if lay == 2:
+        return d, m, q, k
+    if lay == 3:
+        d2 = np.stack([d, m], axis=-1)
+        k2 = None if k is None else (np.stack([k[0][0], k[0][1], -8 * k[0][0], -8 * k[0][1]]),
+                                     np.stack([k[1][0], k[1][1], k[1][0], k[1][1]]))
+        return d2, np.float32(-8) * d2, (q.astype(np.int16) + 8).astype(np.int8), k2
+    k2 = None if k is None else (np.stack([k[0][0], k[0][0], k[0][1], k[0][1]]),
+                                 np.stack([k[1][0], k[1][0], k[1][1], k[1][1]]))
+    return np.stack([d, d], axis=-1), np.stack([m, m], axis=-1), q, k2
+
+
 def as_layout7(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray):
     """(d of inputs 0-15, d of inputs 16-31, m, int8 codes) of a tensor in layout ``bits``: layout 7
     holds every other exactly, so a fused projection of parts of several types (Q4_K_M's Q4_K
@@ -398,7 +435,10 @@ def pack(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.n
     lay = layout(bits)
     if lay in (7, 11) and m2 is None:   # IQ2_XS / IQ2_S: a scale per 16 inputs and no m
         m2 = np.zeros_like(d)
-    arrays = [d] + ([m] if lay not in (8, 9, 10) else []) + ([m2] if lay in (7, 11) else [])   # layout.h's HEAD_N
+    if lay == 2:                        # each half's d, then each half's m
+        arrays = [d[..., 0], d[..., 1], m[..., 0], m[..., 1]]
+    else:
+        arrays = [d] + ([m] if lay not in (8, 9, 10) else []) + ([m2] if lay in (7, 11) else [])   # layout.h's HEAD_N
     arrays = [a.astype(np.float32) for a in arrays]
     kind = compact_head(arrays, k) if compact else 0
     if kind == HEAD_K:
@@ -438,9 +478,12 @@ def _planes(high: np.ndarray, planes: int) -> np.ndarray:
 
 def rebuild(bits: int, d: np.ndarray, m: np.ndarray | None, q: np.ndarray, m2: np.ndarray | None = None) -> np.ndarray:
     """The weights the kernels rebuild from (d, m, q): d*q, then + m for 4, 5, 7, 11 (fp32, in that order);
-    3, 6, 7 and 11: each half block's own d times q."""
+    2, 3, 6, 7 and 11: each half block's own d times q (2: plus its own m)."""
     N, K = q.shape
     lay = layout(bits)
+    if lay == 2:
+        return (np.repeat(d.reshape(N, -1), QB // 2, axis=1) * q.astype(np.float32)
+                + np.repeat(m.reshape(N, -1), QB // 2, axis=1))
     if lay in SPLIT:
         scale = np.stack([d, m], axis=2).reshape(N, -1)                # a scale per 16 inputs
         w = np.repeat(scale, QB // 2, axis=1) * q.astype(np.float32)

@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import EngineError
-from .gguf_codes import MAPPING, NATIVE, as_layout7, decode, k_factors, layout, pack
+from .gguf_codes import MAPPING, NATIVE, as_layout2, as_layout7, decode, k_factors, layout, pack
 from .gguf_header import check_architecture
 from ..runtime.kernels import PANEL
 from .source import ModelSource
@@ -152,10 +152,8 @@ class Weights:
         parts = [self.rows(n) for n in names]
         bits = {NATIVE.get(kind) for kind, *_ in parts}
         N, K = sum(p[2] for p in parts), parts[0][3]
-        if None not in bits and K % 32 == 0:
-            # parts of several layouts: Q5_0 (9), Q8_0 (8) and one-scale table codes (10: IQ4, IQ3_XXS, ...) share
-            # 8's signed bytes, layout 7 holds any mix
-            b = bits.pop() if len(bits) == 1 else 8 if all(layout(x) in (8, 9, 10) for x in bits) else 7
+        b = None if None in bits or K % 32 else _mix_layout(bits)
+        if b is not None:
             if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak
                 kind, data, _, _ = parts[0]
                 step = max(PANEL, (1 << 22) // K // PANEL * PANEL)     # ~4M weights a slice
@@ -171,7 +169,14 @@ class Weights:
                 codes, b = np.concatenate([c for c, _ in packed]), packed[0][1]
             else:
                 decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
-                if b == 7:
+                if b == 2:   # Q2_K with Q3_K / 4-bit parts
+                    ks = [k_factors(kind, data, n, kk) for kind, data, n, kk in parts]
+                    decoded = [as_layout2(NATIVE[kind], *x, k=kx) for (kind, *_), x, kx in zip(parts, decoded, ks)]
+                    d, m, q = (np.concatenate([x[i] for x in decoded]) for i in range(3))
+                    k = None if any(x[3] is None for x in decoded) else tuple(
+                        np.concatenate([x[3][i] for x in decoded], axis=1) for i in (0, 1))
+                    codes, b = pack(2, d, m, q, k=k)
+                elif b == 7:
                     decoded = [as_layout7(NATIVE[kind], *x) for (kind, *_), x in zip(parts, decoded)]
                     d, m, m2, q = (np.concatenate([x[i] for x in decoded]) for i in range(4))
                     codes, b = pack(7, d, m, q, m2)
@@ -187,6 +192,21 @@ class Weights:
                             for n, (_, data, rows, k) in zip(names, parts)])
         self.fp32 += N * K
         return self.kernel.pack(w)
+
+
+def _mix_layout(bits: set[int]) -> int | None:
+    """The layout one fused projection of parts in layouts ``bits`` is packed in: theirs when they
+    share one; Q5_0 (9), Q8_0 (8) and one-scale table codes (10: IQ4, IQ3_XXS, ...) share 8's signed
+    bytes; Q2_K (2) holds Q3_K (3) and 4-bit (4) parts exactly, and no layout holds its m per 16
+    inputs beside 5- to 8-bit codes (None: fp32 panels); layout 7 holds any other mix."""
+    lays = {layout(x) for x in bits}
+    if len(bits) == 1:
+        return next(iter(bits))
+    if lays <= {8, 9, 10}:
+        return 8
+    if 2 in lays:
+        return 2 if lays <= {2, 3, 4} else None
+    return 7
 
 
 def packed_state(r, config, kernel) -> dict:

@@ -64,7 +64,7 @@ def test_roof_and_prompt_are_for_single_weights(capsys):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--types", "Q2_K"], "--types Q2_K: not a type the kernels keep as codes"),
+    (["--types", "TQ2_0"], "--types TQ2_0: not a type the kernels keep as codes"),
     (["--types", "Q4_K", "--shapes", "1536x576"], "Q4_K needs NxK with K a multiple of 256"),
     (["--rows", "four"], "expected numbers"),
 ])

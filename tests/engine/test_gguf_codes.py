@@ -27,9 +27,9 @@ def test_rebuilt_weights_are_ggmls_dequantized_weights(kind):
     # equal values; bits too, but for the sign of a zero (ggml's Q4_0 (q - 8) * d is -0 for d < 0)
     assert np.array_equal(mine, ref)
     assert ((mine.view(np.uint32) == ref.view(np.uint32)) | (ref == 0)).all()
-    lo, hi = {3: (-8, 7), 4: (0, 15), 5: (0, 31), 6: (-32, 31), 7: (-128, 127), 8: (-128, 127), 9: (-16, 15),
+    lo, hi = {2: (0, 15), 3: (-8, 7), 4: (0, 15), 5: (0, 31), 6: (-32, 31), 7: (-128, 127), 8: (-128, 127), 9: (-16, 15),
               10: (-127, 127), 11: (-127, 127)}[layout(NATIVE[kind])]
-    exact = {"Q3_K": (-4, 3), "IQ4_NL": (-127, 113), "IQ4_XS": (-127, 113), "IQ3_S": (0, 15),
+    exact = {"Q2_K": (0, 3), "Q3_K": (-4, 3), "IQ4_NL": (-127, 113), "IQ4_XS": (-127, 113), "IQ3_S": (0, 15),
              "IQ3_XXS": (-62, 62), "IQ2_XXS": (-43, 43), "IQ2_XS": (-43, 43), "IQ2_S": (-43, 43),
              "IQ1_S": (-9, 9), "IQ1_M": (-9, 9)}
     if kind in exact:   # the codes these types take reach their layout's values, and stay in them
@@ -95,6 +95,34 @@ def test_parts_of_several_types_keep_their_weights_in_layout_7(kernel):
     assert np.allclose(kernel.linear(x, packed), x @ want.T, atol=1e-4)
 
 
+def test_a_q2k_files_fused_projection_keeps_its_weights_in_layout_2(kernel):
+    """A Q2_K file's q and k (Q2_K) with its v (Q3_K, or Q4_K where heads are grouped): its mins per
+    16 inputs fit no other layout, so the parts go to layout 2 (Q3_K's codes + 8, m = -8d), every
+    weight exact, the K-quants' heads compact; Q2_K beside 5- to 8-bit parts stays fp32."""
+    from engine.model.gguf_codes import as_layout2
+    from engine.model.gguf_model import _mix_layout
+    from engine.runtime.kernels import PackedWeight
+
+    K, parts = 512, [("Q2_K", 20), ("Q3_K", 9), ("Q4_K", 16), ("Q2_K", 5)]
+    datas = [blocks(kind, rows, K, seed=i) for i, (kind, rows) in enumerate(parts)]
+    decoded = [decode(kind, data, rows, K) for (kind, rows), data in zip(parts, datas)]
+    want = np.concatenate([rebuild(NATIVE[kind], *x) for (kind, _), x in zip(parts, decoded)])
+    assert _mix_layout({NATIVE[kind] for kind, _ in parts}) == 2
+    assert _mix_layout({NATIVE["Q2_K"], NATIVE["Q6_K"]}) is None and _mix_layout({NATIVE["Q2_K"]}) == 2
+    two = [as_layout2(NATIVE[kind], *x, k=k_factors(kind, data, rows, K))
+           for (kind, rows), x, data in zip(parts, decoded, datas)]
+    d, m, q = (np.concatenate([x[i] for x in two]) for i in range(3))
+    k = tuple(np.concatenate([x[3][i] for x in two], axis=1) for i in (0, 1))
+    assert np.array_equal(rebuild(2, d, m, q), want)
+    rows = len(want)
+    codes, bits = pack(2, d, m, q, k=k)
+    assert bits == 2 | HEAD_K
+    packed = PackedWeight(None, (rows, K), (codes, bits), kernel)
+    assert np.array_equal(packed[np.arange(rows)], want)
+    x = randn(5, K)
+    assert np.allclose(kernel.linear(x, packed), x @ want.T, atol=1e-4)
+
+
 @pytest.mark.parametrize("kind", sorted(NATIVE))
 @pytest.mark.parametrize("rows", [37, 53])
 def test_compact_heads_give_the_fp32_heads_bits_in_fewer_bytes(kernel, kind, rows):
@@ -136,9 +164,10 @@ def test_compact_bytes_per_weight():
     assert sizes["Q5_0"] == 0.6875                            # GGUF: 0.6875 (1.0625 as bytes)
     assert sizes["Q5_1"] == 0.75                              # GGUF: 0.75
     assert sizes["Q8_0"] == 1.0625                            # GGUF: 1.0625
-    # held in layouts of more bits than their own: 1.4x the GGUF's bytes for Q3_K, 1.3-2.2x for the
+    # held in layouts of more bits than their own: 1.4x the GGUF's bytes for Q3_K, 2.1x for Q2_K, 1.3-2.2x for the
     # IQ3 and IQ2 types (as fp32 panels: 4 bytes a weight; in Q8_0's bytes 1.05-1.14)
     assert sizes["Q3_K"] == pytest.approx(0.5938, abs=1e-4)    # GGUF: 0.4297 (in Q6_K's layout: 0.8438)
+    assert sizes["Q2_K"] == pytest.approx(0.6875, abs=1e-4)    # GGUF: 0.3281 (a d and an m per 16 inputs)
     assert sizes["IQ4_NL"] == 0.5625                          # GGUF: 0.5625 (as Q8_0's bytes: 1.0625)
     assert sizes["IQ4_XS"] == 0.546875                        # GGUF: 0.5312 (1.0469)
     assert sizes["IQ3_XXS"] == sizes["IQ2_XXS"] == sizes["IQ4_XS"]                    # GGUF: 0.3828, 0.2578

@@ -72,10 +72,11 @@ def test_a_failing_quantizer_is_one_line(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
                     reason="llama-cpp-python is not installed (make installs the peers extra)")
-@pytest.mark.parametrize("kind", ["Q3_K_M", "IQ4_XS", "IQ4_NL", "IQ3_M"])
+@pytest.mark.parametrize("kind", ["Q3_K_M", "IQ4_XS", "IQ4_NL", "IQ3_M", "Q2_K"])
 def test_q3_k_and_iq4_files_run_as_codes_and_agree_with_llamacpp(kind, dev_cases):
-    """llama.cpp's Q3_K_M (Q3_K with Q4_K/Q5_K/Q6_K tensors), IQ4 and IQ3_M (IQ3_S) files: every
-    matrix held as codes (Q3_K in layout 3, IQ4_NL/IQ4_XS as table codes, IQ3_S as Q4_K's: no fp32 panels), speculative decoding
+    """llama.cpp's Q3_K_M (Q3_K with Q4_K/Q5_K/Q6_K tensors), IQ4, IQ3_M (IQ3_S) and Q2_K (Q2_K with
+    Q3_K/Q4_K/Q6_K) files: every matrix held as codes (Q3_K in layout 3, IQ4_NL/IQ4_XS as table
+    codes, IQ3_S as Q4_K's, Q2_K in layout 2: no fp32 panels), speculative decoding
     equal to plain, the logits within the bounds above of llama.cpp's on the same file (measured
     2026-12-04 on a 2-layer Qwen2.5-1.5B-shaped Q3_K_M: 94.0% top-1, 2.35% of the range)."""
     import gguf
@@ -92,7 +93,7 @@ def test_q3_k_and_iq4_files_run_as_codes_and_agree_with_llamacpp(kind, dev_cases
         quantize_with_llamacpp(f16, path, kind)
         f16.unlink()
     types = {t.tensor_type.name for t in gguf.GGUFReader(path).tensors}
-    assert {"Q3_K_M": "Q3_K", "IQ4_XS": "IQ4_XS", "IQ4_NL": "IQ4_NL", "IQ3_M": "IQ3_S"}[kind] in types, types
+    assert {"Q3_K_M": "Q3_K", "IQ4_XS": "IQ4_XS", "IQ4_NL": "IQ4_NL", "IQ3_M": "IQ3_S", "Q2_K": "Q2_K"}[kind] in types, types
     engine = Engine.load(str(path), cache_dir=TEST_CACHE, threads=2)
     model = engine.model
     held = [getattr(L, s) for L in model.layers for s in ("wqkv", "wo", "wgu", "wdown")] + [model.lm_head]
@@ -101,6 +102,8 @@ def test_q3_k_and_iq4_files_run_as_codes_and_agree_with_llamacpp(kind, dev_cases
         assert any(layout(w.bits) == 10 for w in held), [w.bits for w in held]
     if kind == "IQ3_M":          # IQ3_S in Q4_K's layout: q, k with a Q4_K v stay 4-bit codes, not 7's bytes
         assert all(layout(w.bits) == 4 for L in model.layers for w in (L.wqkv, L.wgu)), [L.wqkv.bits for L in model.layers]
+    if kind == "Q2_K":           # its q, k and gate, up (Q2_K, mins per 16 inputs) with the v (Q3_K or Q4_K) in layout 2
+        assert all(layout(w.bits) == 2 for L in model.layers for w in (L.wqkv, L.wgu)), [L.wqkv.bits for L in model.layers]
     ids = engine.chat_ids([{"role": "user", "content": dev_cases[0]["turns"][0][:1500]}])
     runs = {m: next(e for e in engine.generate(ids, method=m, max_new_tokens=24) if isinstance(e, Done))
             for m in ("vanilla", "hexa")}

@@ -342,10 +342,14 @@ static void check_linear_quant(const struct qweight *q) {
    - quantization: sum |w| 0.5001 dx (d q + m is w up to one rounding, u |w|);
    - fp32: per block two products and two FMAs, each rounding once, all terms bounded by
      S = sum (|d q| + |m|)(|x| + 0.6 dx) <= sum (|w| + 2|m|)(|x| + 0.6 dx) (|d q| <= |w| + |m|),
-     so at most (2 nb + 2) u S, plus u S for w's own rounding and 2 u for the bias and residual. */
+     so at most (2 nb + 2) u S, plus u S for w's own rounding and 2 u for the bias and residual
+     (a split scale, an m per 16 inputs: more FMAs a block, fmas). q->m: a block's largest |m|. */
 static void ref_dot_scaled(const struct qweight *q, const float *x, const float *b, const float *res, double *ref,
                            double *tol, int super) {   /* super: blocks of 32 sharing a scale (ref_k256's 8) */
-    const int N = q->N, K = q->K, nb = K / 32;
+    const int N = q->N, K = q->K, nb = K / 32, bits = q->bits;
+    /* FMAs into a row's sums per block: one per scale (two with a split scale), one per m (two
+       with an m per 16 inputs: layout 2) */
+    const int fmas = (SPLIT_SCALE(bits) ? 2 : 1) + (MIN_HALF(bits) ? 2 : MIN_AT(bits) >= 0);
     for (int n = 0; n < N; n++) {
         double s = 0, qerr = 0, S = 0;
         for (int blk = 0; blk < nb; blk++) {
@@ -361,7 +365,7 @@ static void ref_dot_scaled(const struct qweight *q, const float *x, const float 
         }
         const double bb = b ? b[n] : 0, rr = res ? res[n] : 0;
         ref[n] = rr + (s + bb);
-        tol[n] = 1.01 * (qerr + (2 * nb + 6) * U * (S + fabs(bb) + fabs(rr))) + 1e-30;
+        tol[n] = 1.01 * (qerr + (fmas * nb + 6) * U * (S + fabs(bb) + fabs(rr))) + 1e-30;
     }
 }
 
@@ -524,16 +528,17 @@ static void check_linear_prefill(const struct qweight *q) {
 }
 
 /* bits 5 (Q5_1, Q5_K: d, m, codes 0..31), 9 (Q5_0: d, codes -16..15), 6 (Q6_K: a d per 16
-   inputs, codes -32..31), 3 (Q3_K: a d per 16 inputs, codes -8..7, nibbles alone) and 7 (a d per
-   16 inputs and m, codes -127..127), written straight into
+   inputs, codes -32..31), 3 (Q3_K: a d per 16 inputs, codes -8..7, nibbles alone), 2 (Q2_K: a d
+   and an m per 16 inputs, codes 0..15 as nibbles) and 7 (a d per 16 inputs and m, codes
+   -127..127), written straight into
    their layout (layout.h: the fp32 head, then the codes by put_code: planes for 5, 6, 9, bytes for
    7), as engine/model/gguf_codes.py packs them from a GGUF's blocks; and table codes (10: 8's
    head, 11: 7's; | a table), the table's values (its first `values`), drawn by index */
 static struct qweight make_quant_m(int bits, int N, int K, int e) {
     const int nb = K / QB, table = TABLE_CODES(bits);
     const int values = table ? (TABLE(bits) >= 2 ? 6 : 16) : 0;
-    const int lo = table ? 0 : bits == 5 ? 0 : bits == 9 ? -16 : bits == 6 ? -32 : bits == 3 ? -8 : -127;
-    const int hi = table ? values - 1 : bits == 5 ? 31 : bits == 9 ? 15 : bits == 6 ? 31 : bits == 3 ? 7 : 127;
+    const int lo = table ? 0 : bits == 5 || bits == 2 ? 0 : bits == 9 ? -16 : bits == 6 ? -32 : bits == 3 ? -8 : -127;
+    const int hi = table ? values - 1 : bits == 5 ? 31 : bits == 9 ? 15 : bits == 6 ? 31 : bits == 3 ? 7 : bits == 2 ? 15 : 127;
     struct qweight q = {N, K, bits, floats((int64_t)N * K), floats((int64_t)N * nb), grab(code_bytes(bits, N, K))};
     memset(q.codes, 0, (size_t)code_bytes(bits, N, K));
     for (int n = 0; n < N; n++)
@@ -541,10 +546,12 @@ static struct qweight make_quant_m(int bits, int N, int K, int e) {
             uint8_t *bp = (uint8_t *)block_at(q.codes, bits, nb, n / PW, blk);
             float *dd = (float *)bp, d[2] = {half_value(e), half_value(e - 1)};
             const float m = MIN_AT(bits) >= 0 ? -half_value(e - 3) : 0.f;
+            const float mh[2] = {m, MIN_HALF(bits) ? -half_value(e - 3) : m};   /* m of each half */
             if (!SPLIT_SCALE(bits)) d[1] = d[0];
             dd[n % PW] = d[0];
             if (SPLIT_SCALE(bits)) dd[PW + n % PW] = d[1];
             if (MIN_AT(bits) >= 0) dd[MIN_AT(bits) + n % PW] = m;
+            if (MIN_HALF(bits)) dd[MIN_AT(bits) + PW + n % PW] = mh[1];
             const int at_lo = below(32), at_hi = (at_lo + 1 + below(31)) % 32;   /* the extreme codes occur */
             for (int i = 0; i < 32; i++) {
                 const int pick = i == at_lo ? lo : i == at_hi ? hi : lo + below(hi - lo + 1);
@@ -552,9 +559,9 @@ static struct qweight make_quant_m(int bits, int N, int K, int e) {
                 put_code(bp + CODE_HEAD(bits), bits, n % PW, i, c);
                 if (code_at(bp + CODE_HEAD(bits), bits, n % PW, i) != c) fail(n, "code %d read back as another", c);
                 const float dq = d[i >= 16] * (float)c;
-                q.w[(int64_t)n * K + blk * 32 + i] = MIN_AT(bits) >= 0 ? dq + m : dq;
+                q.w[(int64_t)n * K + blk * 32 + i] = MIN_AT(bits) >= 0 ? dq + mh[i >= 16] : dq;
             }
-            q.m[(int64_t)n * nb + blk] = m;
+            q.m[(int64_t)n * nb + blk] = fabsf(mh[0]) > fabsf(mh[1]) ? mh[0] : mh[1];
         }
     return q;
 }
@@ -582,7 +589,7 @@ static uint8_t *compact(struct qweight *q, int head) {
             } else {
                 float *f = (float *)(out + (int64_t)p * PANEL_BYTES(cb, nb)) + (int64_t)(blk / KSUPER) * n;
                 for (int i = 0; i < n; i++) {
-                    const int is_min = MIN_AT(bits) >= 0 && i / PW == MIN_AT(bits) / PW && CODES(bits) != 6;
+                    const int is_min = MIN_AT(bits) >= 0 && i / PW >= MIN_AT(bits) / PW && CODES(bits) != 6;
                     if (blk % KSUPER == 0) f[i] = is_min ? -half_value(6) : half_value(4);
                     const int k = is_min ? below(64) : CODES(bits) == 6 ? below(256) - 128 : 1 + below(63);
                     dst[i] = (uint8_t)(int8_t)k;
@@ -597,8 +604,13 @@ static uint8_t *compact(struct qweight *q, int head) {
         hexa_unpack_rows(q->codes, rows, N, N, K, bits, q->w);
         for (int r = 0; r < N; r++)
             for (int blk = 0; blk < nb; blk++)
-                q->m[(int64_t)r * nb + blk] = MIN_AT(bits) >= 0 && CODES(bits) != 6
-                    ? ((const float *)block_at(q->codes, bits, nb, r / PW, blk))[MIN_AT(bits) + r % PW] : 0.f;
+                if (MIN_AT(bits) < 0 || CODES(bits) == 6) {
+                    q->m[(int64_t)r * nb + blk] = 0.f;
+                } else {   /* the largest |m| of the block (of its two halves' for layout 2) */
+                    const float *hd = (const float *)block_at(q->codes, bits, nb, r / PW, blk);
+                    const float m0 = hd[MIN_AT(bits) + r % PW], m1 = hd[MIN_OF(bits, QB - 1) + r % PW];
+                    q->m[(int64_t)r * nb + blk] = fabsf(m0) > fabsf(m1) ? m0 : m1;
+                }
     }
     return out;
 }
@@ -629,7 +641,7 @@ static void check_compact(struct qweight *q, int head) {
 
 static void check_codes(void) {
     static const int shapes[][2] = {{37, 96}, {197, 64}, {53, 512}};   /* N tails; 13 panels (two full groups); K-quant supers */
-    static const int planes_and_bytes[] = {3, 5, 6, 7, 9, 10, 11 | 2 << HEXA_TABLE_SHIFT,   /* IQ4's table; IQ2's */
+    static const int planes_and_bytes[] = {2, 3, 5, 6, 7, 9, 10, 11 | 2 << HEXA_TABLE_SHIFT,   /* IQ4's table; IQ2's */
                                            10 | 3 << HEXA_TABLE_SHIFT};                     /* IQ1's */
     for (unsigned f = 0; f < sizeof planes_and_bytes / sizeof *planes_and_bytes; f++)
         for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {

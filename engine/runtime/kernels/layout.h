@@ -33,6 +33,12 @@
    - 3 (Q3_K): 4-bit codes stored as u = q + 8 in layout 4's nibbles, no planes, no m, and
      layout 6's two scales: d[16] of inputs 0-15, d[16] of inputs 16-31, q -8..7 (Q3_K's -4..3):
      w = d*q. Q3_K took 0.84 bytes a weight in layout 6 where the GGUF has 0.43; this takes 0.59;
+   - 2 (Q2_K): layout 4's nibbles (u = q, 0..15, no offset) with a scale and an m per 16 inputs:
+     d[16] of inputs 0-15, d[16] of inputs 16-31, m[16] of inputs 0-15, m[16] of inputs 16-31:
+     w = d*q + m. Q2_K's min is per 16 inputs, which no other layout holds (7's m is per 32), so
+     its sums take each half block's sum of codes (MIN_HALF). A fused projection of Q2_K, Q3_K
+     (q + 4, m = -4d) and Q4_K / Q4_0 / Q4_1 parts is kept in it too. 0.63 bytes a weight with a
+     compact head where the GGUF has 0.33 (fp32 panels took 4);
    - 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit codes:
      w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q and k
      with a Q6_K v) is kept in it, exactly;
@@ -43,7 +49,7 @@
      a weight where an IQ4_XS GGUF holds 0.53; these take 0.55 (layout 11: 0.64). Every kernel
      reads them as 8 and 7's bytes (READ_AS), looked up from the nibbles where 8's bytes are loaded
      (a shuffle per 16 or 32 codes). */
-#define CODES(bits) ((bits) & 15)                    /* 3, 4, 5, 6, 7, 8, 9, 10 or 11 */
+#define CODES(bits) ((bits) & 15)                    /* 2, 3, 4, 5, 6, 7, 8, 9, 10 or 11 */
 #define TABLE(bits) ((bits) >> HEXA_TABLE_SHIFT & 7)
 #define TABLE_CODES(bits) (CODES(bits) >= 10)
 #define READ_AS(bits) (CODES(bits) == 10 ? 8 : CODES(bits) == 11 ? 7 : CODES(bits))   /* the layout whose bytes and head these are read as */
@@ -61,12 +67,18 @@ static const int8_t CODE_TABLE[4][16] = {
    Q4_K product 8-20% longer. */
 #define PLANES(bits) ((int)(0x42400u >> (2 * CODES(bits))) & 3)                 /* 5, 9: 1; 6: 2; else 0 */
 #define CODE_OFFSET(bits) (CODES(bits) == 6 ? 32 : CODES(bits) == 9 ? 16 : CODES(bits) == 3 ? 8 : 0)
-#define CODE_BYTES(bits) (64 * ((int)(0x445886544000ull >> (4 * CODES(bits))) & 15))   /* 3, 4, 10, 11: 256 .. 7, 8: 512 */
-#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7 || CODES(bits) == 3 || CODES(bits) == 11)   /* a second scale for inputs 16-31 */
+#define CODE_BYTES(bits) (64 * ((int)(0x445886544400ull >> (4 * CODES(bits))) & 15))   /* 2, 3, 4, 10, 11: 256 .. 7, 8: 512 */
+#define SPLIT_SCALE(bits) (CODES(bits) == 6 || CODES(bits) == 7 || CODES(bits) == 3 || CODES(bits) == 11 || CODES(bits) == 2)   /* a second scale for inputs 16-31 */
 /* codes the exact kernels and readers take as unsigned bytes u = q + CODE_OFFSET (codes.h's
-   block_codes): the planes' layouts and 3; layout 4's nibbles have readers of their own */
-#define OFFSET_CODES(bits) (PLANES(bits) || CODES(bits) == 3)
-#define MIN_AT(bits) (CODES(bits) == 7 || CODES(bits) == 11 ? 2 * PW : CODES(bits) == 5 || CODES(bits) == 4 ? PW : -1)   /* m's floats into the head, or none */
+   block_codes): the planes' layouts, 3 and 2 (offset 0); layout 4's nibbles have readers of their own */
+#define OFFSET_CODES(bits) (PLANES(bits) || CODES(bits) == 3 || CODES(bits) == 2)
+#define MIN_AT(bits) (CODES(bits) == 7 || CODES(bits) == 11 || CODES(bits) == 2 ? 2 * PW : CODES(bits) == 5 || CODES(bits) == 4 ? PW : -1)   /* m's floats into the head, or none */
+/* an m per 16 inputs (layout 2): m of inputs 16-31 follows m of 0-15 (MIN_AT + PW), and the dot
+   kernels add each half's m times dx * that half's sum of the row's codes, after both halves'
+   products: acc + m0 * (dx * h0), then + m1 * (dx * h1), in every tile of both ISAs */
+#define MIN_HALF(bits) (CODES(bits) == 2)
+/* the m of input k's half */
+#define MIN_OF(bits, k) (MIN_AT(bits) + (MIN_HALF(bits) && (k) >= QB / 2 ? PW : 0))
 
 /* The planes, after the nibbles: the high bits of the 8 groups of 4 inputs, in the order the dot
    kernels use the nibbles (x86/quant_dot.c's quads: each 32-bit lane one column's 4 inputs,
@@ -114,7 +126,8 @@ static inline void put_code(uint8_t *cp, int bits, int c, int k, int q) {
 #define HEAD_K HEXA_HEAD_K
 #define KSUPER HEXA_KSUPER                           /* blocks per HEAD_K factor (256 inputs) */
 #define HEAD_OF(bits) ((bits) & (HEAD_F16 | HEAD_K))
-#define HEAD_N(bits) ((int)(0xd5ea80u >> (2 * CODES(bits))) & 3)   /* fp32 arrays of 16: 8, 9, 10: 1; 7, 11: 3; else 2 */
+#define HEAD_N(bits) ((int)(0x311132222400ull >> (4 * CODES(bits))) & 15)   /* fp32 arrays of 16: 8, 9, 10: 1; 7, 11: 3; 2: 4; else 2 */
+#define HEAD_MAX 4                                   /* the most: a head's floats fit tmp[HEAD_MAX * PW] */
 #define HEAD_BYTES(bits) (HEAD_N(bits) * PW * (4 >> (HEAD_OF(bits) / HEAD_F16)))   /* 4, 2 or 1 bytes a value */
 #define BLOCK_BYTES(bits) (HEAD_BYTES(bits) + CODE_BYTES(bits))
 #define CODE_HEAD(bits) HEAD_BYTES(bits)             /* the codes' start in a block */
@@ -143,7 +156,7 @@ static inline void scale_i8(const float *f, const int8_t *k, float *out, int n) 
 }
 
 /* The block's head as fp32 arrays (HEAD_N of 16): the block's own bytes for an fp32 head, else
-   rebuilt into tmp[3 * PW]. fp16 -> fp32 and an fp16 factor times a small integer are exact. */
+   rebuilt into tmp[HEAD_MAX * PW]. fp16 -> fp32 and an fp16 factor times a small integer are exact. */
 static inline const float *block_head(const uint8_t *packed, int bits, int nb, int p, int blk, float *tmp) {
     const uint8_t *bp = block_at(packed, bits, nb, p, blk);
     const int n = HEAD_N(bits) * PW;

@@ -154,12 +154,12 @@ void hexa_unpack_rows(const uint8_t *packed, const int64_t *rows, int count, int
         if (n < 0 || n >= N) { memset(dst, 0, sizeof(float) * K); continue; }
         const int p = (int)(n / PW), c = (int)(n % PW);
         for (int blk = 0; blk < nb; blk++) {
-            float tmp[3 * PW];
+            float tmp[HEAD_MAX * PW];
             const float *hd = block_head(packed, bits, nb, p, blk, tmp);
             const uint8_t *cp = block_at(packed, bits, nb, p, blk) + CODE_HEAD(bits);
-            for (int i = 0; i < QB; i++) {   /* d (of the input's half for 6, 7) * q, + m for 4, 5, 7 */
+            for (int i = 0; i < QB; i++) {   /* d (of the input's half for 2, 3, 6, 7) * q, + m for 2, 4, 5, 7 */
                 float w = hd[(SPLIT_SCALE(bits) && i >= QB / 2) * PW + c] * (float)code_at(cp, bits, c, i);
-                if (MIN_AT(bits) >= 0) w = w + hd[MIN_AT(bits) + c];
+                if (MIN_AT(bits) >= 0) w = w + hd[MIN_OF(bits, i) + c];
                 dst[blk * QB + i] = w;
             }
         }

@@ -158,8 +158,8 @@ static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
                       fp32 sums, touched once per block, may not) */
 
 /* the sums isum so far (16 columns per row), less OFF * sum(xq) for the planes (of the half
-   block for a split scale), times d * dx -> the fp32 accumulators, then (HAS_MIN) + m * sx,
-   x86's operations; isum starts again (Q6_K's two halves) */
+   block for a split scale), times d * dx -> the fp32 accumulators, then (HAS_MIN) + m * sx
+   (HAS_MIN 2, layout 2: + m0 * (dx * h0) + m1 * (dx * h1), the halves' sums of codes), x86's operations; isum starts again (Q6_K's two halves) */
 #define DOT_FLOAT(FMT, MR, HAS_MIN, d, half) DOT_FLOAT_COLS(FMT, MR, HAS_MIN, d, half, 0, 4)
 /* ... for columns 4 * C0 .. 4 * C1 - 1 only (the SMMLA tiles' column halves: each column's
    operations stay the same ones in the same order) */
@@ -174,7 +174,14 @@ static inline void quads_Q8(const uint8_t *cp, int g, int8x16_t *w) {
             acc[i][c] = vfmaq_f32(acc[i][c], vcvtq_f32_s32(t), vmulq_f32(vld1q_f32((d) + 4 * c), dx)); \
             isum[i][c] = vdupq_n_s32(0);                                                          \
         }                                                                                         \
-        if (HAS_MIN) {                                                                            \
+        if (HAS_MIN == 2) {   /* layout 2: each half's m times dx * the half's sum (x86's half_sx) */ \
+            const float32x4_t s0 = vdupq_n_f32(a->dx[at] * (float)qs[0]);                         \
+            const float32x4_t s1 = vdupq_n_f32(a->dx[at] * (float)qs[1]);                         \
+            _Pragma("GCC unroll 4") for (int c = C0; c < C1; c++) {                               \
+                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32(hd + MOFF_(FMT) + 4 * c), s0);         \
+                acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32(hd + MOFF_(FMT) + PW + 4 * c), s1);    \
+            }                                                                                     \
+        } else if (HAS_MIN) {                                                                     \
             const float32x4_t sx = vdupq_n_f32(a->sx[at]);                                        \
             _Pragma("GCC unroll 4") for (int c = C0; c < C1; c++)                                 \
                 acc[i][c] = vfmaq_f32(acc[i][c], vld1q_f32(hd + MOFF_(FMT) + 4 * c), sx);         \
@@ -204,7 +211,7 @@ static __attribute__((noinline)) void store_rows(float32x4_t (*acc)[4], int rows
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk), *cp = bp + CODE_HEAD(bits);    \
         for (int off = 0; off < bytes; off += 64)   /* PREFETCH blocks ahead */                   \
             __builtin_prefetch(bp + PREFETCH * bytes + off);                                      \
-        float tmp[3 * PW];                                                                        \
+        float tmp[HEAD_MAX * PW];                                                                        \
         const float *hd = block_head(a->packed, bits, nb, p, blk, tmp);                           \
         const int8_t *xq[MR];                                                                     \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                      \
@@ -325,7 +332,8 @@ static TILE_FN I8MM void mm_##FMT##_##MR(const struct dot_job *a, int m0, int p)
 /* The formats besides Q4_1 / Q8_0 (layout.h): the planes 5 (Q5_1, Q5_K: + m * sx as Q4_1), 9
    (Q5_0) and 6 (Q6_K: a half block's sums into fp32 with the first scale, SPLIT), codes u with
    their offset OFF; layout 7, Q8_0's tiles on its 8-bit codes with a split scale and an m */
-#define LAYOUT_Q3 3   /* each format's layout; what it holds follows from layout.h */
+#define LAYOUT_Q2 2   /* each format's layout; what it holds follows from layout.h */
+#define LAYOUT_Q3 3
 #define LAYOUT_Q4 4
 #define LAYOUT_Q5 5
 #define LAYOUT_Q6 6
@@ -338,6 +346,7 @@ static TILE_FN I8MM void mm_##FMT##_##MR(const struct dot_job *a, int m0, int p)
 #define OFF_(FMT) CODE_OFFSET(LAYOUT_##FMT)
 #define MOFF_(FMT) MIN_AT(LAYOUT_##FMT)   /* where m starts in the head (read only with HAS_MIN) */
 #define RUN_Q3 8   /* 15 * 128 a pair (16 would do), ending at the half block: Q3_K's split scale */
+#define RUN_Q2 8   /* as Q3: nibbles, a split scale */
 #define RUN_Q5 8
 #define RUN_Q6 4
 #define RUN_Q7 2
@@ -348,12 +357,14 @@ static inline void pairs_Q5(const uint8_t *cp, int g, int8x16_t *w) { pairs_plan
 static inline void pairs_Q6(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(6), g, w); }
 static inline void pairs_Q9(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(9), g, w); }
 static inline void pairs_Q3(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(3), g, w); }
+static inline void pairs_Q2(const uint8_t *cp, int g, int8x16_t *w) { pairs_planes(cp, PLANES(2), g, w); }
 #define pairs_Q7 pairs_Q8   /* the same code bytes after another head */
 static inline void quads_Q4(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(4), g, w); }
 static inline void quads_Q5(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(5), g, w); }
 static inline void quads_Q6(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(6), g, w); }
 static inline void quads_Q9(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(9), g, w); }
 static inline void quads_Q3(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(3), g, w); }
+static inline void quads_Q2(const uint8_t *cp, int g, int8x16_t *w) { quads_codes(cp, PLANES(2), g, w); }
 #define quads_Q7 quads_Q8
 /* table codes: pairs_Q4's nibbles, each index looked up in the tile's lut (DOT_BEGIN) */
 static inline void pairs_table(const uint8_t *cp, int8x16_t lut, int g, int8x16_t *w) {
@@ -400,7 +411,7 @@ static inline void mm_##FMT(const uint8_t *cp, int j, int8x16_t *w) {           
         w[2 * c + 1] = vreinterpretq_s8_s32(vzip2q_s32(e, o));                                    \
     }                                                                                             \
 }
-MM_BY_QUADS(Q5) MM_BY_QUADS(Q6) MM_BY_QUADS(Q8) MM_BY_QUADS(Q9) MM_BY_QUADS(Q3)
+MM_BY_QUADS(Q5) MM_BY_QUADS(Q6) MM_BY_QUADS(Q8) MM_BY_QUADS(Q9) MM_BY_QUADS(Q3) MM_BY_QUADS(Q2)
 #define mm_Q7 mm_Q8
 static inline void mm_table(const uint8_t *cp, int8x16_t lut, int j, int8x16_t *w) {   /* MM_BY_QUADS' */
     int8x16_t q0[4], q1[4];
@@ -421,6 +432,7 @@ PAIR_TILE(Q7, 1, 1) PAIR_TILE(Q7, 2, 1) PAIR_TILE(Q7, 3, 1) PAIR_TILE(Q7, 4, 1)
 PAIR_TILE(Q9, 1, 0) PAIR_TILE(Q9, 2, 0) PAIR_TILE(Q9, 3, 0) PAIR_TILE(Q9, 4, 0)
 PAIR_TILE(Q8, 1, 0) PAIR_TILE(Q8, 2, 0) PAIR_TILE(Q8, 3, 0) PAIR_TILE(Q8, 4, 0)
 PAIR_TILE(Q3, 1, 0) PAIR_TILE(Q3, 2, 0) PAIR_TILE(Q3, 3, 0) PAIR_TILE(Q3, 4, 0)
+PAIR_TILE(Q2, 1, 2) PAIR_TILE(Q2, 2, 2) PAIR_TILE(Q2, 3, 2) PAIR_TILE(Q2, 4, 2)
 PAIR_TILE(QT, 1, 0) PAIR_TILE(QT, 2, 0) PAIR_TILE(QT, 3, 0) PAIR_TILE(QT, 4, 0)
 PAIR_TILE(QU, 1, 1) PAIR_TILE(QU, 2, 1) PAIR_TILE(QU, 3, 1) PAIR_TILE(QU, 4, 1)
 QUAD_TILE(Q4, 1, 1) QUAD_TILE(Q4, 2, 1) QUAD_TILE(Q4, 3, 1) QUAD_TILE(Q4, 4, 1)
@@ -430,6 +442,7 @@ QUAD_TILE(Q7, 1, 1) QUAD_TILE(Q7, 2, 1) QUAD_TILE(Q7, 3, 1) QUAD_TILE(Q7, 4, 1)
 QUAD_TILE(Q9, 1, 0) QUAD_TILE(Q9, 2, 0) QUAD_TILE(Q9, 3, 0) QUAD_TILE(Q9, 4, 0)
 QUAD_TILE(Q8, 1, 0) QUAD_TILE(Q8, 2, 0) QUAD_TILE(Q8, 3, 0) QUAD_TILE(Q8, 4, 0)
 QUAD_TILE(Q3, 1, 0) QUAD_TILE(Q3, 2, 0) QUAD_TILE(Q3, 3, 0) QUAD_TILE(Q3, 4, 0)
+QUAD_TILE(Q2, 1, 2) QUAD_TILE(Q2, 2, 2) QUAD_TILE(Q2, 3, 2) QUAD_TILE(Q2, 4, 2)
 QUAD_TILE(QT, 1, 0) QUAD_TILE(QT, 2, 0) QUAD_TILE(QT, 3, 0) QUAD_TILE(QT, 4, 0)
 QUAD_TILE(QU, 1, 1) QUAD_TILE(QU, 2, 1) QUAD_TILE(QU, 3, 1) QUAD_TILE(QU, 4, 1)
 #define MM_TILES(FMT, HAS_MIN)                                                                    \
@@ -437,25 +450,27 @@ QUAD_TILE(QU, 1, 1) QUAD_TILE(QU, 2, 1) QUAD_TILE(QU, 3, 1) QUAD_TILE(QU, 4, 1)
     MM_TILE(FMT, 5, 8, HAS_MIN) MM_TILE(FMT, 6, 8, HAS_MIN) MM_TILE(FMT, 7, 8, HAS_MIN)             \
     MM_TILE(FMT, 8, 8, HAS_MIN)
 MM_TILES(Q4, 1) MM_TILES(Q5, 1) MM_TILES(Q6, 0) MM_TILES(Q7, 1) MM_TILES(Q9, 0) MM_TILES(Q8, 0) MM_TILES(Q3, 0)
+MM_TILES(Q2, 2)
 MM_TILES(QT, 0) MM_TILES(QU, 1)
 
 typedef void (*dot_tile)(const struct dot_job *, int, int);
 #define MM_ROW(FMT)                                                                               \
     {0, quad_##FMT##_1, mm_##FMT##_2, mm_##FMT##_3, mm_##FMT##_4, mm_##FMT##_5, mm_##FMT##_6,       \
      mm_##FMT##_7, mm_##FMT##_8}
-static const dot_tile TILES[3][9][MM_MAX + 1] = {   /* [path][Q4, Q8, bits 5, 6, 7, 9, 3, 10, 11][rows] */
+static const dot_tile TILES[3][10][MM_MAX + 1] = {   /* [path][Q4, Q8, bits 5, 6, 7, 9, 3, 10, 11, 2][rows] */
     {{0, pair_Q4_1, pair_Q4_2, pair_Q4_3, pair_Q4_4}, {0, pair_Q8_1, pair_Q8_2, pair_Q8_3, pair_Q8_4},
      {0, pair_Q5_1, pair_Q5_2, pair_Q5_3, pair_Q5_4}, {0, pair_Q6_1, pair_Q6_2, pair_Q6_3, pair_Q6_4},
      {0, pair_Q7_1, pair_Q7_2, pair_Q7_3, pair_Q7_4}, {0, pair_Q9_1, pair_Q9_2, pair_Q9_3, pair_Q9_4},
      {0, pair_Q3_1, pair_Q3_2, pair_Q3_3, pair_Q3_4}, {0, pair_QT_1, pair_QT_2, pair_QT_3, pair_QT_4},
-     {0, pair_QU_1, pair_QU_2, pair_QU_3, pair_QU_4}},
+     {0, pair_QU_1, pair_QU_2, pair_QU_3, pair_QU_4}, {0, pair_Q2_1, pair_Q2_2, pair_Q2_3, pair_Q2_4}},
     {{0, quad_Q4_1, quad_Q4_2, quad_Q4_3, quad_Q4_4}, {0, quad_Q8_1, quad_Q8_2, quad_Q8_3, quad_Q8_4},
      {0, quad_Q5_1, quad_Q5_2, quad_Q5_3, quad_Q5_4}, {0, quad_Q6_1, quad_Q6_2, quad_Q6_3, quad_Q6_4},
      {0, quad_Q7_1, quad_Q7_2, quad_Q7_3, quad_Q7_4}, {0, quad_Q9_1, quad_Q9_2, quad_Q9_3, quad_Q9_4},
      {0, quad_Q3_1, quad_Q3_2, quad_Q3_3, quad_Q3_4}, {0, quad_QT_1, quad_QT_2, quad_QT_3, quad_QT_4},
-     {0, quad_QU_1, quad_QU_2, quad_QU_3, quad_QU_4}},
+     {0, quad_QU_1, quad_QU_2, quad_QU_3, quad_QU_4}, {0, quad_Q2_1, quad_Q2_2, quad_Q2_3, quad_Q2_4}},
     /* one row: the SDOT tile (SMMLA would pair it with itself, its codes rearranged once more) */
-    {MM_ROW(Q4), MM_ROW(Q8), MM_ROW(Q5), MM_ROW(Q6), MM_ROW(Q7), MM_ROW(Q9), MM_ROW(Q3), MM_ROW(QT), MM_ROW(QU)},
+    {MM_ROW(Q4), MM_ROW(Q8), MM_ROW(Q5), MM_ROW(Q6), MM_ROW(Q7), MM_ROW(Q9), MM_ROW(Q3), MM_ROW(QT), MM_ROW(QU),
+     MM_ROW(Q2)},
 };
 static const int ROWS_PER_TILE[3] = {MR_MAX, MR_MAX, MM_MAX};
 
@@ -485,7 +500,7 @@ static void dot_group(void *ctx, int g) {
     const struct dot_job *a = ctx;
     const int codes = CODES(a->bits), rows = ROWS_PER_TILE[path];
     const dot_tile *tiles = TILES[path][codes == 8 ? 1 : codes >= 5 && codes <= 7 ? codes - 3 : codes == 9 ? 5
-                                        : codes == 3 ? 6 : codes >= 10 ? codes - 3 : 0];
+                                        : codes == 3 ? 6 : codes >= 10 ? codes - 3 : codes == 2 ? 9 : 0];
     const int p_end = (g + 1) * GP < a->P ? (g + 1) * GP : a->P;
     for (int p = g * GP; p < p_end; p++)
         for (int m = 0; m < a->M; m += rows)

@@ -58,11 +58,12 @@ static inline void pair_q8(const float *hd, const uint8_t *cp, int kk, float32x4
 }
 
 /* Layout 7's 8-bit codes and the planes decoded into bytes u = q + OFF (layout.h: 5 Q5_1/Q5_K
-   d * q + m, 9 Q5_0 d * q, 6 Q6_K d * q with the d of the input's half of the block, 7 both):
+   d * q + m, 9 Q5_0 d * q, 6 Q6_K d * q with the d of the input's half of the block, 7 both; 3 as
+   6, 2 with the m of the input's half too):
    q = u - OFF in integers, then x86's operations, one for one */
 static inline void pair_qm(const float *hd, const uint8_t *cp, int kk, float32x4_t *w, int bits) {
     const float *d = hd + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
-    const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
+    const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_OF(bits, 2 * kk) : 0);
     for (int h = 0; h < 2; h++) {
         int16x8_t lo, hi;
         if (OFFSET_CODES(bits)) {   /* unsigned u */
@@ -86,13 +87,14 @@ static inline void pair_q5(const float *hd, const uint8_t *u, int kk, float32x4_
 static inline void pair_q6(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 6); }
 static inline void pair_q9(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 9); }
 static inline void pair_q3(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 3); }
+static inline void pair_q2(const float *hd, const uint8_t *u, int kk, float32x4_t *w) { pair_qm(hd, u, kk, w, 2); }
 static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, float32x4_t *w) { pair_qm(hd, cp, kk, w, 7); }
 
 /* Blocks [blk0, blk0 + n) of panel p into the fp32 panel layout: out[k][0..16) */
 #define REBUILD(FMT)                                                                              \
 static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, int n, float *out) { \
     for (int blk = 0; blk < n; blk++) {                                                           \
-        float tmp[3 * PW];                                                                        \
+        float tmp[HEAD_MAX * PW];                                                                        \
         const float *hd = block_head(pk, bits, nb, p, blk0 + blk, tmp);                           \
         const uint8_t *cp = block_at(pk, bits, nb, p, blk0 + blk) + CODE_HEAD(bits);              \
         uint8_t u[QB * PW];                                                                       \
@@ -106,7 +108,7 @@ static void rebuild_##FMT(const uint8_t *pk, int bits, int nb, int p, int blk0, 
         }                                                                                         \
     }                                                                                             \
 }
-REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9) REBUILD(q3)
+REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9) REBUILD(q3) REBUILD(q2)
 
 static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n, float *out) {
     const int codes = READ_AS(bits);
@@ -116,6 +118,7 @@ static void rebuild(const uint8_t *pk, int bits, int nb, int p, int blk0, int n,
     else if (codes == 7) rebuild_q7(pk, bits, nb, p, blk0, n, out);
     else if (codes == 9) rebuild_q9(pk, bits, nb, p, blk0, n, out);
     else if (codes == 3) rebuild_q3(pk, bits, nb, p, blk0, n, out);
+    else if (codes == 2) rebuild_q2(pk, bits, nb, p, blk0, n, out);
     else rebuild_q4(pk, bits, nb, p, blk0, n, out);
 }
 

@@ -101,17 +101,23 @@ amx_float(const struct dot_job *a, int m0, int r, int p, const __m256i *pre, int
     const int nb = a->K / QB, bits = a->bits, min_at = has_min ? MIN_AT(bits) : -1;
     const float *restrict dx = a->dx + (int64_t)m0 * nb + blk, *restrict sx = a->sx + (int64_t)m0 * nb + blk;
     const int32_t *restrict qs = a->qs + 2 * ((int64_t)m0 * nb + blk);
-    float tmp[3 * PW];
-    const float *hd = HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
+    float tmp[HEAD_MAX * PW];
+    const float *hd = HEAD_OF(bits) ? pre_head(pre, bits, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
     const __m512 d0 = zmm_join(hd), d1 = split ? zmm_join(hd + PW) : d0;
     const __m512 mn = min_at >= 0 ? zmm_join(hd + min_at) : _mm512_setzero_ps();
+    const __m512 mn1 = has_min == 2 ? zmm_join(hd + min_at + PW) : mn;   /* an m per 16 inputs: layout 2 */
 #pragma GCC unroll 16
     for (int i = 0; i < r; i++) {
         const __m512 dxi = _mm512_set1_ps(dx[(int64_t)i * nb]);
         if (split)
             acc[i] = zmm_step(acc[i], _mm512_load_si512((const void *)sums[0][i]), off, qs[2 * (int64_t)i * nb], d0, dxi);
         acc[i] = zmm_step(acc[i], _mm512_load_si512((const void *)sums[1][i]), off, qs[2 * (int64_t)i * nb + 1], d1, dxi);
-        if (min_at >= 0) acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sx[(int64_t)i * nb]), acc[i]);
+        if (has_min == 2) {   /* the halves' m times dx * their sums of codes (dot.h's half_sx) */
+            acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(dx[(int64_t)i * nb] * (float)qs[2 * (int64_t)i * nb]), acc[i]);
+            acc[i] = _mm512_fmadd_ps(mn1, _mm512_set1_ps(dx[(int64_t)i * nb] * (float)qs[2 * (int64_t)i * nb + 1]), acc[i]);
+        } else if (min_at >= 0) {
+            acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sx[(int64_t)i * nb]), acc[i]);
+        }
     }
 }
 
@@ -168,9 +174,10 @@ AMX_ROWS16(amx_rows16_min, 0, 0, 1)         /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K *
 AMX_ROWS16(amx_rows16_offset, 0, 1, 0)      /* 8, 9: Q8_0, Q5_0 */
 AMX_ROWS16(amx_rows16_split, 1, 1, 0)       /* 6: Q6_K */
 AMX_ROWS16(amx_rows16_union, 1, 1, 1)       /* 7: a projection of mixed types */
+AMX_ROWS16(amx_rows16_half, 1, 0, 2)        /* 2: Q2_K, an m per 16 inputs */
 
 static int amx_offset(int bits) { return TILE_OFFSET(bits) != 0; }
-static int amx_min(int bits) { return MIN_AT(bits) >= 0; }
+static int amx_min(int bits) { return MIN_HALF(bits) ? 2 : MIN_AT(bits) >= 0; }
 
 AMX_TARGET static void amx_rows_tail(const struct dot_job *a, int m0, int r, int p, const __m256i *pre) {
     amx_rows(a, m0, r, p, pre, SPLIT_SCALE(a->bits), amx_offset(a->bits), amx_min(a->bits));
@@ -187,7 +194,7 @@ AMX_TARGET static void amx_group(void *ctx, int g) {
     int configured = 0;   /* 2 * rows + split of the configuration loaded (0: none) */
     const int off = amx_offset(a->bits), has_min = amx_min(a->bits);
     void (*rows16)(const struct dot_job *, int, int, const __m256i *) =   /* NULL: no such format yet */
-        !off ? (!split && has_min ? amx_rows16_min : NULL)
+        !off ? (!split && has_min ? amx_rows16_min : split && has_min == 2 ? amx_rows16_half : NULL)
              : split ? (has_min ? amx_rows16_union : amx_rows16_split) : has_min ? NULL : amx_rows16_offset;
     for (int p = g * a->gp; p < p_end; p++) {
         decode_panel(a, p, pre);

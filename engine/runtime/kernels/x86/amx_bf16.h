@@ -37,13 +37,14 @@ BF_TARGET static void bf_panel(const struct dot_job *a, int p, const __m256i *pr
     const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                            23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     for (int blk = 0; blk < nb; blk++) {
-        float tmp[3 * PW];
-        const float *hd = HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
+        float tmp[HEAD_MAX * PW];
+        const float *hd = HEAD_OF(bits) ? pre_head(pre, bits, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
         const __m512 d0 = zmm_join(hd), d1 = split ? zmm_join(hd + PW) : d0;
-        const __m512 mn = min_at >= 0 ? zmm_join(hd + min_at) : _mm512_setzero_ps();
+        const __m512 mn0 = min_at >= 0 ? zmm_join(hd + min_at) : _mm512_setzero_ps();
+        const __m512 mn1 = MIN_HALF(bits) ? zmm_join(hd + min_at + PW) : mn0;   /* layout 2: an m per 16 inputs */
         for (int g = 0; g < 8; g++) {   /* a group: 4 inputs x 16 columns, a byte each */
             const __m512i v = _mm512_load_si512((const void *)(pre + (blk * 8 + g) * 2));
-            const __m512 d = g < 4 ? d0 : d1;
+            const __m512 d = g < 4 ? d0 : d1, mn = g < 4 ? mn0 : mn1;
             __m512 f[4];
             for (int j = 0; j < 4; j++)
                 f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(v, 8 * j), byte), offv)), mn);

@@ -33,6 +33,9 @@
 /* the offset a tile's codes carry (u = q + OFF): the planes' CODE_OFFSET, 128 for 8-bit codes as
    bytes; hexa_linear_dot has the rows' offs formed with the same one */
 #define TILE_OFFSET(bits) (BYTE_CODES(bits) ? 128 : CODE_OFFSET(bits))
+/* ... and what the rows' qs hold: that offset times each half block's sum of codes (offs), or
+   for an m per 16 inputs (MIN_HALF, whose codes carry none) the sums themselves (half_sx) */
+#define QS_OFFSET(bits) (MIN_HALF(bits) ? 1 : TILE_OFFSET(bits))
 
 struct dot_job {
     const uint8_t *packed;
@@ -40,13 +43,21 @@ struct dot_job {
     float *y;
     const void *codes;      /* nibbles, planes: [M][K] the rows' 8-bit codes; 8-bit codes: [M][K/2] inputs 2j, 2j+1 as two int16 */
     const float *dx, *sx;   /* [M][K/32]: block scale, and scale * sum of the block's codes */
-    const int32_t *qs;      /* [M][K/16]: the offset times the codes' sum that each float step subtracts (offs) */
+    const int32_t *qs;      /* [M][K/16]: the offset times the codes' sum that each float step subtracts (offs);
+                               layout 2: the half blocks' sums of codes (QS_OFFSET) */
     int M, N, K, P, bits;
     int pairs;              /* the codes are int16 pairs (8-bit codes, DOT_Q8), else int8 (quads) */
     int gp;                 /* panels per work item (item_panels) */
     int k256;               /* prompt rows with a scale per 256 inputs (wide.c's K256 tiles): dx the same
                                for a super-block's 8 blocks, sx the block's sum of codes (not times dx) */
 };
+
+/* dx times half h's sum of the codes of row block at: what a layout 2 m of that half multiplies
+   (layout.h's MIN_HALF; the rows' qs hold the sums there, QS_OFFSET). One fp32 product of an
+   exact integer, as arm64/quant_dot.c forms it. */
+static inline float half_sx(const struct dot_job *a, int64_t at, int h) {
+    return a->dx[at] * (float)a->qs[2 * at + h];
+}
 
 /* d[16] (or m[16]) in the quads' column order: columns 0-3 | 8-11, 4-7 | 12-15 */
 static inline __m256 quad_order(const float *d, int h) {
@@ -99,8 +110,8 @@ static inline __attribute__((always_inline)) void read_ahead(const uint8_t *bp, 
 
 /* Block blk's head in pre: after the panel's decoded codes (per_blk ymm a block), dot_group
    rebuilds a compact head once per panel for all its row tiles, as it decodes the codes once */
-static inline float *pre_head(const __m256i *pre, int nb, int per_blk, int blk) {
-    return (float *)(pre + (int64_t)nb * per_blk) + blk * 3 * PW;
+static inline float *pre_head(const __m256i *pre, int bits, int nb, int per_blk, int blk) {
+    return (float *)(pre + (int64_t)nb * per_blk) + blk * HEAD_N(bits) * PW;
 }
 
 /* 16 columns x inputs (2kk, 2kk+1) as int16 pairs: w[0] columns 0-7, w[1] columns 8-15; the codes
@@ -191,14 +202,14 @@ static inline __attribute__((always_inline)) void decode_panel(const struct dot_
             else quads_codes(bp + CODE_HEAD(a->bits), PLANES(a->bits), q, pre + (blk * per_blk / 2 + q) * 2);
         }
         if (HEAD_OF(a->bits))   /* a compact head: always rebuilt into its place */
-            block_head(a->packed, a->bits, nb, p, blk, pre_head(pre, nb, per_blk, blk));
+            block_head(a->packed, a->bits, nb, p, blk, pre_head(pre, a->bits, nb, per_blk, blk));
     }
 }
 
 /* bytes of one panel's pre (decode_panel), rounded up for aligned_alloc's 64 */
 static inline size_t pre_bytes(const struct dot_job *a) {
     const int nb = a->K / QB, per_blk = a->pairs ? QB : QB / 2;   /* decoded ymm per block */
-    const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * 3 * PW * (size_t)nb : 0;   /* pre_head */
+    const size_t heads = HEAD_OF(a->bits) ? sizeof(float) * HEAD_N(a->bits) * PW * (size_t)nb : 0;   /* pre_head */
     return (sizeof(__m256i) * (size_t)nb * per_blk + heads + 63) / 64 * 64;
 }
 

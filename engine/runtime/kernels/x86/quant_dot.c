@@ -220,8 +220,8 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
                 s[i][0] = _mm256_add_epi32(s[i][0], u[i][0]);                                     \
                 s[i][1] = _mm256_add_epi32(s[i][1], u[i][1]);                                     \
             }                                                                                     \
-        float tmp[3 * PW];                                                                        \
-        const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
+        float tmp[HEAD_MAX * PW];                                                                        \
+        const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, bits, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
         const __m256 d0 = quad_order(d, 0), d1 = quad_order(d, 1);                                \
         const __m256 mn0 = quad_order(d + PW, 0), mn1 = quad_order(d + PW, 1);                    \
         const __m256i ones = _mm256_set1_epi16(1);                                                \
@@ -245,6 +245,7 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
    column. RUN_: groups of 4 inputs whose maddubs pair sums add up in int16 (|u * xq| pairs: 2 * 15
    * 128 = 3840 for layout 3's 4 bits, 8 groups; 2 * 31 * 128 = 7936 for 5 bits, 4 groups; 2 * 63 *
    128 = 16128 for 6 bits, 2 groups). */
+#define BITS_P2 2   /* nibbles with an m per 16 inputs (MINH_) */
 #define BITS_P3 3
 #define BITS_P5 5
 #define BITS_P6 6
@@ -258,6 +259,7 @@ static void dot_Q4_##MR##_##PRE(const struct dot_job *a, int m0, int p, const __
 #define OFF_(FMT) TILE_OFFSET(BITS_##FMT)
 #define SPL_(FMT) SPLIT_SCALE(BITS_##FMT)
 #define MIN_(FMT) (MIN_AT(BITS_##FMT) >= 0)
+#define MINH_(FMT) MIN_HALF(BITS_##FMT)
 #define RUN_(FMT) (8 >> PL_(FMT))
 /* With VNNI the quad sums are int32 from the start: straight into isum (the 6-row tiles' int16
    runs beside them took 36 of the 32 registers), and a run only gathers the odd groups' chains
@@ -302,8 +304,8 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
     for (int blk = 0; blk < nb; blk++) {                                                          \
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);                                \
         if (!PRE) read_ahead(bp, bytes, end);                                                     \
-        float tmp[3 * PW];                                                                        \
-        const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
+        float tmp[HEAD_MAX * PW];                                                                        \
+        const float *d = PRE && HEAD_OF(bits) ? pre_head(pre, bits, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp); \
         const float *hd = d;                                                                      \
         __m256i s[MR][2], u[MR][2], isum[MR][2];   /* int16 pair sums (with VNNI the int32 quad sums), int32 sums */ \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                      \
@@ -357,13 +359,24 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
             }                                                                                     \
         }                                                                                         \
         NIB_FLOAT(FMT, MR, d, 1)                                                                  \
-        if (MIN_(FMT)) {   /* + m * dx * sum(xq) */                                               \
+        if (MIN_(FMT) && !MINH_(FMT)) {   /* + m * dx * sum(xq) */                                \
             const float *mn = hd + MIN_AT(BITS_##FMT);                                            \
             const __m256 mn0 = quad_order(mn, 0), mn1 = quad_order(mn, 1);                        \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
                 const __m256 sx = _mm256_set1_ps(a->sx[(int64_t)(m0 + i) * nb + blk]);            \
                 acc[i][0] = _mm256_fmadd_ps(mn0, sx, acc[i][0]);                                  \
                 acc[i][1] = _mm256_fmadd_ps(mn1, sx, acc[i][1]);                                  \
+            }                                                                                     \
+        }                                                                                         \
+        if (MINH_(FMT)) {   /* + m of each half * dx * the half's sum(xq) (half_sx) */            \
+            const float *mn = hd + MIN_AT(BITS_##FMT);                                            \
+            const __m256 a0 = quad_order(mn, 0), a1 = quad_order(mn, 1);                          \
+            const __m256 b0 = quad_order(mn + PW, 0), b1 = quad_order(mn + PW, 1);                \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                \
+                const int64_t at = (int64_t)(m0 + i) * nb + blk;                                  \
+                const __m256 s0 = _mm256_set1_ps(half_sx(a, at, 0)), s1 = _mm256_set1_ps(half_sx(a, at, 1)); \
+                acc[i][0] = _mm256_fmadd_ps(b0, s1, _mm256_fmadd_ps(a0, s0, acc[i][0]));          \
+                acc[i][1] = _mm256_fmadd_ps(b1, s1, _mm256_fmadd_ps(a1, s0, acc[i][1]));          \
             }                                                                                     \
         }                                                                                         \
     }                                                                                             \
@@ -377,15 +390,15 @@ static void dot_##FMT##_##MR##_##PRE(const struct dot_job *a, int m0, int p, con
     DOT_NIB(FMT, 5, 1) DOT_NIB(FMT, 6, 1) DOT_NIB(FMT, 7, 1) DOT_NIB(FMT, 8, 1)
 #define DOT_Q4S DOT_Q4(1, 0) DOT_Q4(2, 0) DOT_Q4(3, 0) DOT_Q4(4, 0) DOT_Q4(5, 0) DOT_Q4(6, 0) DOT_Q4(7, 0) DOT_Q4(8, 0) \
                 DOT_Q4(1, 1) DOT_Q4(2, 1) DOT_Q4(3, 1) DOT_Q4(4, 1) DOT_Q4(5, 1) DOT_Q4(6, 1) DOT_Q4(7, 1) DOT_Q4(8, 1)
-DOT_Q4S DOT_NIBS(P5) DOT_NIBS(P6) DOT_NIBS(P9) DOT_NIBS(P3)
+DOT_Q4S DOT_NIBS(P5) DOT_NIBS(P6) DOT_NIBS(P9) DOT_NIBS(P3) DOT_NIBS(P2)
 
 #define NIB_TILES(FMT)                                                                            \
     {{0, dot_##FMT##_1_0, dot_##FMT##_2_0, dot_##FMT##_3_0, dot_##FMT##_4_0, dot_##FMT##_5_0, dot_##FMT##_6_0, \
       dot_##FMT##_7_0, dot_##FMT##_8_0},                                                          \
      {0, dot_##FMT##_1_1, dot_##FMT##_2_1, dot_##FMT##_3_1, dot_##FMT##_4_1, dot_##FMT##_5_1, dot_##FMT##_6_1, \
       dot_##FMT##_7_1, dot_##FMT##_8_1}}
-static const dot_tile TILES_NIB[5][2][9] = {NIB_TILES(Q4), NIB_TILES(P5), NIB_TILES(P6), NIB_TILES(P9),
-                                            NIB_TILES(P3)};   /* 4, 5, 6, 9, 3 */
+static const dot_tile TILES_NIB[6][2][9] = {NIB_TILES(Q4), NIB_TILES(P5), NIB_TILES(P6), NIB_TILES(P9),
+                                            NIB_TILES(P3), NIB_TILES(P2)};   /* 4, 5, 6, 9, 3, 2 */
 #ifdef HEXA_VNNI   /* 8-bit codes as bytes: the int16 runs of 8 groups could saturate without VNNI */
 #define DOT_PRES(FMT) DOT_NIB(FMT, 1, 1) DOT_NIB(FMT, 2, 1) DOT_NIB(FMT, 3, 1) DOT_NIB(FMT, 4, 1) \
                       DOT_NIB(FMT, 5, 1) DOT_NIB(FMT, 6, 1) DOT_NIB(FMT, 7, 1) DOT_NIB(FMT, 8, 1)
@@ -437,8 +450,8 @@ static void dot_##NAME##_##MR##_##PRE(const struct dot_job *a, int m0, int p, co
     for (int blk = 0; blk < nb; blk++) {                                                          \
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);                                \
         if (!PRE) read_ahead(bp, bytes, end);                                                     \
-        float tmp[3 * PW];                                                                        \
-        const float *hd = PRE && HEAD_OF(bits) ? pre_head(pre, nb, QB, blk) : block_head(a->packed, bits, nb, p, blk, tmp), *d = hd; \
+        float tmp[HEAD_MAX * PW];                                                                        \
+        const float *hd = PRE && HEAD_OF(bits) ? pre_head(pre, bits, nb, QB, blk) : block_head(a->packed, bits, nb, p, blk, tmp), *d = hd; \
         __m256i isum[MR][2];                                                                      \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) isum[i][0] = isum[i][1] = _mm256_setzero_si256(); \
         _Pragma("GCC unroll 16") for (int kk = 0; kk < QB / 2; kk++) {                            \
@@ -518,7 +531,7 @@ static void dot_group(void *ctx, int g) {
     const int q8 = a->pairs, byte = BYTE_CODES(a->bits), codes = CODES(a->bits);
     const dot_tile (*tiles_of)[9] = q8 ? (TABLE_CODES(a->bits) ? TILES_QT : TILES_Q8)
                                     : TABLE_CODES(a->bits) ? TABLE_TILES(codes) : byte ? BYTE_TILES(codes)
-                                    : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : codes == 3 ? 4 : 0];
+                                    : TILES_NIB[codes == 5 ? 1 : codes == 6 ? 2 : codes == 9 ? 3 : codes == 3 ? 4 : codes == 2 ? 5 : 0];
     const int p_end = item_stop(a, g);
     const int lim = q8 ? ONE_Q8 : ONE_Q4, mr = q8 ? MR_Q8 : byte ? MR_B : MR_Q4;   /* table codes own: ONE_Q4 */
     /* tiles that decode their own codes where the format has them (VNNI's byte tiles are over pre
@@ -587,7 +600,7 @@ static void dot_rows(const float *x, const uint8_t *packed, const float *b, cons
     int32_t *qs = malloc(sizeof(int32_t) * (size_t)M * nb * 2);
     if (!codes || !scales || !qs) abort();
     struct quant_job q = {x, codes, scales, scales + (int64_t)M * nb, qs, row_bytes, K, nb, pairs,
-                          TILE_OFFSET(bits), SPLIT_SCALE(bits), k256};   /* what OFF_ and SPL_ are in its tiles */
+                          QS_OFFSET(bits), SPLIT_SCALE(bits), k256};   /* what OFF_ and SPL_ are in its tiles */
     if (M >= QUANT_PARALLEL) hexa_run(quantize_item, &q, M, threads);
     else for (int m = 0; m < M; m++) quantize_item(&q, m);
     const int P = (N + PW - 1) / PW;

@@ -72,12 +72,12 @@ static inline void pair_q7(const float *hd, const uint8_t *cp, int kk, __m256 *w
     }
 }
 
-/* The planes and layout 3 (layout.h: 5 Q5_1/Q5_K d * q + m, 9 Q5_0 d * q, 6 Q6_K and 3 Q3_K d * q with the d of the
-   input's half), from the block's codes u decoded into [input][column] bytes (codes.h's
+/* The planes and layouts 3, 2 (layout.h: 5 Q5_1/Q5_K d * q + m, 9 Q5_0 d * q, 6 Q6_K and 3 Q3_K d * q with the d of the
+   input's half, 2 Q2_K d * q + m with the d and m of the input's half), from the block's codes u decoded into [input][column] bytes (codes.h's
    block_codes): q = u - CODE_OFFSET in integers, then the same fp32 operations as the bytes took */
 static inline void pair_pl(const float *hd, const uint8_t *u, int kk, __m256 *w, int bits) {
     const float *d = hd + (SPLIT_SCALE(bits) && 2 * kk >= QB / 2 ? PW : 0);
-    const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_AT(bits) : 0);
+    const float *m = hd + (MIN_AT(bits) >= 0 ? MIN_OF(bits, 2 * kk) : 0);
     const __m256i off = _mm256_set1_epi32(CODE_OFFSET(bits));
     const __m128i *c = (const __m128i *)u + 2 * kk;
     for (int h = 0; h < 2; h++) {
@@ -96,6 +96,7 @@ static inline void pair_q5(const float *hd, const uint8_t *u, int kk, __m256 *w)
 static inline void pair_q6(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 6); }
 static inline void pair_q9(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 9); }
 static inline void pair_q3(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 3); }
+static inline void pair_q2(const float *hd, const uint8_t *u, int kk, __m256 *w) { pair_pl(hd, u, kk, w, 2); }
 
 #define TILE(FMT, MR, NPAN)                                                                       \
 static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const float *b,          \
@@ -107,7 +108,7 @@ static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const 
     const float *xr = x + (int64_t)m0 * K;                                                        \
     const int nb = K / QB;                                                                        \
     for (int blk = 0; blk < nb; blk++) {                                                          \
-        float tmp[NPAN][3 * PW];                                                                  \
+        float tmp[NPAN][HEAD_MAX * PW];                                                                  \
         const float *hd[NPAN];                                                                    \
         const uint8_t *cp[NPAN];                                                                  \
         _Alignas(32) uint8_t u[NPAN][QB * PW];                                                    \
@@ -137,7 +138,7 @@ static void tile_##FMT##_##MR##_##NPAN(const float *x, const uint8_t *pk, const 
 }
 #define TILES(FMT) TILE(FMT, 1, 1) TILE(FMT, 1, 3) TILE(FMT, 2, 1) TILE(FMT, 2, 3) TILE(FMT, 3, 1) \
                    TILE(FMT, 3, 2) TILE(FMT, 4, 1) TILE(FMT, 5, 1) TILE(FMT, 6, 1)
-TILES(q4) TILES(q8) TILES(q5) TILES(q6) TILES(q7) TILES(q9) TILES(q3)
+TILES(q4) TILES(q8) TILES(q5) TILES(q6) TILES(q7) TILES(q9) TILES(q3) TILES(q2)
 
 /* Rows [0, M) x panels [p0, p0+np), tiled as in packed_gemm.c: 6-row tiles panel by panel, 1-3
    leftover rows across several panels so the dequantized weights serve more accumulators. */
@@ -171,7 +172,7 @@ static void run_##FMT(void *ctx, int g) {                                       
 }
 
 struct quant_job { const float *x; const uint8_t *packed; const float *b, *res; float *y; int M, N, K, P, bits; };
-GROUP(q4) GROUP(q8) GROUP(q5) GROUP(q6) GROUP(q7) GROUP(q9) GROUP(q3)
+GROUP(q4) GROUP(q8) GROUP(q5) GROUP(q6) GROUP(q7) GROUP(q9) GROUP(q3) GROUP(q2)
 
 /* More rows than HEXA_QUANT_ROWS (prefill chunks, where the codes are the only copy of a weight):
    rebuild a work item's panels into the fp32 panel layout once, in a per-thread buffer, and run
@@ -183,7 +184,7 @@ static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, int bits, fl
     const int nb = K / QB;                                                                        \
     for (int q = 0; q < np; q++)                                                                  \
         for (int blk = 0; blk < nb; blk++) {                                                      \
-            float tmp[3 * PW];                                                                    \
+            float tmp[HEAD_MAX * PW];                                                                    \
             const float *hd = block_head(pk, bits, nb, p0 + q, blk, tmp);                         \
             const uint8_t *cp = block_at(pk, bits, nb, p0 + q, blk) + CODE_HEAD(bits);            \
             _Alignas(32) uint8_t u[QB * PW];                                                      \
@@ -200,7 +201,7 @@ static void rebuild_##FMT(const uint8_t *pk, int p0, int np, int K, int bits, fl
             }                                                                                     \
         }                                                                                         \
 }
-REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9) REBUILD(q3)
+REBUILD(q4) REBUILD(q8) REBUILD(q5) REBUILD(q6) REBUILD(q7) REBUILD(q9) REBUILD(q3) REBUILD(q2)
 
 static void run_rebuilt(void *ctx, int g) {
     const struct quant_job *a = ctx;
@@ -214,6 +215,7 @@ static void run_rebuilt(void *ctx, int g) {
     else if (codes == 7) rebuild_q7(a->packed, p0, np, a->K, a->bits, panels);
     else if (codes == 9) rebuild_q9(a->packed, p0, np, a->K, a->bits, panels);
     else if (codes == 3) rebuild_q3(a->packed, p0, np, a->K, a->bits, panels);
+    else if (codes == 2) rebuild_q2(a->packed, p0, np, a->K, a->bits, panels);
     else rebuild_q4(a->packed, p0, np, a->K, a->bits, panels);
     hexa_f32_group(a->x, panels, a->b, a->res, a->y, a->M, p0, np, a->N, a->K);
 }
@@ -226,6 +228,7 @@ void hexa_linear_quant(const float *x, const uint8_t *packed, const float *b, co
     struct quant_job a = {x, packed, b, res, y, M, N, K, P, bits};
     const int codes = READ_AS(bits);
     hexa_task task = M > HEXA_QUANT_ROWS ? run_rebuilt : codes == 8 ? run_q8 : codes == 5 ? run_q5
-                     : codes == 6 ? run_q6 : codes == 7 ? run_q7 : codes == 9 ? run_q9 : codes == 3 ? run_q3 : run_q4;
+                     : codes == 6 ? run_q6 : codes == 7 ? run_q7 : codes == 9 ? run_q9 : codes == 3 ? run_q3
+                     : codes == 2 ? run_q2 : run_q4;
     hexa_run(task, &a, (P + GP - 1) / GP, threads);
 }

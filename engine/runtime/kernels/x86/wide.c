@@ -82,7 +82,8 @@ WIDE_TARGET static void wide_interleave(void *ctx, int t) {
 
 /* rows [m0, m0+r) x panel p over pre (own: one tile a panel, which decodes the codes itself): r and
    own constants (the functions below), so acc and the sums stay in registers and each function
-   holds one of the two paths; split, off, has_min the format's flags (amx.h's), constants too.
+   holds one of the two paths; split, off, has_min the format's flags (amx.h's: has_min 2, an m
+   per 16 inputs), constants too.
    k256 (prompt rows of a K-quant, hexa_linear_prefill): the rows' scale dx is one per super-block
    of 8 blocks, so a block's float step is a convert and an FMA by d (zmm_step_k256) into acc, and
    dx multiplies acc into the row's sums (sum256, in memory: 3 x 12 rows' vectors would not fit the
@@ -106,8 +107,8 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
         const __m512i *w = own ? NULL : (const __m512i *)(pre + (int64_t)blk * QB / 2);   /* the block's 8 groups */
         const uint8_t *bp = block_at(a->packed, bits, nb, p, blk);
         if (own) read_ahead(bp, bytes, end);   /* as the ymm tiles */
-        float tmp[3 * PW];
-        const float *hd = !own && HEAD_OF(bits) ? pre_head(pre, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
+        float tmp[HEAD_MAX * PW];
+        const float *hd = !own && HEAD_OF(bits) ? pre_head(pre, bits, nb, QB / 2, blk) : block_head(a->packed, bits, nb, p, blk, tmp);
         __m512i s[WIDE_ROWS];
 #pragma GCC unroll 16
         for (int i = 0; i < r; i++) s[i] = _mm512_setzero_si512();
@@ -137,11 +138,17 @@ WIDE_TARGET static inline __attribute__((always_inline)) void wide_rows(const st
         }
         const __m512 d1 = zmm_join(split ? hd + PW : hd);
         const __m512 mn = min_at >= 0 ? zmm_join(hd + min_at) : _mm512_setzero_ps();
+        const __m512 mn1 = has_min == 2 ? zmm_join(hd + min_at + PW) : mn;   /* an m per 16 inputs: layout 2 */
 #pragma GCC unroll 16
         for (int i = 0; i < r; i++) {
             acc[i] = k256 ? zmm_step_k256(acc[i], s[i], off, sc[i].qs[1], d1)
                           : zmm_step(acc[i], s[i], off, sc[i].qs[1], d1, _mm512_set1_ps(sc[i].dx));
-            if (min_at >= 0) acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sc[i].sx), acc[i]);   /* k256: sx the codes' sum */
+            if (has_min == 2) {   /* the halves' m times dx * their sums of codes (dot.h's half_sx; never k256) */
+                acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sc[i].dx * (float)sc[i].qs[0]), acc[i]);
+                acc[i] = _mm512_fmadd_ps(mn1, _mm512_set1_ps(sc[i].dx * (float)sc[i].qs[1]), acc[i]);
+            } else if (min_at >= 0) {
+                acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sc[i].sx), acc[i]);   /* k256: sx the codes' sum */
+            }
         }
         if (k256 && blk % KSUPER == KSUPER - 1)   /* the super-block's sums times its dx */
 #pragma GCC unroll 16
@@ -198,6 +205,7 @@ typedef void (*wide_tile)(const struct wide_job *, int, int, const __m256i *);
 WIDE_OWNS(min, 0, 0, 1)
 WIDE_OWNS(offset, 0, 1, 0)   /* 9: Q5_0 */
 WIDE_OWNS(split, 1, 1, 0)    /* 6: Q6_K */
+WIDE_OWNS(half, 1, 0, 2)     /* 2: Q2_K */
 #define WIDE_OWN_ROWS 8   /* most rows of a one-tile call that decodes its own codes */
 _Static_assert(WIDE_ROWS == 12 && WIDE_OWN_ROWS == 8 && ONE_Q4 >= 6 && ONE_Q4 <= WIDE_OWN_ROWS && ONE_Q8 >= 6,
                "tiles over pre of 6-12 rows, one-tile calls of 6-8 (k256: 1-8)");
@@ -205,6 +213,7 @@ OVER_PRE(wide, min, 0, 0, 1, 0)       /* 4, 5: Q4_0/Q4_1/Q4_K, Q5_1/Q5_K */
 OVER_PRE(wide, offset, 0, 1, 0, 0)    /* 8, 9: Q8_0, Q5_0 */
 OVER_PRE(wide, split, 1, 1, 0, 0)     /* 6: Q6_K */
 OVER_PRE(wide, union, 1, 1, 1, 0)     /* 7: a projection of mixed types */
+OVER_PRE(wide, half, 1, 0, 2, 0)      /* 2: Q2_K */
 OVER_PRE(k256, min, 0, 0, 1, 1)       /* a K-quant's prompt rows: 4, 5 (Q4_K, Q5_K) */
 OVER_PRE(k256, split, 1, 1, 0, 1)     /* ... 6 (Q6_K) */
 K256_OWNS(min, 0, 0, 1)
@@ -215,16 +224,19 @@ K256_OWNS(split, 1, 1, 0)
 WIDE_TARGET static void wide_group(void *ctx, int g) {
     const struct wide_job *j = ctx;
     const struct dot_job *a = j->a;
-    const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0, has_min = MIN_AT(a->bits) >= 0;
+    const int split = SPLIT_SCALE(a->bits), off = TILE_OFFSET(a->bits) != 0;
+    const int has_min = MIN_HALF(a->bits) ? 2 : MIN_AT(a->bits) >= 0;
     const int p_end = item_stop(a, g);
     if (j->tiles == 1 && a->M <= WIDE_OWN_ROWS && !BYTE_CODES(a->bits)) {   /* one tile a panel, its own codes */
         const wide_tile *own = a->k256 ? (split ? k256_split_own : k256_min_own)   /* 1-8 rows */
-                                       : split ? wide_split_own : off ? wide_offset_own : wide_min_own;   /* 6-8 */
+                                       : split ? (has_min ? wide_half_own : wide_split_own)
+                                       : off ? wide_offset_own : wide_min_own;   /* 6-8 */
         for (int p = g * a->gp; p < p_end; p++) own[a->M](j, 0, p, NULL);
         return;
     }
     const wide_tile *tiles_of = a->k256 ? (split ? k256_split_pre : k256_min_pre)
-                                : split ? (has_min ? wide_union_pre : wide_split_pre) : off ? wide_offset_pre : wide_min_pre;
+                                : split ? (has_min == 2 ? wide_half_pre : has_min ? wide_union_pre : wide_split_pre)
+                                : off ? wide_offset_pre : wide_min_pre;
     __m256i *pre = aligned_alloc(64, pre_bytes(a));
     if (!pre) abort();
     for (int p = g * a->gp; p < p_end; p++) {
