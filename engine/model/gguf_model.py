@@ -10,6 +10,7 @@ from the header before anything else: a model hexa cannot run is refused in one 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import tempfile
@@ -124,6 +125,7 @@ class Weights:
 
     def __init__(self, r, config, kernel):
         self.t = {t.name: t for t in r.tensors}
+        self.file = getattr(r.data, "_mmap", None)   # the GGUF's mapping (np.memmap's)
         self.config, self.kernel = config, kernel
         self.native = self.fp32 = 0        # weights kept as codes / as fp32 panels
 
@@ -187,11 +189,21 @@ class Weights:
                     k = None if None in ks else tuple(np.concatenate([x[i] for x in ks], axis=1) for i in (0, 1))
                     codes, b = pack(b, d, m, q, k=k)
             self.native += N * K
+            self.drop_pages()
             return PackedWeight(None, (N, K), (codes, b), self.kernel)
         w = np.concatenate([np.asarray(quants.dequantize(data, self.t[n].tensor_type), np.float32).reshape(rows, k)
                             for n, (_, data, rows, k) in zip(names, parts)])
         self.fp32 += N * K
+        self.drop_pages()
         return self.kernel.pack(w)
+
+    def drop_pages(self) -> None:
+        """The GGUF's pages read so far out of this process's resident set (they stay in the page
+        cache; a later read maps them again): packed, a tensor's blocks are never read again, and
+        a first start of a Qwen2.5-1.5B-sized Q4_K_M file (986 MB) kept 963 MB of them resident
+        beside its packed codes, a 2.7 GB peak where later starts take 1.2."""
+        if self.file is not None and hasattr(mmap, "MADV_DONTNEED"):
+            self.file.madvise(mmap.MADV_DONTNEED)
 
 
 def _mix_layout(bits: set[int]) -> int | None:
