@@ -193,7 +193,7 @@ class CompactTransformer:
         first start, from the packed file beside ``folder``'s config afterwards. ``fits(config,
         weight bytes, fp32 bytes by type)`` is asked before either (``footprint.check_fits``: it raises
         when they cannot fit in memory)."""
-        from ..model import footprint, gguf_model, packed_weights
+        from ..model import footprint, gguf_model, gguf_tensors, packed_weights
 
         config = ModelConfig.from_dict(json.loads((folder / "config.json").read_text()))
         key = gguf_model.packed_key(kernel.build)
@@ -203,7 +203,7 @@ class CompactTransformer:
         state = packed_weights.load(folder, key)
         fresh = state is None
         if fresh:
-            r = gguf_model.reader(gguf)
+            r = gguf_tensors.TensorFile(gguf)
             if fits is not None:
                 fits(config, *footprint.packed_bytes(r))
             state = gguf_model.packed_state(r, config, kernel)
