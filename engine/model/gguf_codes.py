@@ -34,7 +34,7 @@ sign of a zero (Q4_0 with d < 0: ggml's (q - 8) * d is -0, d*q - 8d is +0; no pr
 | IQ1_S  | (d*(1+2sc)) * (grid + delta)    | 10     | d/8*(1+2sc); codes 8 * grid +- 1 (-9 .. 9)  |
 | IQ1_M  | the same, per 16 (delta per 8)  | 11     | as IQ2_XS; codes 8 * grid +- 1              |
 
-(Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43, Q2_K 0.63 for 0.33: 4 bits
+(Q3_K takes 4 bits a code, 0.59 bytes a weight for the GGUF's 0.43, Q2_K 0.69 for 0.33: 4 bits
 a code and four int8 head values a column and block; the IQ types' codes take 16
 values or fewer, each a 4-bit index into its table: 0.55-0.56 bytes a weight for IQ4 (the GGUF's
 0.53-0.56), 0.55 for IQ3_XXS (0.38), 0.55-0.64 for IQ2 (0.26-0.32) and IQ1 (0.20-0.22), where

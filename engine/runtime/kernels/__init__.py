@@ -73,7 +73,7 @@ class PackedWeight:
     """A weight [N, K] in the kernel's layout; ``w[ids]`` gives original rows back (the embedding
     lookup and the calibration head read rows of the tied output projection).
 
-    ``quant``/``bits``: the weight as codes in one of ``layout.h``'s layouts (bits 4-9, with
+    ``quant``/``bits``: the weight as codes in one of ``layout.h``'s layouts (bits 2-11, with
     HEXA_HEAD_F16 / HEXA_HEAD_K for compact heads) when it is exactly representable (a GGUF's
     quantized tensor, or fp32 weights that are exactly Q4_1 or Q8_0); the codes are then its only
     copy (``data`` is None: the kernels rebuild the fp32 weights from them bit for bit).

@@ -22,7 +22,7 @@
 #define HEXA_TOPK_MAX 32      /* most columns hexa_softmax_topk keeps per row */
 
 /* One decoder layer's weights. Projections are packed fp32 (bits 0, hexa_pack's layout) or codes
-   (layout.h: bits 4 (Q4_1), 8 (Q8_0), 3, 5-7, 9, 10 and 11, | a table, | HEAD_F16 or HEAD_K for compact heads); bqkv may be NULL. q_norm/k_norm (per-head
+   (layout.h: bits 4 (Q4_1), 8 (Q8_0), 2, 3, 5-7, 9, 10 and 11, | a table, | HEAD_F16 or HEAD_K for compact heads); bqkv may be NULL. q_norm/k_norm (per-head
    RMSNorm of q and k before RoPE: qwen3, gemma3), post_attn/post_ffn (RMSNorm of the attention's
    and the MLP's output before the residual add: gemma3) are NULL where the model has none.
    local: a sliding-window layer (gemma3), which reads the pass's local mask and RoPE rows. */

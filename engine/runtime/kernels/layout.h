@@ -37,7 +37,7 @@
      d[16] of inputs 0-15, d[16] of inputs 16-31, m[16] of inputs 0-15, m[16] of inputs 16-31:
      w = d*q + m. Q2_K's min is per 16 inputs, which no other layout holds (7's m is per 32), so
      its sums take each half block's sum of codes (MIN_HALF). A fused projection of Q2_K, Q3_K
-     (q + 4, m = -4d) and Q4_K / Q4_0 / Q4_1 parts is kept in it too. 0.63 bytes a weight with a
+     (q + 8, m = -8d) and Q4_K / Q4_0 / Q4_1 parts is kept in it too. 0.69 bytes a weight with a
      compact head where the GGUF has 0.33 (fp32 panels took 4);
    - 7, the union of them all: d[16] of inputs 0-15, d[16] of inputs 16-31, m[16], 8-bit codes:
      w = d*q + m. One fused projection whose parts are of different types (Q4_K_M's Q4_K q and k
