@@ -158,17 +158,7 @@ class Weights:
         if b is not None:
             if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak
                 kind, data, _, _ = parts[0]
-                step = max(PANEL, (1 << 22) // K // PANEL * PANEL)     # ~4M weights a slice
-
-                def slices(compact: bool):
-                    for r in range(0, N, step):
-                        rows = min(step, N - r)
-                        yield pack(b, *decode(kind, data[r:r + step], rows, K),
-                                   k=k_factors(kind, data[r:r + step], rows, K), compact=compact)
-                packed = list(slices(True))
-                if len({bits for _, bits in packed}) > 1:   # slices of other heads: one layout for all
-                    packed = list(slices(False))
-                codes, b = np.concatenate([c for c, _ in packed]), packed[0][1]
+                codes, b = self._sliced(kind, data, b, N, K, compact=True) or self._sliced(kind, data, b, N, K, compact=False)
             else:
                 decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
                 if b == 2:   # Q2_K with Q3_K / 4-bit parts
@@ -196,6 +186,28 @@ class Weights:
         self.fp32 += N * K
         self.drop_pages()
         return self.kernel.pack(w)
+
+    def _sliced(self, kind: str, data: np.ndarray, b: int, N: int, K: int, compact: bool):
+        """(codes, bits) of one big tensor packed ~4M weights at a time, each slice's codes written
+        into the whole weight's buffer (its panels' place: a slice is whole panels) as it is made,
+        so the peak is the packed weight and one slice; None where a slice takes another compact
+        head than the first (then the caller packs them all with fp32 heads). Holding the slices
+        and joining them took the packed head twice: Gemma-3-1B's 262k-row embedding, a first start
+        peaking at 1.57 GB where later starts take 1.01."""
+        step = max(PANEL, (1 << 22) // K // PANEL * PANEL)
+        size = self.kernel.fn["hexa_quant_bytes"]
+        out, bits = None, None
+        for r in range(0, N, step):
+            rows = min(step, N - r)
+            codes, got = pack(b, *decode(kind, data[r:r + step], rows, K),
+                              k=k_factors(kind, data[r:r + step], rows, K), compact=compact)
+            if out is None:
+                out, bits = np.empty(size(got, N, K), np.uint8), got
+            elif got != bits:
+                return None
+            at = size(bits, r, K)
+            out[at:at + codes.nbytes] = codes
+        return out, bits
 
     def drop_pages(self) -> None:
         """The GGUF's pages read so far out of this process's resident set (they stay in the page

@@ -174,3 +174,23 @@ def test_compact_bytes_per_weight():
     assert sizes["IQ3_S"] == sizes["Q4_K"]                                            # GGUF: 0.4297 (2u - 15: layout 4)
     assert sizes["IQ2_XS"] == sizes["IQ2_S"] == pytest.approx(0.6406, abs=1e-4)       # GGUF: 0.2891, 0.3203
     assert sizes["IQ1_S"] == sizes["IQ4_XS"] and sizes["IQ1_M"] == sizes["IQ2_XS"]    # GGUF: 0.1953, 0.2188
+
+
+def test_a_big_tensor_is_packed_in_slices_into_one_buffer(kernel, monkeypatch):
+    """An embedding of many rows is packed ~4M weights at a time, each slice written where its
+    panels go: the bytes of packing it whole; a slice whose compact head differs from the first's
+    gives None (the caller then packs every slice with fp32 heads, one layout for all)."""
+    import types
+
+    from engine.model import gguf_model
+
+    rows, K = 16 * 1100 + 5, 256            # two slices (16,384 rows: ~4M weights), the second ending mid-panel
+    data = blocks("Q4_K", rows, K, seed=7)
+    w = gguf_model.Weights(types.SimpleNamespace(tensors=[], data=None), types.SimpleNamespace(model_type="x"), kernel)
+    whole = pack(NATIVE["Q4_K"], *decode("Q4_K", data, rows, K), k=k_factors("Q4_K", data, rows, K))
+    sliced = w._sliced("Q4_K", data, NATIVE["Q4_K"], rows, K, compact=True)
+    assert sliced[1] == whole[1] == NATIVE["Q4_K"] | HEAD_K and np.array_equal(sliced[0], whole[0])
+    calls = iter(range(100))
+    real = gguf_model.pack
+    monkeypatch.setattr(gguf_model, "pack", lambda *a, **k: real(*a, **(k if next(calls) == 0 else k | {"compact": False})))
+    assert w._sliced("Q4_K", data, NATIVE["Q4_K"], rows, K, compact=True) is None
