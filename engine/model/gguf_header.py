@@ -34,14 +34,19 @@ class _Fields:
         if kind == 8:
             return self.text()
         if kind == 9:
-            inner, n = self.read("<I"), self.read("<Q")
-            if inner in self.SIZES:
-                self.f.seek(self.SIZES[inner] * n, 1)
-            else:
-                for _ in range(n):
-                    self.value(inner)
+            self.skip_array()
             return None
         return self.read(self.FORMATS[kind])
+
+    def skip_array(self) -> int:
+        """An array's values skipped (a vocabulary's strings one by one); returns its length."""
+        inner, n = self.read("<I"), self.read("<Q")
+        if inner in self.SIZES:
+            self.f.seek(self.SIZES[inner] * n, 1)
+        else:
+            for _ in range(n):
+                self.value(inner)
+        return n
 
 
 def _readable(path: Path, fn):
@@ -72,6 +77,22 @@ def header_value(path: Path, key: str):
                 values[name] = found
         return values if key is None else None
     return _readable(path, find)
+
+
+def metadata(path: Path) -> tuple[dict, dict[str, int]]:
+    """(every key's scalar or string value, every array key's length) of a GGUF's header: what
+    its config is made of, without GGUFReader's object per vocabulary entry (a first start of
+    Gemma-3-270M, 262k tokens, peaked at 1.0 GB reading its config where later starts take 0.44)."""
+    def read(h: _Fields) -> tuple[dict, dict[str, int]]:
+        values, lengths = {}, {}
+        for _ in range(h.keys):
+            name, kind = h.text(), h.read("<I")
+            if kind == 9:
+                lengths[name] = h.skip_array()
+            else:
+                values[name] = h.value(kind)
+        return values, lengths
+    return _readable(path, read)
 
 
 def tensor_types(path: Path) -> dict[str, int]:

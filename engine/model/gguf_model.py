@@ -21,7 +21,8 @@ import numpy as np
 
 from ..errors import EngineError
 from .gguf_codes import MAPPING, NATIVE, as_layout2, as_layout7, decode, k_factors, layout, pack
-from .gguf_header import check_architecture
+from .gguf_header import check_architecture, metadata
+from .gguf_tensors import TensorFile
 from ..runtime.kernels import PANEL
 from .source import ModelSource
 
@@ -30,24 +31,14 @@ GEMMA3_LOCAL_BASE = 10000.0   # llama.cpp's gemma3: local layers' RoPE base (not
 GEMMA3_PATTERN = 6            # llama.cpp's gemma3: every 6th layer global, the rest sliding-window
 
 
-def reader(path: Path):
-    import gguf
-    try:
-        return gguf.GGUFReader(path)
-    except Exception as exc:   # truncated, not a GGUF, an unknown version
-        raise EngineError(f"{path.name}: not a readable GGUF file ({exc.__class__.__name__})") from None
-
-
-def field(r, key: str, default=None):
-    f = r.fields.get(key)
-    return default if f is None else f.contents()
-
-
-def config_dict(r, label: str) -> dict:
-    """The transformers-style config ``ModelConfig.from_dict`` reads, from the GGUF's metadata."""
-    arch = field(r, "general.architecture")
-    a = lambda key, default=None: field(r, f"{arch}.{key}", default)   # noqa: E731
-    tensors = {t.name: t for t in r.tensors}
+def config_dict(path: Path, label: str) -> dict:
+    """The transformers-style config ``ModelConfig.from_dict`` reads, from the GGUF's metadata
+    (``gguf_header.metadata``) and tensors (``gguf_tensors``)."""
+    values, lengths = metadata(path)
+    field = values.get
+    arch = field("general.architecture")
+    a = lambda key, default=None: field(f"{arch}.{key}", default)   # noqa: E731
+    tensors = {t.name: t for t in TensorFile(path).tensors}
     heads = int(a("attention.head_count"))
     hidden = int(a("embedding_length"))
     scaling = a("rope.scaling.type")
@@ -56,9 +47,9 @@ def config_dict(r, label: str) -> dict:
     rope = {"rope_theta": float(a("rope.freq_base", 10000.0))}
     if "rope_freqs.weight" in tensors:   # Llama 3.x: per-frequency divisors (its rope_scaling, precomputed)
         rope["factors"] = [float(x) for x in np.asarray(tensors["rope_freqs.weight"].data, np.float32)]
-    eos = [int(x) for x in (field(r, "tokenizer.ggml.eos_token_id"), field(r, "tokenizer.ggml.eot_token_id"))
+    eos = [int(x) for x in (field("tokenizer.ggml.eos_token_id"), field("tokenizer.ggml.eot_token_id"))
            if x is not None]
-    vocab = a("vocab_size") or len(field(r, "tokenizer.ggml.tokens", []))
+    vocab = a("vocab_size") or lengths.get("tokenizer.ggml.tokens", 0)
     layers = int(a("block_count"))
     extra = {}
     if arch == "gemma3":
@@ -96,7 +87,7 @@ def entry(source: ModelSource, cache_root: Path, progress: Progress | None = Non
     folder = entry_dir(source, cache_root)
     if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
         return folder
-    config = config_dict(reader(source.path), source.name) | {"hexa_name": source.name}
+    config = config_dict(source.path, source.name) | {"hexa_name": source.name}
     if progress:
         progress(f"reading {source.name}'s tokenizer (first run only)")
     Path(cache_root).mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import pytest
 from engine.bench.random_gguf import Shape, write
 from engine.errors import EngineError
 from engine.model.footprint import check_fits, kv_bytes, packed_bytes
-from engine.model.gguf_model import reader
+from engine.model.gguf_tensors import TensorFile
 from engine.model.source import embedded_gguf
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ TINY = Shape("qwen2", 256, 2, 4, 2, 64, 512)
 def test_the_estimate_is_what_the_loaded_weights_take(engine):
     """The embedded model's weights, measured before packing them, against the loaded model's
     own count of its weight bytes."""
-    estimate, fp32 = packed_bytes(reader(embedded_gguf()))
+    estimate, fp32 = packed_bytes(TensorFile(embedded_gguf()))
     held = engine.resident_bytes()["weights"]
     assert fp32 == {}
     assert abs(estimate - held) <= 0.03 * held, (estimate, held)
@@ -30,7 +30,7 @@ def test_the_estimate_is_what_the_loaded_weights_take(engine):
 
 def test_f16_matrices_count_four_bytes_a_weight(tmp_path):
     path = write(tmp_path / "f16.gguf", TINY, "F16")
-    r = reader(path)
+    r = TensorFile(path)
     matrices = sum(int(np.prod(t.shape)) for t in r.tensors if len(t.shape) >= 2)
     vectors = sum(int(np.prod(t.shape)) for t in r.tensors if len(t.shape) < 2)
     total, fp32 = packed_bytes(r)
@@ -76,13 +76,13 @@ def test_the_headers_tensor_types_are_the_readers(tmp_path):
     """``tensor_types`` parses the tensor infos itself (no GGUFReader, whose vocabulary objects
     take seconds): the same weights by type as the gguf package's reader, and its type table is
     the package's enum."""
-    from gguf import GGMLQuantizationType
+    from gguf import GGMLQuantizationType, GGUFReader
 
     from engine.model.gguf_header import GGML_TYPES, tensor_types
     assert all(GGMLQuantizationType(k).name == name for k, name in GGML_TYPES.items())
     for path in (embedded_gguf(), write(tmp_path / "f16.gguf", TINY, "F16")):
         counted: dict[str, int] = {}
-        for t in reader(path).tensors:
+        for t in GGUFReader(path).tensors:
             counted[t.tensor_type.name] = counted.get(t.tensor_type.name, 0) + int(np.prod(t.shape))
         assert tensor_types(path) == counted
 

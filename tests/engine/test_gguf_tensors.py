@@ -38,3 +38,23 @@ def test_a_cut_file_is_one_line(tmp_path):
         with pytest.raises(EngineError) as error:
             TensorFile(bad)
         assert str(error.value).startswith(f"{bad.name}: not a readable GGUF file") and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("shape", ["embedded", "gemma3"])
+def test_the_headers_metadata_is_the_readers(tmp_path, shape):
+    """``gguf_header.metadata`` (what a first start's config is made of): every scalar and
+    string GGUFReader reads, and every array's length, without an object per vocabulary entry."""
+    from engine.model.gguf_header import metadata
+
+    path = embedded_gguf() if shape == "embedded" else write(tmp_path / "g.gguf", Shape("gemma3", 256, 2, 4, 1, 64, 512), "Q8_0")
+    values, lengths = metadata(path)
+    fields = gguf.GGUFReader(path).fields
+    for name, f in fields.items():
+        if name.startswith("GGUF."):         # the reader's own entries (version, counts)
+            continue
+        if f.types and f.types[0] == gguf.GGUFValueType.ARRAY:
+            assert lengths[name] == len(f.data), name
+        else:
+            want = f.contents()
+            assert values[name] == (pytest.approx(want) if isinstance(want, float) else want), name
+    assert set(values) | set(lengths) == {n for n in fields if not n.startswith("GGUF.")}
