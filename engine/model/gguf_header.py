@@ -79,29 +79,25 @@ def header_value(path: Path, key: str):
     return _readable(path, find)
 
 
-def metadata(path: Path) -> tuple[dict, dict[str, int]]:
-    """(every key's scalar or string value, every array key's length) of a GGUF's header: what
-    its config is made of, without GGUFReader's object per vocabulary entry (reading Gemma-3-270M's
-    config that way, 262k tokens, took a first load to 743 MB; 582 without it)."""
-    def read(h: _Fields) -> tuple[dict, dict[str, int]]:
-        values, lengths = {}, {}
-        for _ in range(h.keys):
-            name, kind = h.text(), h.read("<I")
-            if kind == 9:
-                lengths[name] = h.skip_array()
-            else:
-                values[name] = h.value(kind)
-        return values, lengths
-    return _readable(path, read)
+def read_metadata(h: _Fields) -> tuple[dict, dict[str, int]]:
+    """(every key's scalar or string value, every array key's length) of the header at h, which is
+    then at its tensor infos: a GGUF's config without GGUFReader's object per vocabulary entry
+    (reading Gemma-3-270M's config that way, 262k tokens, took a first load to 743 MB; 582 without)."""
+    values, lengths = {}, {}
+    for _ in range(h.keys):
+        name, kind = h.text(), h.read("<I")
+        if kind == 9:
+            lengths[name] = h.skip_array()
+        else:
+            values[name] = h.value(kind)
+    return values, lengths
 
 
 def tensor_types(path: Path) -> dict[str, int]:
     """The weights of the GGUF's tensors by type name (F16, Q4_K, ...), from the tensor infos after
     the metadata (the vocabulary's strings are skipped one by one: ~0.3 s for 262k tokens)."""
     def count(h: _Fields) -> dict[str, int]:
-        for _ in range(h.keys):
-            h.text()
-            h.value(h.read("<I"))
+        read_metadata(h)
         out: dict[str, int] = {}
         for _ in range(h.tensors):
             h.text()

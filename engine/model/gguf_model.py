@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import EngineError
 from .gguf_codes import MAPPING, NATIVE, as_layout2, as_layout7, decode, k_factors, layout, pack
-from .gguf_header import check_architecture, metadata
+from .gguf_header import check_architecture
 from .gguf_tensors import TensorFile
 from ..runtime.kernels import PANEL
 from .source import ModelSource
@@ -32,13 +32,13 @@ GEMMA3_PATTERN = 6            # llama.cpp's gemma3: every 6th layer global, the 
 
 
 def config_dict(path: Path, label: str) -> dict:
-    """The transformers-style config ``ModelConfig.from_dict`` reads, from the GGUF's metadata
-    (``gguf_header.metadata``) and tensors (``gguf_tensors``)."""
-    values, lengths = metadata(path)
-    field = values.get
+    """The transformers-style config ``ModelConfig.from_dict`` reads, from the GGUF's metadata and
+    tensors (``gguf_tensors``: one pass over the header)."""
+    f = TensorFile(path)
+    field = f.values.get
     arch = field("general.architecture")
     a = lambda key, default=None: field(f"{arch}.{key}", default)   # noqa: E731
-    tensors = {t.name: t for t in TensorFile(path).tensors}
+    tensors = {t.name: t for t in f.tensors}
     heads = int(a("attention.head_count"))
     hidden = int(a("embedding_length"))
     scaling = a("rope.scaling.type")
@@ -49,7 +49,7 @@ def config_dict(path: Path, label: str) -> dict:
         rope["factors"] = [float(x) for x in np.asarray(tensors["rope_freqs.weight"].data, np.float32)]
     eos = [int(x) for x in (field("tokenizer.ggml.eos_token_id"), field("tokenizer.ggml.eot_token_id"))
            if x is not None]
-    vocab = a("vocab_size") or lengths.get("tokenizer.ggml.tokens", 0)
+    vocab = a("vocab_size") or f.lengths.get("tokenizer.ggml.tokens", 0)
     layers = int(a("block_count"))
     extra = {}
     if arch == "gemma3":

@@ -1,5 +1,5 @@
-"""A GGUF's tensors over one read-only mapping of the file, for packing them: the tensor infos read
-from the header (``gguf_header``'s field reader), no metadata objects. GGUFReader builds an object
+"""A GGUF's tensors over one read-only mapping of the file, for its config and for packing them: the
+metadata and tensor infos read from the header (``gguf_header``'s field reader), no objects per entry. GGUFReader builds an object
 for every vocabulary entry, which packing never reads: a first start held them beside the packed
 codes (~160 MB for a 151k-token vocabulary, ~0.8 GB for Gemma's 262k). The tensors are GGUFReader's
 own: the same names, types, shapes and data views (``tests/engine/test_footprint.py`` compares them)."""
@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import EngineError
-from .gguf_header import _Fields, _readable
+from .gguf_header import _Fields, _readable, read_metadata
 
 ALIGNMENT = 32   # GGUF's default, unless general.alignment says otherwise
 
@@ -24,11 +24,12 @@ class Tensor(NamedTuple):
 
 
 class TensorFile:
-    """``tensors`` and ``data`` (the np.memmap they view) of the GGUF at ``path``; EngineError in
-    one line where it is not a readable GGUF."""
+    """``tensors`` and ``data`` (the np.memmap they view) of the GGUF at ``path``, and its header's
+    ``values`` and array ``lengths`` (``read_metadata``); EngineError in one line where it is not a
+    readable GGUF."""
 
     def __init__(self, path: Path) -> None:
-        infos, start = _readable(path, _tensor_infos)
+        (self.values, self.lengths), infos, start = _readable(path, _header)
         self.data = np.memmap(path, mode="r")
         try:
             self.tensors = [_tensor(self.data, start, *info) for info in infos]
@@ -36,21 +37,17 @@ class TensorFile:
             raise EngineError(f"{Path(path).name}: not a readable GGUF file ({exc.__class__.__name__})") from None
 
 
-def _tensor_infos(h: _Fields) -> tuple[list[tuple], int]:
-    """([(name, dims, type, offset)], where the tensors' data starts) of the header at h"""
-    alignment = ALIGNMENT
-    for _ in range(h.keys):
-        name, kind = h.text(), h.read("<I")
-        value = h.value(kind)
-        if name == "general.alignment" and value:
-            alignment = int(value)
+def _header(h: _Fields) -> tuple[tuple[dict, dict[str, int]], list[tuple], int]:
+    """(the metadata, [(name, dims, type, offset)], where the tensors' data starts) of the header at h"""
+    metadata = read_metadata(h)
+    alignment = int(metadata[0].get("general.alignment") or ALIGNMENT)
     infos = []
     for _ in range(h.tensors):
         name = h.text()
         dims = [h.read("<Q") for _ in range(h.read("<I"))]
         infos.append((name, dims, h.read("<I"), h.read("<Q")))
     at = h.f.tell()
-    return infos, -(-at // alignment) * alignment
+    return metadata, infos, -(-at // alignment) * alignment
 
 
 _TYPED = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.int8, "I16": np.int16,

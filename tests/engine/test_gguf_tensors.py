@@ -42,12 +42,11 @@ def test_a_cut_file_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("shape", ["embedded", "gemma3"])
 def test_the_headers_metadata_is_the_readers(tmp_path, shape):
-    """``gguf_header.metadata`` (what a first start's config is made of): every scalar and
-    string GGUFReader reads, and every array's length, without an object per vocabulary entry."""
-    from engine.model.gguf_header import metadata
-
+    """The header's metadata (``read_metadata``: what a first start's config is made of): every
+    scalar and string GGUFReader reads, and every array's length, without an object per entry."""
     path = embedded_gguf() if shape == "embedded" else write(tmp_path / "g.gguf", Shape("gemma3", 256, 2, 4, 1, 64, 512), "Q8_0")
-    values, lengths = metadata(path)
+    f = TensorFile(path)
+    values, lengths = f.values, f.lengths
     fields = gguf.GGUFReader(path).fields
     for name, f in fields.items():
         if name.startswith("GGUF."):         # the reader's own entries (version, counts)

@@ -112,9 +112,10 @@ amx_float(const struct dot_job *a, int m0, int r, int p, const __m256i *pre, int
         if (split)
             acc[i] = zmm_step(acc[i], _mm512_load_si512((const void *)sums[0][i]), off, qs[2 * (int64_t)i * nb], d0, dxi);
         acc[i] = zmm_step(acc[i], _mm512_load_si512((const void *)sums[1][i]), off, qs[2 * (int64_t)i * nb + 1], d1, dxi);
-        if (has_min == 2) {   /* the halves' m times dx * their sums of codes (dot.h's half_sx) */
-            acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(dx[(int64_t)i * nb] * (float)qs[2 * (int64_t)i * nb]), acc[i]);
-            acc[i] = _mm512_fmadd_ps(mn1, _mm512_set1_ps(dx[(int64_t)i * nb] * (float)qs[2 * (int64_t)i * nb + 1]), acc[i]);
+        if (has_min == 2) {   /* the halves' m times dx * their sums of codes */
+            const int64_t at = (int64_t)(m0 + i) * nb + blk;
+            acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(half_sx(a, at, 0)), acc[i]);
+            acc[i] = _mm512_fmadd_ps(mn1, _mm512_set1_ps(half_sx(a, at, 1)), acc[i]);
         } else if (min_at >= 0) {
             acc[i] = _mm512_fmadd_ps(mn, _mm512_set1_ps(sx[(int64_t)i * nb]), acc[i]);
         }
