@@ -93,6 +93,42 @@ def read_metadata(h: _Fields) -> tuple[dict, dict[str, int]]:
     return values, lengths
 
 
+# ggml's scalar types as ``array`` type codes: an array of them is read in one call
+_ARRAY_CODES = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "B", 10: "Q", 11: "q", 12: "d"}
+
+
+def read_arrays(path: Path, keys: tuple[str, ...]) -> tuple[dict, dict[str, list]]:
+    """(every scalar and string value, the arrays named in ``keys`` as lists) of a GGUF's metadata:
+    a tokenizer's vocabulary read as plain strings (GGUFReader's object per entry held ~0.2 GB for
+    Gemma's 262k tokens); the other arrays are skipped. EngineError in one line if unreadable."""
+    import sys
+    from array import array
+
+    def read(h: _Fields):
+        values, arrays = {}, {}
+        for _ in range(h.keys):
+            name, kind = h.text(), h.read("<I")
+            if kind != 9:
+                values[name] = h.value(kind)
+            elif name not in keys:
+                h.skip_array()
+            else:
+                inner, n = h.read("<I"), h.read("<Q")
+                if inner == 8:
+                    arrays[name] = [h.text() for _ in range(n)]
+                elif inner in _ARRAY_CODES:
+                    items = array(_ARRAY_CODES[inner], h.f.read(h.SIZES[inner] * n))
+                    if len(items) != n:
+                        raise ValueError(f"array {name} is cut")
+                    if sys.byteorder != "little":
+                        items.byteswap()
+                    arrays[name] = [bool(x) for x in items] if inner == 7 else items.tolist()
+                else:
+                    raise ValueError(f"array {name} of arrays")
+        return values, arrays
+    return _readable(path, read)
+
+
 def tensor_types(path: Path) -> dict[str, int]:
     """The weights of the GGUF's tensors by type name (F16, Q4_K, ...), from the tensor infos after
     the metadata (the vocabulary's strings are skipped one by one: ~0.3 s for 262k tokens)."""

@@ -27,7 +27,7 @@ print(json.dumps({"torch": "torch" in sys.modules, "transformers": "transformers
 
 @pytest.mark.slow
 def test_a_first_start_from_the_gguf_and_its_decoding_import_no_torch(engine, tmp_path):
-    """A fresh model cache: the tokenizer is read from the GGUF (transformers, in a process of its
+    """A fresh model cache: the tokenizer is read from the GGUF (in a process of its
     own), the weights packed from its codes, then one request decoded; the engine's process never
     imported torch or transformers."""
     if engine.model.native is None:
