@@ -2,6 +2,8 @@
 ggml's own dequantized weights exactly, and the packed bytes are the layout the kernels read."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
@@ -194,3 +196,28 @@ def test_a_big_tensor_is_packed_in_slices_into_one_buffer(kernel, monkeypatch):
     real = gguf_model.pack
     monkeypatch.setattr(gguf_model, "pack", lambda *a, **k: real(*a, **(k if next(calls) == 0 else k | {"compact": False})))
     assert w._sliced("Q4_K", data, NATIVE["Q4_K"], rows, K, compact=True) is None
+
+
+def _file_pages_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("RssFile")) / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="no /proc here")
+def test_a_big_tensor_read_in_slices_leaves_its_pages_out_of_the_resident_set(kernel, tmp_path):
+    """Each slice's blocks leave the resident set once packed (madvise): reading a big embedding
+    whole kept all of its pages resident beside the packed weight (Gemma-3-270M: 170 MB more)."""
+    import types
+
+    from engine.bench.random_gguf import Shape, write
+    from engine.model import gguf_model
+    from engine.model.gguf_tensors import TensorFile
+
+    path = write(tmp_path / "e.gguf", Shape("qwen2", 512, 1, 8, 2, 64, 512), "Q8_0")    # 49,152 x 512 Q8_0
+    r = TensorFile(path)
+    w = gguf_model.Weights(r, types.SimpleNamespace(model_type="qwen2"), kernel)
+    _, data, N, K = w.rows("token_embd.weight")
+    before = _file_pages_mb()
+    codes, _ = w._sliced("Q8_0", data, NATIVE["Q8_0"], N, K, compact=True)
+    tensor_mb = data.nbytes / 2**20                                     # 26.7 MB, 4 slices
+    assert codes.nbytes > 0 and _file_pages_mb() - before < tensor_mb / 3
