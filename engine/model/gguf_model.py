@@ -147,30 +147,8 @@ class Weights:
         N, K = sum(p[2] for p in parts), parts[0][3]
         b = None if None in bits or K % 32 else _mix_layout(bits)
         if b is not None:
-            if len(parts) == 1:   # one tensor (an embedding of 262k rows): packed in slices, a bounded peak
-                kind, data, _, _ = parts[0]
-                codes, b = self._sliced(kind, data, b, N, K, compact=True) or self._sliced(kind, data, b, N, K, compact=False)
-            else:
-                decoded = [decode(kind, data, n, k) for kind, data, n, k in parts]
-                if b == 2:   # Q2_K with Q3_K / 4-bit parts
-                    ks = [k_factors(kind, data, n, kk) for kind, data, n, kk in parts]
-                    decoded = [as_layout2(NATIVE[kind], *x, k=kx) for (kind, *_), x, kx in zip(parts, decoded, ks)]
-                    d, m, q = (np.concatenate([x[i] for x in decoded]) for i in range(3))
-                    k = None if any(x[3] is None for x in decoded) else tuple(
-                        np.concatenate([x[3][i] for x in decoded], axis=1) for i in (0, 1))
-                    codes, b = pack(2, d, m, q, k=k)
-                elif b == 7:
-                    decoded = [as_layout7(NATIVE[kind], *x) for (kind, *_), x in zip(parts, decoded)]
-                    d, m, m2, q = (np.concatenate([x[i] for x in decoded]) for i in range(4))
-                    codes, b = pack(7, d, m, q, m2)
-                else:
-                    d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
-                    m = np.concatenate([x[1] for x in decoded]) if layout(b) not in (8, 9, 10) else None
-                    ks = [k_factors(kind, data, n, kk) for kind, data, n, kk in parts]
-                    k = None if None in ks else tuple(np.concatenate([x[i] for x in ks], axis=1) for i in (0, 1))
-                    codes, b = pack(b, d, m, q, k=k)
+            codes, b = self._sliced(parts, b, N, K)
             self.native += N * K
-            self.drop_pages()
             return PackedWeight(None, (N, K), (codes, b), self.kernel)
         w = np.concatenate([np.asarray(quants.dequantize(data, self.t[n].tensor_type), np.float32).reshape(rows, k)
                             for n, (_, data, rows, k) in zip(names, parts)])
@@ -178,28 +156,32 @@ class Weights:
         self.drop_pages()
         return self.kernel.pack(w)
 
-    def _sliced(self, kind: str, data: np.ndarray, b: int, N: int, K: int, compact: bool):
-        """(codes, bits) of one big tensor packed ~4M weights at a time, each slice's codes written
-        into the whole weight's buffer (its panels' place: a slice is whole panels) as it is made,
-        so the peak is the packed weight and one slice; None where a slice takes another compact
-        head than the first (then the caller packs them all with fp32 heads). Holding the slices
-        and joining them took the packed head twice: with Gemma-3-1B's 262k-row embedding a start
-        that packs peaked at 1.57 GB, now 0.92 (later starts 1.01 with their generation)."""
-        step = max(PANEL, (1 << 22) // K // PANEL * PANEL)
+    # the heads a sliced weight tries, in turn: (with a K-quant's factors, compact); slices that
+    # choose different heads go to the next, which is the choice packing the whole weight makes
+    HEAD_TRIES = ((True, True), (False, True), (False, False))
+
+    def _sliced(self, parts: list, b: int, N: int, K: int) -> tuple[np.ndarray, int]:
+        """(codes, bits) of the row-stacked ``parts`` packed ~4M weights at a time, each slice's
+        codes written into the whole weight's buffer (its panels' place) as it is made and its
+        blocks' pages dropped, so the peak is the packed weight and one slice. Holding the slices
+        and joining them took the packed head twice (Gemma-3-1B's 262k-row embedding: a first
+        start at 1.57 GB, then 0.92); packing a fused gate/up whole took ~170 MB of temporaries
+        (a Q2_K file of Qwen2.5's widths: its first start at 422 MB, a later one at 280)."""
         size = self.kernel.fn["hexa_quant_bytes"]
-        out, bits = None, None
-        for r in range(0, N, step):
-            rows = min(step, N - r)
-            codes, got = pack(b, *decode(kind, data[r:r + step], rows, K),
-                              k=k_factors(kind, data[r:r + step], rows, K), compact=compact)
-            if out is None:
-                out, bits = np.empty(size(got, N, K), np.uint8), got
-            elif got != bits:
-                return None
-            at = size(bits, r, K)
-            out[at:at + codes.nbytes] = codes
-            self.drop_pages()   # the slice's blocks: Gemma-3-270M's embedding held 170 MB of them at the end
-        return out, bits
+        for use_k, compact in self.HEAD_TRIES:
+            out, bits = None, None
+            for row, pieces in _slices(parts, K):
+                codes, got = _codes(b, pieces, K, len(parts) > 1, use_k, compact)
+                if out is None:
+                    out, bits = np.empty(size(got, N, K), np.uint8), got
+                elif got != bits:
+                    break
+                at = size(bits, row, K)
+                out[at:at + codes.nbytes] = codes
+                self.drop_pages()
+            else:
+                return out, bits
+        raise AssertionError("fp32 heads are one choice for every slice")
 
     def drop_pages(self) -> None:
         """The GGUF's pages read so far out of this process's resident set (they stay in the page
@@ -208,6 +190,44 @@ class Weights:
         beside its packed codes, a 2.7 GB peak where later starts take 1.2."""
         if self.file is not None and hasattr(mmap, "MADV_DONTNEED"):
             self.file.madvise(mmap.MADV_DONTNEED)
+
+
+def _slices(parts: list, K: int) -> list[tuple[int, list]]:
+    """[(first row, [(type, blocks, rows)])]: ~4M weights at a time, within one part (each part's
+    rows start a panel); every part in one slice where one does not."""
+    if any(n % PANEL for _, _, n, _ in parts[:-1]):
+        return [(0, [(kind, data, n) for kind, data, n, _ in parts])]
+    step = max(PANEL, (1 << 22) // K // PANEL * PANEL)
+    out, at = [], 0
+    for kind, data, n, _ in parts:
+        out += [(at + r, [(kind, data[r:r + step], min(step, n - r))]) for r in range(0, n, step)]
+        at += n
+    return out
+
+
+def _codes(b: int, pieces: list, K: int, fused: bool, use_k: bool, compact: bool) -> tuple[np.ndarray, int]:
+    """(codes, bits) of ``pieces`` [(type, blocks, rows)] stacked in layout ``b``; a fused
+    projection's parts converted to it exactly (Q3_K/4-bit parts into Q2_K's layout 2, mixed
+    K-quants into layout 7); a K-quant's factors for a compact head where ``use_k``."""
+    if not fused:
+        (kind, data, n), = pieces
+        return pack(b, *decode(kind, data, n, K), k=k_factors(kind, data, n, K) if use_k else None, compact=compact)
+    decoded = [decode(kind, data, n, K) for kind, data, n in pieces]
+    ks = [k_factors(kind, data, n, K) if use_k else None for kind, data, n in pieces]
+    if b == 2:   # Q2_K with Q3_K / 4-bit parts
+        decoded = [as_layout2(NATIVE[kind], *x, k=kx) for (kind, *_), x, kx in zip(pieces, decoded, ks)]
+        d, m, q = (np.concatenate([x[i] for x in decoded]) for i in range(3))
+        k = None if any(x[3] is None for x in decoded) else tuple(
+            np.concatenate([x[3][i] for x in decoded], axis=1) for i in (0, 1))
+        return pack(2, d, m, q, k=k, compact=compact)
+    if b == 7:
+        decoded = [as_layout7(NATIVE[kind], *x) for (kind, *_), x in zip(pieces, decoded)]
+        d, m, m2, q = (np.concatenate([x[i] for x in decoded]) for i in range(4))
+        return pack(7, d, m, q, m2, compact=compact)
+    d, q = (np.concatenate([x[i] for x in decoded]) for i in (0, 2))
+    m = np.concatenate([x[1] for x in decoded]) if layout(b) not in (8, 9, 10) else None
+    k = None if None in ks else tuple(np.concatenate([x[i] for x in ks], axis=1) for i in (0, 1))
+    return pack(b, d, m, q, k=k, compact=compact)
 
 
 def _mix_layout(bits: set[int]) -> int | None:

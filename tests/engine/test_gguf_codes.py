@@ -180,8 +180,8 @@ def test_compact_bytes_per_weight():
 
 def test_a_big_tensor_is_packed_in_slices_into_one_buffer(kernel, monkeypatch):
     """An embedding of many rows is packed ~4M weights at a time, each slice written where its
-    panels go: the bytes of packing it whole; a slice whose compact head differs from the first's
-    gives None (the caller then packs every slice with fp32 heads, one layout for all)."""
+    panels go: the bytes of packing it whole; slices whose compact heads differ are packed again
+    with the head packing it whole chooses (here fp32 heads, one layout for all)."""
     import types
 
     from engine.model import gguf_model
@@ -190,12 +190,33 @@ def test_a_big_tensor_is_packed_in_slices_into_one_buffer(kernel, monkeypatch):
     data = blocks("Q4_K", rows, K, seed=7)
     w = gguf_model.Weights(types.SimpleNamespace(tensors=[], data=None), types.SimpleNamespace(model_type="x"), kernel)
     whole = pack(NATIVE["Q4_K"], *decode("Q4_K", data, rows, K), k=k_factors("Q4_K", data, rows, K))
-    sliced = w._sliced("Q4_K", data, NATIVE["Q4_K"], rows, K, compact=True)
+    sliced = w._sliced([("Q4_K", data, rows, K)], NATIVE["Q4_K"], rows, K)
     assert sliced[1] == whole[1] == NATIVE["Q4_K"] | HEAD_K and np.array_equal(sliced[0], whole[0])
     calls = iter(range(100))
     real = gguf_model.pack
-    monkeypatch.setattr(gguf_model, "pack", lambda *a, **k: real(*a, **(k if next(calls) == 0 else k | {"compact": False})))
-    assert w._sliced("Q4_K", data, NATIVE["Q4_K"], rows, K, compact=True) is None
+    monkeypatch.setattr(gguf_model, "pack", lambda *a, **k: real(*a, **(k if next(calls) % 2 else k | {"compact": False})))
+    again = w._sliced([("Q4_K", data, rows, K)], NATIVE["Q4_K"], rows, K)
+    fp32_heads = real(NATIVE["Q4_K"], *decode("Q4_K", data, rows, K), compact=False)
+    assert again[1] == fp32_heads[1] == NATIVE["Q4_K"] and np.array_equal(again[0], fp32_heads[0])
+
+
+@pytest.mark.parametrize("kinds", [("Q4_K", "Q4_K", "Q6_K"), ("Q2_K", "Q2_K", "Q3_K"), ("Q5_0", "Q8_0", "Q8_0")])
+def test_a_fused_projection_packed_part_by_part_is_the_one_packed_whole(kernel, kinds):
+    """q, k and v of different types (layouts 7, 2 and 8) packed slice by slice within each part:
+    the bytes of stacking the parts and packing them at once."""
+    import types
+
+    from engine.model import gguf_model
+
+    K, sizes = 256, (16 * 1100, 16 * 70, 16 * 70 + 3)       # the first part in two slices
+    parts = [(kind, blocks(kind, n, K, seed=i), n, K) for i, (kind, n) in enumerate(zip(kinds, sizes))]
+    b = gguf_model._mix_layout({NATIVE[kind] for kind in kinds})
+    w = gguf_model.Weights(types.SimpleNamespace(tensors=[], data=None), types.SimpleNamespace(model_type="x"), kernel)
+    N = sum(sizes)
+    assert len(gguf_model._slices(parts, K)) == 4
+    whole = gguf_model._codes(b, [(kind, data, n) for kind, data, n, _ in parts], K, True, True, True)
+    sliced = w._sliced(parts, b, N, K)
+    assert sliced[1] == whole[1] and np.array_equal(sliced[0], whole[0])
 
 
 def _file_pages_mb() -> float:
@@ -218,6 +239,6 @@ def test_a_big_tensor_read_in_slices_leaves_its_pages_out_of_the_resident_set(ke
     w = gguf_model.Weights(r, types.SimpleNamespace(model_type="qwen2"), kernel)
     _, data, N, K = w.rows("token_embd.weight")
     before = _file_pages_mb()
-    codes, _ = w._sliced("Q8_0", data, NATIVE["Q8_0"], N, K, compact=True)
+    codes, _ = w._sliced([("Q8_0", data, N, K)], NATIVE["Q8_0"], N, K)
     tensor_mb = data.nbytes / 2**20                                     # 26.7 MB, 4 slices
     assert codes.nbytes > 0 and _file_pages_mb() - before < tensor_mb / 3
