@@ -4,7 +4,8 @@ template), in a process of its own: run as ``python -m engine.model.gguf_tokeniz
 The two tokenizers the supported architectures ship -- byte-level BPE (Llama 3, Qwen2/3, SmolLM2)
 and Gemma's sentencepiece BPE -- are built here from the file's vocabulary with the ``tokenizers``
 library alone, as the same files transformers' GGUF converter writes (tests/engine/
-test_gguf_tokenizer.py compares them); any other (a Llama 2-style sentencepiece file) goes through
+test_gguf_tokenizer.py compares them); any other (a Llama 2-style sentencepiece file, a byte-level
+split not named here such as Mistral Nemo's tekken) goes through
 that converter. Why not the converter for all: on Gemma-3-270M's 262,144 tokens it peaked at
 1.03 GB and took 15 s (its reader's objects, a tokenizer class built twice), this 362 MB and 2.7 s;
 on a 151,936-token file 424 MB and 5 s, this 104 MB and 0.5 s (measured 2026-12-05). One deliberate
@@ -58,6 +59,8 @@ _QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 SPLITS = {**dict.fromkeys(("llama3", "llama-v3", "llama-bpe", "smaug-bpe", "dbrx", "falcon3"), _LLAMA3_SPLIT),
           **dict.fromkeys(("qwen2", "deepseek-r1-qwen", "megrez"), _QWEN2_SPLIT)}
+GPT2_SPLIT = (None, "default", "gpt-2", "smollm")   # names transformers gives no split of their own;
+# any other name (tekken, gpt-4o, ...) goes to transformers' converter, which knows its split
 
 
 def byte_spelling() -> dict[int, str]:
@@ -92,7 +95,8 @@ def build(values: dict, arrays: dict[str, list]):
     tokens = arrays.get("tokenizer.ggml.tokens")
     if not tokens:
         raise NotCovered("no vocabulary")
-    if kind == "gpt2" and "tokenizer.ggml.merges" in arrays:
+    pre = values.get("tokenizer.ggml.pre")
+    if kind == "gpt2" and "tokenizer.ggml.merges" in arrays and (pre in SPLITS or pre in GPT2_SPLIT):
         tok, named = _byte_level(tokens, arrays["tokenizer.ggml.merges"])
     elif kind == "llama" and arch in SENTENCEPIECE_GEMMA:
         tok, named = _gemma(tokens)
@@ -100,7 +104,7 @@ def build(values: dict, arrays: dict[str, list]):
         raise NotCovered(f"tokenizer {kind!r} of {arch!r}")
     config = tokenizer_config(values, tokens)
     _add_file_tokens(tok, tokens, arrays.get("tokenizer.ggml.token_type") or [], kind == "gpt2")
-    _split(tok, values.get("tokenizer.ggml.pre"))
+    _split(tok, pre)
     # the named tokens the file or the class gives become special tokens (as transformers adds them)
     named.update({k: v for k, v in config.items() if k in SPECIAL_IDS})
     _add_missing(tok, [v for v in named.values() if v is not None])

@@ -90,10 +90,10 @@ def _variants(tmp: Path) -> dict[str, Path]:
     files["llama3"] = _write(tmp / "llama3.gguf", "llama", "gpt2", t, k, merges, pre="llama-bpe",
                              ids={"bos_token_id": 0, "eos_token_id": 2, "padding_token_id": 2},
                              flags={"add_bos_token": True, "add_eos_token": False})
-    # Qwen3-like: a name with no split of its own, EOS added, 100k+ tokens (padding tokens), no unk
+    # Qwen3-like: GPT-2's own split, EOS added, 100k+ tokens (padding tokens), no unk
     big_t = tokens + [f"[PAD{i}]" for i in range(len(tokens), 100_100)]
     big_k = types + [USER_DEFINED] * (len(big_t) - len(types))
-    files["qwen3"] = _write(tmp / "qwen3.gguf", "qwen3", "gpt2", big_t, big_k, merges, pre="some-new-name",
+    files["qwen3"] = _write(tmp / "qwen3.gguf", "qwen3", "gpt2", big_t, big_k, merges, pre="default",
                             ids={"bos_token_id": 1, "eos_token_id": 2}, flags={"add_eos_token": True},
                             template=None)
     g_tokens, g_types = _gemma_vocab()
@@ -156,17 +156,21 @@ def test_the_real_gemma_vocabulary_is_transformers_one(tmp_path):
 
 
 def test_a_tokenizer_it_does_not_build_goes_to_transformers(tmp_path):
-    """A Llama 2-style sentencepiece file (``llama`` tokenizer, ``llama`` architecture)."""
+    """A Llama 2-style sentencepiece file (``llama`` tokenizer, ``llama`` architecture), and a
+    byte-level one whose split is named but not known here (transformers' converter knows it)."""
     tokens, types = _gemma_vocab()
     tokens = ["<unk>", "<s>", "</s>", *tokens[7:]]
     types = [CONTROL] * 3 + types[7:]
     path = _write(tmp_path / "llama2.gguf", "llama", "llama", tokens, types, None,
                   ids={"bos_token_id": 1, "eos_token_id": 2, "unknown_token_id": 0},
                   scores=[-float(i) for i in range(len(tokens))])
-    with pytest.raises(gguf_tokenizer.NotCovered):
-        gguf_tokenizer.build(*gguf_tokenizer.read(path))
-    gguf_tokenizer.write(path, tmp_path / "out", "llama2.gguf")
-    assert _files(tmp_path / "out")[1]["bos_token"] == "<s>"
+    tekken = _write(tmp_path / "tekken.gguf", "llama", "gpt2", *_smollm2_vocab(), pre="tekken",
+                    ids={"bos_token_id": 1, "eos_token_id": 2})
+    for file, bos in ((path, "<s>"), (tekken, "<|im_start|>")):
+        with pytest.raises(gguf_tokenizer.NotCovered):
+            gguf_tokenizer.build(*gguf_tokenizer.read(file))
+        gguf_tokenizer.write(file, tmp_path / file.stem, file.name)
+        assert _files(tmp_path / file.stem)[1]["bos_token"] == bos
 
 
 def test_a_cut_vocabulary_is_one_line(tmp_path):
