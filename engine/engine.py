@@ -203,6 +203,12 @@ class Engine:
             ids = list(prompt)
         if not ids:
             raise EngineError("empty prompt")
+        rows = self.model.config.vocab_size
+        if not _in_vocab(ids, rows):
+            bad = next((t for t in ids if not _in_vocab([t], rows)), None)
+            raise EngineError(f"the prompt holds token id {bad!r}, outside the model's vocabulary of {rows} tokens")
+        # a source of another vocabulary (a stored reply of another model) drafts nothing worth having
+        sources = [s for s in sources if _in_vocab(s, rows)]
         config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                   seed=seed, stop=tuple(stop), method=method, chunk_size=chunk_size,
                                   constraint=constraint, keep_answer=keep_answer, top_k=top_k, min_p=min_p,
@@ -287,7 +293,7 @@ class Engine:
     def index_response(self, token_ids: Sequence[int]) -> None:
         """Keep a completed response as a drafting source for later requests (indexed now, once;
         call between requests; the oldest responses go past the history's token budget)."""
-        if token_ids:
+        if token_ids and _in_vocab(token_ids, self.model.config.vocab_size):
             self.history.add(token_ids)
 
 
@@ -309,3 +315,14 @@ def _fits(label: str, backend: str, context_window: int | None,
     return lambda config, weights, fp32: check_fits(
         label, weights, kv_bytes(config, _window(config.max_positions, context_window, backend), f16),
         available_memory(), fp32)
+
+
+def _in_vocab(ids: Sequence[int], rows: int) -> bool:
+    """Every id an integer naming a row of the model's embedding, which the kernels read unchecked
+    (49152 read past SmolLM2's rows and answered)."""
+    import numpy as np
+    try:
+        a = np.asarray(ids)
+    except (TypeError, ValueError):
+        return False
+    return not a.size or (a.ndim == 1 and a.dtype.kind in "iu" and a.min() >= 0 and a.max() < rows)

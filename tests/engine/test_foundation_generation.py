@@ -126,3 +126,28 @@ def test_bad_arguments_are_user_errors(engine, kw):
 def test_empty_prompt_is_refused(engine):
     with pytest.raises(EngineError):
         engine.generate([])
+
+
+@pytest.mark.parametrize("ids", [[1, 2, 49152], [1, -1], [1, "a"], [1, 2.5]])
+def test_a_prompt_token_id_outside_the_vocabulary_is_one_line(engine, ids):
+    """The kernels read the embedding row an id names unchecked (49152 read past SmolLM2's rows
+    and answered): such a prompt is refused in one line."""
+    assert engine.model.config.vocab_size == 49152
+    with pytest.raises(EngineError) as info:
+        engine.generate(ids, method="hexa")
+    message = str(info.value)
+    assert message.startswith(f"the prompt holds token id {ids[-1]!r}, outside the model's vocabulary of 49152")
+    assert "\n" not in message
+
+
+def test_sources_and_responses_of_another_vocabulary_draft_nothing(engine):
+    """A stored reply of another model (ids past this one's rows) is left out of the drafting
+    sources and of the history: the answer is the one without it, drafted from the rest."""
+    prompt = engine.chat_ids([{"role": "user", "content": "Name three colours."}])
+    plain = list(engine.generate(prompt, max_new_tokens=12, method="vanilla"))[-1].token_ids
+    foreign = [list(plain[:6]) + [70000] + list(plain[6:])]
+    before = engine.history.tokens
+    engine.index_response(foreign[0])
+    assert engine.history.tokens == before
+    done = list(engine.generate(prompt, max_new_tokens=12, method="hexa", sources=foreign + [list(plain)]))[-1]
+    assert done.token_ids == plain and done.accepted_by_source.get("model", 0) < len(plain)
