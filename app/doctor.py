@@ -55,11 +55,15 @@ def _fp32_panels(path: Path) -> str:
     except EngineError:
         return ""
     total = sum(types.values()) or 1
-    panels = {kind: n for kind, n in types.items() if kind not in NATIVE and n / total >= 0.01}
-    if not panels:
-        return ""
-    shares = ", ".join(f"{kind} {n / total:.0%}" for kind, n in sorted(panels.items(), key=lambda kv: -kv[1]))
-    return f"; of its weights {shares} run as fp32 panels (4 bytes a weight, no integer kernels)"
+    def shares(kinds: dict) -> str:
+        return ", ".join(f"{kind} {n / total:.0%}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    big = {kind: n for kind, n in types.items() if kind not in NATIVE and n / total >= 0.01}
+    half = {kind: n for kind, n in big.items() if kind in ("F16", "BF16")}
+    panels = {kind: n for kind, n in big.items() if kind not in half}
+    out = f"; of its weights {shares(half)} run as 2-byte fp panels (no integer kernels)" if half else ""
+    if panels:
+        out += f"; of its weights {shares(panels)} run as fp32 panels (4 bytes a weight, no integer kernels)"
+    return out
 
 
 def _check_qnn() -> tuple[bool, str]:

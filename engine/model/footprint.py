@@ -29,6 +29,9 @@ def packed_bytes(r) -> tuple[int, dict[str, int]]:
         K, N = dims[0], int(np.prod(dims[1:]))
         kind = t.tensor_type.name
         bits = NATIVE.get(kind)
+        if kind in ("F16", "BF16"):        # 2-byte panels (gguf_model.HALF_TYPES)
+            total += 2 * -(-N // 16) * 16 * K
+            continue
         if bits is None or K % 32:
             fp32[kind] += 4 * N * K
             continue

@@ -27,6 +27,7 @@ from ..runtime.kernels import PANEL
 from .source import ModelSource
 
 Progress = Callable[[str], None]
+HALF_TYPES = {"F16": np.float16, "BF16": np.uint16}   # matrices kept as 2-byte panels (bf16 as its bits)
 GEMMA3_LOCAL_BASE = 10000.0   # llama.cpp's gemma3: local layers' RoPE base (not in the file)
 GEMMA3_PATTERN = 6            # llama.cpp's gemma3: every 6th layer global, the rest sliding-window
 
@@ -118,7 +119,7 @@ class Weights:
         self.t = {t.name: t for t in r.tensors}
         self.file = getattr(r.data, "_mmap", None)   # the GGUF's mapping (np.memmap's)
         self.config, self.kernel = config, kernel
-        self.native = self.fp32 = 0        # weights kept as codes / as fp32 panels
+        self.native = self.half = self.fp32 = 0     # weights kept as codes / 2-byte panels / fp32 panels
 
     def rows(self, name: str) -> tuple[str, np.ndarray, int, int]:
         t = self.t[name]
@@ -150,11 +151,26 @@ class Weights:
             codes, b = self._sliced(parts, b, N, K)
             self.native += N * K
             return PackedWeight(None, (N, K), (codes, b), self.kernel)
+        kinds = {kind for kind, *_ in parts}
+        if len(kinds) == 1 and next(iter(kinds)) in HALF_TYPES:
+            self.half += N * K
+            return PackedWeight(self._half_panels(parts, HALF_TYPES[parts[0][0]], N, K), (N, K), None, self.kernel)
         w = np.concatenate([np.asarray(quants.dequantize(data, self.t[n].tensor_type), np.float32).reshape(rows, k)
                             for n, (_, data, rows, k) in zip(names, parts)])
         self.fp32 += N * K
         self.drop_pages()
         return self.kernel.pack(w)
+
+    def _half_panels(self, parts: list, dtype, N: int, K: int) -> np.ndarray:
+        """An F16 or BF16 weight's values in fp32 panels' order, kept 2 bytes each (``pack_half``;
+        the kernels widen them exactly: fp32 panels' bits), made slice by slice into one buffer."""
+        from ..runtime.kernels import pack_half
+        out = np.empty(-(-N // PANEL) * PANEL * K, dtype)
+        for row, pieces in _slices(parts, K):
+            panels = pack_half(np.concatenate([np.asarray(d).view(dtype).reshape(n, K) for _, d, n in pieces]))
+            out[row * K:row * K + panels.size] = panels
+            self.drop_pages()
+        return out
 
     # the heads a sliced weight tries, in turn: (with a K-quant's factors, compact); slices that
     # choose different heads go to the next, which is the choice packing the whole weight makes
@@ -271,4 +287,4 @@ def packed_state(r, config, kernel) -> dict:
     head = w.packed("token_embd.weight" if tied else "output.weight")
     return {"layers": layers, "norm": w.vector("output_norm.weight"), "lm_head": entry_of(head), "tied": tied,
             "embed": None if tied else w.packed("token_embd.weight"),
-            "native_weights": w.native, "fp32_weights": w.fp32}
+            "native_weights": w.native, "half_weights": w.half, "fp32_weights": w.fp32}

@@ -80,7 +80,7 @@ def _index(value, name: str, arrays: dict[str, np.ndarray]):
     return value
 
 
-_DTYPES = {"U8": np.uint8, "I8": np.int8, "F16": np.float16, "F32": np.float32, "I32": np.int32, "I64": np.int64}
+_DTYPES = {"U8": np.uint8, "I8": np.int8, "U16": np.uint16, "F16": np.float16, "F32": np.float32, "I32": np.int32, "I64": np.int64}
 
 
 def _read(path: Path) -> tuple[dict, dict[str, np.ndarray]]:

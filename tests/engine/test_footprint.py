@@ -28,13 +28,15 @@ def test_the_estimate_is_what_the_loaded_weights_take(engine):
     assert abs(estimate - held) <= 0.03 * held, (estimate, held)
 
 
-def test_f16_matrices_count_four_bytes_a_weight(tmp_path):
-    path = write(tmp_path / "f16.gguf", TINY, "F16")
+@pytest.mark.parametrize("kind, size", [("F16", 2), ("BF16", 2), ("F32", 4)])
+def test_f16_and_bf16_matrices_count_two_bytes_a_weight_f32_four(tmp_path, kind, size):
+    path = write(tmp_path / f"{kind}.gguf", TINY, kind)
     r = TensorFile(path)
-    matrices = sum(int(np.prod(t.shape)) for t in r.tensors if len(t.shape) >= 2)
+    matrices = sum(int(np.prod(t.shape)) for t in r.tensors if len(t.shape) >= 2)   # rows are whole panels here
     vectors = sum(int(np.prod(t.shape)) for t in r.tensors if len(t.shape) < 2)
     total, fp32 = packed_bytes(r)
-    assert fp32 == {"F16": 4 * matrices} and total == 4 * (matrices + vectors)
+    assert fp32 == ({"F32": 4 * matrices} if kind == "F32" else {})
+    assert total == size * matrices + 4 * vectors
 
 
 def test_a_model_that_cannot_fit_is_refused_in_one_line(tmp_path, monkeypatch):
@@ -43,7 +45,7 @@ def test_a_model_that_cannot_fit_is_refused_in_one_line(tmp_path, monkeypatch):
     import engine.heap
     from engine import Engine
 
-    path = write(tmp_path / "f16.gguf", TINY, "F16")
+    path = write(tmp_path / "f32.gguf", TINY, "F32")
     cache = tmp_path / "cache"
     cache.mkdir()
     (TEST_CACHE / "kernels").mkdir(parents=True, exist_ok=True)   # a fresh clone run alone has none yet
@@ -52,8 +54,8 @@ def test_a_model_that_cannot_fit_is_refused_in_one_line(tmp_path, monkeypatch):
     with pytest.raises(EngineError) as refused:
         Engine.load(str(path), cache_dir=cache, threads=2)
     line = str(refused.value)
-    assert line.startswith("f16.gguf: needs about 57 MB of memory (weights 53 MB, KV cache 4 MB) where 20 MB is "
-                           "available; 52 MB of it F16 weights, which hexa keeps as fp32") and "\n" not in line
+    assert line.startswith("f32.gguf: needs about 57 MB of memory (weights 53 MB, KV cache 4 MB) where 20 MB is "
+                           "available; 52 MB of it F32 weights, which hexa keeps as fp32") and "\n" not in line
 
     monkeypatch.setattr(engine.heap, "available_memory", lambda: None)   # not known: not checked
     Engine.load(str(path), cache_dir=cache, threads=2)
@@ -87,8 +89,10 @@ def test_the_headers_tensor_types_are_the_readers(tmp_path):
         assert tensor_types(path) == counted
 
 
-def test_doctor_names_the_types_kept_as_fp32(tmp_path):
+def test_doctor_names_the_types_kept_as_panels(tmp_path):
     from app.doctor import _fp32_panels
     assert _fp32_panels(embedded_gguf()) == ""
     line = _fp32_panels(write(tmp_path / "f16.gguf", TINY, "F16"))
-    assert line == "; of its weights F16 100% run as fp32 panels (4 bytes a weight, no integer kernels)"
+    assert line == "; of its weights F16 100% run as 2-byte fp panels (no integer kernels)"
+    line = _fp32_panels(write(tmp_path / "f32.gguf", TINY, "F32"))
+    assert line == "; of its weights F32 100% run as fp32 panels (4 bytes a weight, no integer kernels)"

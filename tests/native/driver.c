@@ -223,6 +223,56 @@ static void check_linear(void) {
     }
 }
 
+/* hexa_linear_half: hexa_pack's panels of fp16 / bf16 values give hexa_linear's bits on the same
+   panels widened, whatever the rows and threads (both widenings are exact) */
+static void half_linear(const float *x, const void *w, const float *b, const float *res, float *y, int M, int N,
+                        int K, int bits, int threads) {
+    hexa_linear_half(x, w, b, res, y, M, N, K, bits, threads);
+}
+
+static void check_linear_half(void) {
+    static const int shapes[][2] = {{37, 83}, {197, 64}, {16, 5}, {3, 1}};   /* N, K */
+    for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int N = shapes[s][0], K = shapes[s][1], P = (N + HEXA_PANEL - 1) / HEXA_PANEL;
+        const int64_t n = (int64_t)P * HEXA_PANEL * K;
+        seed(300 + s);
+        float *x = randoms((int64_t)ROWS * K, 1.f), *b = randoms(N, 1.f), *res = randoms((int64_t)ROWS * N, 4.f);
+        float *packed = floats(n), *alone = floats((int64_t)ROWS * N);
+        uint16_t *half = grab(n * 2);
+        for (int bits = HEXA_PANELS_F16; bits <= HEXA_PANELS_BF16; bits *= 2) {
+            float *w = randoms((int64_t)N * K, 1.f);
+            for (int64_t i = 0; i < (int64_t)N * K; i++) {       /* w's values made exactly fp16 / bf16 */
+                uint32_t u;
+                memcpy(&u, &w[i], 4);
+                if (bits == HEXA_PANELS_BF16) u &= 0xffff0000u;
+                else u &= 0xffffe000u, u = (u & 0x7fffffffu) < 0x38800000u ? u & 0x80000000u : u;   /* >= 2^-14 */
+                memcpy(&w[i], &u, 4);
+            }
+            hexa_pack(w, packed, N, K, 1);
+            if (bits == HEXA_PANELS_F16) narrow_f16(packed, half, (int)n);   /* exact: fp16 values */
+            else for (int64_t i = 0; i < n; i++) {                             /* a bf16 is the top half */
+                uint32_t u;
+                memcpy(&u, &packed[i], 4);
+                half[i] = (uint16_t)(u >> 16);
+            }
+            for (int threads = 1; threads <= 3; threads += 2) {
+                at("hexa_linear_half", "N=%d K=%d bits=%d threads=%d M=1", N, K, bits, threads);
+                for (int r = 0; r < ROWS; r++) {
+                    float *want = floats(N);
+                    hexa_linear(x + (int64_t)r * K, packed, b, res + (int64_t)r * N, want, 1, N, K, threads);
+                    hexa_linear_half(x + (int64_t)r * K, half, b, res + (int64_t)r * N, alone + (int64_t)r * N, 1, N, K,
+                                     bits, threads);
+                    same(r, alone + (int64_t)r * N, want, N, "hexa_linear on the widened panels");
+                    drop();
+                }
+                batches("hexa_linear_half", half_linear, x, half, b, res, alone, N, K, bits, threads);
+            }
+            at("hexa_linear_half", "N=%d K=%d bits=%d", N, K, bits);
+            keep("y", alone, sizeof(float) * ROWS * N);
+        }
+    }
+}
+
 /* ---- codes: hexa_pack_quant, hexa_linear_quant, hexa_linear_dot, hexa_unpack_rows ----------- */
 
 /* A weight that is exactly Q4_1 (w = d*q + m, q in 0..15) or Q8_0 (w = d*q, q in -127..127) per
@@ -1217,6 +1267,7 @@ int main(int argc, char **argv) {
     wide_tiles = hexa_wide(!narrow);
     printf("512-bit tiles: %s\n", wide_tiles ? "on" : "off");
     run("linear", check_linear);
+    run("linear half", check_linear_half);
     run("codes", check_codes);
     run("attention", check_attention);
     run("attention tree", check_attention_trees);

@@ -35,6 +35,9 @@ MAX_HEAD_DIM = HEADER.constants["HEXA_MAX_HEAD_DIM"]
 HEAD_DIMS = (64, 128, 256)                                 # what attention.c and rope.c take
 FORWARD_ROWS = HEADER.constants["HEXA_FORWARD_ROWS"]      # most tokens one fused forward pass runs
 TOPK_MAX = HEADER.constants["HEXA_TOPK_MAX"]              # most columns softmax_topk keeps per row
+# fp32 panels (bits 0) and the same panels held as 2-byte values (an F16 / BF16 GGUF's matrices)
+_PANEL_BITS = {np.float32: 0, np.float16: HEADER.constants["HEXA_PANELS_F16"],
+               np.uint16: HEADER.constants["HEXA_PANELS_BF16"]}
 
 # Each instruction set has its own folder of kernels (the same functions, declared once in
 # hexa.h, giving the same bits: tests/native/driver.c compares them under qemu); the plain C
@@ -69,6 +72,23 @@ def headers(isa: str) -> list[Path]:
     return sorted(KERNELS.glob("*.h")) + sorted((KERNELS / ISA_FOLDER[isa]).glob("*.h"))
 
 
+def widen(values: np.ndarray) -> np.ndarray:
+    """fp32 values of fp32, fp16 or bf16 (uint16) ones, exactly."""
+    if values.dtype == np.uint16:
+        return (values.astype(np.uint32) << 16).view(np.float32)
+    return values.astype(np.float32, copy=False)
+
+
+def pack_half(w: np.ndarray) -> np.ndarray:
+    """hexa_pack's panels of a weight [N, K] of fp16 (float16) or bf16 (uint16) values, in that
+    type: panel[p][k][0..16) = w[16p .. 16p+16)[k], rows past N zero."""
+    N, K = w.shape
+    P = -(-N // PANEL)
+    out = np.zeros((P * PANEL, K), w.dtype)
+    out[:N] = w
+    return np.ascontiguousarray(out.reshape(P, PANEL, K).transpose(0, 2, 1)).reshape(-1)
+
+
 class PackedWeight:
     """A weight [N, K] in the kernel's layout; ``w[ids]`` gives original rows back (the embedding
     lookup and the calibration head read rows of the tied output projection).
@@ -77,7 +97,8 @@ class PackedWeight:
     HEXA_HEAD_F16 / HEXA_HEAD_K for compact heads) when it is exactly representable (a GGUF's
     quantized tensor, or fp32 weights that are exactly Q4_1 or Q8_0); the codes are then its only
     copy (``data`` is None: the kernels rebuild the fp32 weights from them bit for bit).
-    Otherwise ``data`` holds the fp32 panels, bits is 0."""
+    Otherwise ``data`` holds the fp32 panels, bits is 0: float32, or an F16/BF16 GGUF's values
+    as float16 / uint16 (bf16) in the same panels (``pack_half``; ``panel_bits``)."""
     __slots__ = ("data", "shape", "quant", "bits", "kernel")
 
     def __init__(self, data: np.ndarray | None, shape: tuple[int, int],
@@ -93,10 +114,16 @@ class PackedWeight:
     def nbytes(self) -> int:
         return (self.data.nbytes if self.data is not None else 0) + (self.quant.nbytes if self.quant is not None else 0)
 
+    @property
+    def panel_bits(self) -> int:
+        """The bits hexa_forward takes for ``data``: 0 for fp32 panels, HEXA_PANELS_F16 / _BF16."""
+        return _PANEL_BITS[self.data.dtype.type] if self.data is not None else 0
+
     def __getitem__(self, ids) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
         if self.data is not None:
-            return self.data.reshape(-1, self.shape[1], PANEL)[ids // PANEL, :, ids % PANEL]
+            rows = self.data.reshape(-1, self.shape[1], PANEL)[ids // PANEL, :, ids % PANEL]
+            return widen(rows)
         flat = np.ascontiguousarray(ids.reshape(-1))
         out = self.kernel.unpack_rows(self.quant, self.bits, self.shape, flat)
         return out.reshape(*ids.shape, self.shape[1])
@@ -181,6 +208,9 @@ class NativeKernel:
         elif w.quant is not None and (w.data is None or M <= QUANT_ROWS):
             self.fn["hexa_linear_quant"](ptr(x), ptr(w.quant), ptr(b), ptr(residual), ptr(y), M, N, K, w.bits,
                                          self.threads)
+        elif w.panel_bits:
+            self.fn["hexa_linear_half"](ptr(x), ptr(w.data), ptr(b), ptr(residual), ptr(y), M, N, K, w.panel_bits,
+                                        self.threads)
         else:
             self.fn["hexa_linear"](ptr(x), ptr(w.data), ptr(b), ptr(residual), ptr(y), M, N, K, self.threads)
         return y

@@ -18,7 +18,9 @@
 
 static void linear(const void *w, int bits, int mode, const float *x, const float *b, const float *res,
                    float *y, int M, int N, int K, int threads) {
-    if (bits && mode == 0)
+    if (bits == HEXA_PANELS_F16 || bits == HEXA_PANELS_BF16)
+        hexa_linear_half(x, w, b, res, y, M, N, K, bits, threads);
+    else if (bits && mode == 0)
         hexa_linear_dot(x, w, b, res, y, M, N, K, bits, threads);
     else if (bits && mode == 2)
         hexa_linear_prefill(x, w, b, res, y, M, N, K, bits, threads);

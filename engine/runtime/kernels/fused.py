@@ -25,7 +25,7 @@ def _weight(w) -> tuple[int, int]:
     """(pointer, bits) of a PackedWeight: its codes when it has them, else its fp32 panels."""
     if w.quant is not None:
         return ptr(w.quant), w.bits
-    return ptr(w.data), 0
+    return ptr(w.data), w.panel_bits
 
 
 class FusedForward:

@@ -7,7 +7,7 @@
 #define HEXA_HALF_H
 
 #include <stdint.h>
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #elif defined(__aarch64__)
 #include <arm_neon.h>
@@ -27,6 +27,28 @@ static inline void widen_f16(const void *h, float *out, int n) {
             _Float16 v;
             __builtin_memcpy(&v, b + 2 * j, 2);
             out[j] = (float)v;
+        }
+#endif
+    }
+}
+
+/* out[0..n) = the bf16 values at h (n a multiple of 8): a bf16 is an fp32's top half, exactly */
+static inline void widen_bf16(const void *h, float *out, int n) {
+    const uint8_t *b = h;
+    for (int i = 0; i < n; i += 8) {
+#if defined(__AVX2__)
+        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(b + 2 * i)));
+        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+#elif defined(__aarch64__)
+        const uint16x8_t v = vreinterpretq_u16_u8(vld1q_u8(b + 2 * i));
+        vst1q_f32(out + i, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(v), 16)));
+        vst1q_f32(out + i + 4, vreinterpretq_f32_u32(vshll_n_u16(vget_high_u16(v), 16)));
+#else
+        for (int j = i; j < i + 8; j++) {
+            uint16_t v;
+            __builtin_memcpy(&v, b + 2 * j, 2);
+            const uint32_t u = (uint32_t)v << 16;
+            __builtin_memcpy(out + j, &u, 4);
         }
 #endif
     }

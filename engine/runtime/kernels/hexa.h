@@ -20,8 +20,11 @@
 #define HEXA_QUANT_ROWS 12    /* quantized calls of at most this many rows rebuild weights per tile */
 #define HEXA_FORWARD_ROWS 64  /* most tokens one hexa_forward call runs (every step and draft tree) */
 #define HEXA_TOPK_MAX 32      /* most columns hexa_softmax_topk keeps per row */
+#define HEXA_PANELS_F16 1024  /* a projection's bits for fp32 panels stored as fp16 (hexa_linear_half) */
+#define HEXA_PANELS_BF16 2048 /* ... as bf16 */
 
-/* One decoder layer's weights. Projections are packed fp32 (bits 0, hexa_pack's layout) or codes
+/* One decoder layer's weights. Projections are packed fp32 (bits 0, hexa_pack's layout; HEXA_PANELS_F16
+   or _BF16: those panels as 2-byte values) or codes
    (layout.h: bits 4 (Q4_1), 8 (Q8_0), 2, 3, 5-7, 9, 10 and 11, | a table, | HEAD_F16 or HEAD_K for compact heads); bqkv may be NULL. q_norm/k_norm (per-head
    RMSNorm of q and k before RoPE: qwen3, gemma3), post_attn/post_ffn (RMSNorm of the attention's
    and the MLP's output before the residual add: gemma3) are NULL where the model has none.
@@ -68,6 +71,8 @@ struct hexa_model {
    hexa_linear_quant gives hexa_linear's bits from codes; hexa_linear_dot quantizes x (quant_dot.c) */
 void hexa_pack(const float *w, float *packed, int32_t N, int32_t K, int32_t threads);
 void hexa_linear(const float *x, const float *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t threads);
+/* hexa_linear's bits from hexa_pack's panels held as fp16 or bf16 values (bits HEXA_PANELS_F16 / _BF16) */
+void hexa_linear_half(const float *x, const uint16_t *packed, const float *b, const float *res, float *y, int32_t M, int32_t N, int32_t K, int32_t bits, int32_t threads);
 int32_t hexa_pack_quant(const float *w, uint8_t *packed, int32_t N, int32_t K, int32_t bits, int32_t threads);
 int32_t hexa_quant_block_bytes(int32_t bits);
 int64_t hexa_quant_bytes(int32_t bits, int32_t N, int32_t K);

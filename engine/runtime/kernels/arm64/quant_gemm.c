@@ -22,9 +22,6 @@
 #include "codes.h"
 #include "tile.h"
 
-/* pack.c's per-thread buffer for rebuilt panels (internal) */
-__attribute__((visibility("hidden"))) float *hexa_panel_buffer(int64_t floats);
-
 #define CB 4   /* blocks a tile rebuilds at a time: 128 inputs x 16 columns */
 
 /* 16 columns of one input from their 16 unsigned codes: (float)q * d + m into w[0..3]. */

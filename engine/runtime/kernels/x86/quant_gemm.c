@@ -26,10 +26,6 @@
 #include "codes.h"
 #include "tile.h"
 
-/* pack.c's per-thread buffer for rebuilt panels (internal) */
-__attribute__((visibility("hidden"))) float *hexa_panel_buffer(int64_t floats);
-
-
 /* Columns 0-7 and 8-15 of one input, from 16 unsigned codes (one byte per column): d * q + m. */
 static inline void dequant4(__m128i codes, const float *d, const float *m, __m256 *w) {
     w[0] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes)), _mm256_loadu_ps(d)),
