@@ -177,6 +177,11 @@ static inline const float *block_head(const uint8_t *packed, int bits, int nb, i
 __attribute__((visibility("hidden"))) void hexa_f32_group(const float *x, const float *pk, const float *b,
                                                           const float *res, float *y, int M, int p0, int np,
                                                           int N, int K);
+/* hexa_f32_group's tiles reading fp16 / bf16 panels (bits HEXA_PANELS_*) as they load them, where the
+   ISA has them for M rows (x86: 1-3); 0 where it has not (the caller widens into a buffer) */
+__attribute__((visibility("hidden"))) int hexa_half_group(const float *x, const uint16_t *pk, int bits,
+                                                          const float *b, const float *res, float *y, int M,
+                                                          int p0, int np, int N, int K);
 /* a per-thread buffer of at least this many floats for panels rebuilt from codes or widened from
    2-byte values (pack.c; NULL when out of memory) */
 __attribute__((visibility("hidden"))) float *hexa_panel_buffer(int64_t floats);

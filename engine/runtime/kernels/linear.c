@@ -27,17 +27,19 @@ void hexa_linear(const float *x, const float *packed, const float *b, const floa
 }
 
 /* panels of fp16 or bf16 values (an F16/BF16 GGUF's matrices, half of fp32 panels' bytes): each
-   item widens its GP panels into the thread's buffer, exactly, and runs the fp32 tiles on them,
-   so the result is hexa_linear's on the widened panels, bit for bit. */
+   item runs the ISA's tiles that widen them as they load (hexa_half_group), or widens its GP
+   panels into the thread's buffer and runs the fp32 tiles; either way exactly, so the result is
+   hexa_linear's on the widened panels, bit for bit. */
 struct half_job { const float *x; const uint16_t *packed; const float *b, *res; float *y; int M, N, K, P, bits; };
 
 static void half_group(void *ctx, int g) {
     const struct half_job *a = ctx;
     const int p0 = g * GP, np = a->P - p0 < GP ? a->P - p0 : GP;
+    const uint16_t *src = a->packed + (int64_t)p0 * a->K * PW;
+    if (hexa_half_group(a->x, src, a->bits, a->b, a->res, a->y, a->M, p0, np, a->N, a->K)) return;
     const int n = np * a->K * PW;
     float *panels = hexa_panel_buffer(n);
     if (!panels) abort();        /* out of memory for a few MB: nothing sensible is left to do */
-    const uint16_t *src = a->packed + (int64_t)p0 * a->K * PW;
     if (a->bits == HEXA_PANELS_BF16) widen_bf16(src, panels, n);
     else widen_f16(src, panels, n);
     hexa_f32_group(a->x, panels, a->b, a->res, a->y, a->M, p0, np, a->N, a->K);

@@ -24,9 +24,9 @@
 /* y rows [m0, m0+MR) x panels [p0, p0+NPAN). Exact-size arrays and fully unrolled small loops,
    so GCC keeps the accumulators in registers (with a shared bigger array it stored them to the
    stack on every k step, which cost 40%). */
-#define TILE(MR, NPAN)                                                                            \
-static void tile_##MR##_##NPAN(const float *x, const float *pr, const float *b, const float *res,  \
-                               float *y, int m0, int p0, int N, int K) {                         \
+#define TILE_OF(NAME, T, LOAD, MR, NPAN)                                                          \
+static void NAME##_##MR##_##NPAN(const float *x, const T *pr, const float *b, const float *res,    \
+                                 float *y, int m0, int p0, int N, int K) {                       \
     __m256 acc[MR][2 * NPAN];                                                                     \
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
         _Pragma("GCC unroll 16") for (int j = 0; j < 2 * NPAN; j++) acc[i][j] = _mm256_setzero_ps(); \
@@ -34,8 +34,8 @@ static void tile_##MR##_##NPAN(const float *x, const float *pr, const float *b, 
     for (int k = 0; k < K; k++) {                                                                 \
         __m256 wv[2 * NPAN];                                                                      \
         _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++) {                                 \
-            wv[2 * q] = _mm256_loadu_ps(pr + ((int64_t)q * K + k) * PW);                          \
-            wv[2 * q + 1] = _mm256_loadu_ps(pr + ((int64_t)q * K + k) * PW + 8);                  \
+            wv[2 * q] = LOAD(pr + ((int64_t)q * K + k) * PW);                                     \
+            wv[2 * q + 1] = LOAD(pr + ((int64_t)q * K + k) * PW + 8);                             \
         }                                                                                         \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                   \
             __m256 u = _mm256_broadcast_ss(xr + (int64_t)i * K + k);                              \
@@ -47,6 +47,12 @@ static void tile_##MR##_##NPAN(const float *x, const float *pr, const float *b, 
         _Pragma("GCC unroll 16") for (int q = 0; q < NPAN; q++)                                   \
             store_panel(acc[i][2 * q], acc[i][2 * q + 1], b, res, y, m0 + i, (p0 + q) * PW, N);   \
 }
+#define TILE(MR, NPAN) TILE_OF(tile, float, _mm256_loadu_ps, MR, NPAN)
+/* the same tiles over panels of fp16 / bf16 values, widened as they are loaded (exactly) */
+#define LOAD_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define LOAD_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define HALF_TILES(MR, NPAN) TILE_OF(f16, uint16_t, LOAD_F16, MR, NPAN) TILE_OF(bf16, uint16_t, LOAD_BF16, MR, NPAN)
+HALF_TILES(1, 1) HALF_TILES(1, 6) HALF_TILES(2, 1) HALF_TILES(2, 3) HALF_TILES(3, 1) HALF_TILES(3, 2)
 TILE(1, 1) TILE(1, 6) TILE(2, 1) TILE(2, 3) TILE(3, 1) TILE(3, 2) TILE(4, 1) TILE(5, 1) TILE(6, 1)
 
 /* y rows [0, M) x panels [p0, p0+np), pk pointing at panel p0's data: tiles of 6 rows, one panel
@@ -75,4 +81,34 @@ void hexa_f32_group(const float *x, const float *pk, const float *b, const float
     else if (rest == 2) { tile_2_3(x, PANEL(p0), b, res, y, full, p0, N, K); tile_2_3(x, PANEL(p0 + 3), b, res, y, full, p0 + 3, N, K); }
     else for (int p = p0; p < p0 + GP; p += 2) tile_3_2(x, PANEL(p), b, res, y, full, p, N, K);
 #undef PANEL
+}
+
+/* hexa_f32_group's 1-3 row calls (decoding steps, small trees) straight from fp16 / bf16 panels:
+   the widened panel of a work item was written and read again per call, which cost a 1-row step
+   as much as the bytes it saved (an F16 SmolLM2-135M decoded 54 tok/s from a buffer, 87 loading
+   them widened). Returns 0 (the caller widens into a buffer) for 4 rows or more. */
+#define HALF_GROUP(T)                                                                             \
+static void T##_group(const float *x, const uint16_t *pk, const float *b, const float *res, float *y, int M, \
+                      int p0, int np, int N, int K) {                                             \
+    if (np == GP && M == 1) T##_1_6(x, pk, b, res, y, 0, p0, N, K);                               \
+    else if (np == GP && M == 2)                                                                  \
+        for (int p = p0; p < p0 + GP; p += 3) T##_2_3(x, PANEL_AT(p), b, res, y, 0, p, N, K);      \
+    else if (np == GP)                                                                            \
+        for (int p = p0; p < p0 + GP; p += 2) T##_3_2(x, PANEL_AT(p), b, res, y, 0, p, N, K);      \
+    else for (int p = p0; p < p0 + np; p++) {                                                     \
+        if (M == 1) T##_1_1(x, PANEL_AT(p), b, res, y, 0, p, N, K);                               \
+        else if (M == 2) T##_2_1(x, PANEL_AT(p), b, res, y, 0, p, N, K);                          \
+        else T##_3_1(x, PANEL_AT(p), b, res, y, 0, p, N, K);                                      \
+    }                                                                                             \
+}
+#define PANEL_AT(p) (pk + (int64_t)((p) - p0) * K * PW)
+HALF_GROUP(f16) HALF_GROUP(bf16)
+#undef PANEL_AT
+
+int hexa_half_group(const float *x, const uint16_t *pk, int bits, const float *b, const float *res, float *y,
+                    int M, int p0, int np, int N, int K) {
+    if (M > 3) return 0;
+    if (bits == HEXA_PANELS_BF16) bf16_group(x, pk, b, res, y, M, p0, np, N, K);
+    else f16_group(x, pk, b, res, y, M, p0, np, N, K);
+    return 1;
 }
