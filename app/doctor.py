@@ -47,7 +47,7 @@ def _fp32_panels(path: Path) -> str:
     """The GGUF's weight types the kernels keep as fp32 panels (no integer path: 4 bytes a weight)
     and their share of its weights, from the tensor infos; "" when every big one is kept as codes."""
     from engine.errors import EngineError
-    from engine.model.gguf_codes import NATIVE
+    from engine.model.gguf_codes import HALF_TYPES, NATIVE
     from engine.model.gguf_header import tensor_types
 
     try:
@@ -58,7 +58,7 @@ def _fp32_panels(path: Path) -> str:
     def shares(kinds: dict) -> str:
         return ", ".join(f"{kind} {n / total:.0%}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
     big = {kind: n for kind, n in types.items() if kind not in NATIVE and n / total >= 0.01}
-    half = {kind: n for kind, n in big.items() if kind in ("F16", "BF16")}
+    half = {kind: n for kind, n in big.items() if kind in HALF_TYPES}
     panels = {kind: n for kind, n in big.items() if kind not in half}
     out = f"; of its weights {shares(half)} run as 2-byte fp panels (no integer kernels)" if half else ""
     if panels:

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 
 from ..errors import EngineError
-from .gguf_codes import NATIVE, decode, k_factors, pack
+from .gguf_codes import HALF_TYPES, NATIVE, PANEL, decode, k_factors, pack
 
 SAMPLE_ROWS = 64   # rows of a tensor packed to learn its bytes a row (4 panels)
 
@@ -29,8 +29,8 @@ def packed_bytes(r) -> tuple[int, dict[str, int]]:
         K, N = dims[0], int(np.prod(dims[1:]))
         kind = t.tensor_type.name
         bits = NATIVE.get(kind)
-        if kind in ("F16", "BF16"):        # 2-byte panels (gguf_model.HALF_TYPES)
-            total += 2 * -(-N // 16) * 16 * K
+        if kind in HALF_TYPES:             # 2-byte panels
+            total += 2 * -(-N // PANEL) * PANEL * K
             continue
         if bits is None or K % 32:
             fp32[kind] += 4 * N * K

@@ -74,6 +74,8 @@ NATIVE = {"Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q5_0": 9, "Q8_0": 8, "Q5_1": 5, "Q5_
           "Q3_K": 3, "Q2_K": 2, "IQ4_NL": 10, "IQ4_XS": 10, "IQ3_S": 4, "IQ3_XXS": 10, "IQ2_XXS": 10,
           "IQ2_XS": 11, "IQ2_S": 11, "IQ1_S": 10, "IQ1_M": 11}   # -> layout (| the table's number for 10, 11)
 NATIVE = {kind: b | TABLE_OF[kind] << TABLE_SHIFT if kind in TABLE_OF else b for kind, b in NATIVE.items()}
+# F16 / BF16 matrices: 2-byte panels of their values (bf16 as its bits), widened exactly by the kernels
+HALF_TYPES = {"F16": np.float16, "BF16": np.uint16}
 K_HEADS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS",   # a factor per 256 inputs times a small integer per block
            "IQ3_S", "IQ3_XXS", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M")
 IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.int8)  # ggml's kvalues_iq4nl

@@ -79,52 +79,52 @@ def header_value(path: Path, key: str):
     return _readable(path, find)
 
 
-def read_metadata(h: _Fields) -> tuple[dict, dict[str, int]]:
-    """(every key's scalar or string value, every array key's length) of the header at h, which is
-    then at its tensor infos: a GGUF's config without GGUFReader's object per vocabulary entry
-    (reading Gemma-3-270M's config that way, 262k tokens, took a first load to 743 MB; 582 without)."""
-    values, lengths = {}, {}
+def read_metadata(h: _Fields, keep: tuple[str, ...] = ()) -> tuple[dict, dict[str, int], dict[str, list]]:
+    """(every key's scalar or string value, every array key's length, the arrays named in ``keep``
+    as lists) of the header at h, which is then at its tensor infos: a GGUF's config and vocabulary
+    without GGUFReader's object per entry (reading Gemma-3-270M's config that way, 262k tokens, took
+    a first load to 743 MB; 582 without)."""
+    values, lengths, kept = {}, {}, {}
     for _ in range(h.keys):
         name, kind = h.text(), h.read("<I")
-        if kind == 9:
-            lengths[name] = h.skip_array()
-        else:
+        if kind != 9:
             values[name] = h.value(kind)
-    return values, lengths
+        elif name in keep:
+            kept[name] = _array(h, name)
+            lengths[name] = len(kept[name])
+        else:
+            lengths[name] = h.skip_array()
+    return values, lengths, kept
 
 
 # ggml's scalar types as ``array`` type codes: an array of them is read in one call
 _ARRAY_CODES = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "B", 10: "Q", 11: "q", 12: "d"}
 
 
+def _array(h: _Fields, name: str) -> list:
+    """The array at h as a list: strings one by one, scalars in one read."""
+    import sys
+    from array import array
+
+    inner, n = h.read("<I"), h.read("<Q")
+    if inner == 8:
+        return [h.text() for _ in range(n)]
+    if inner not in _ARRAY_CODES:
+        raise ValueError(f"array {name} of arrays")
+    items = array(_ARRAY_CODES[inner], h.f.read(h.SIZES[inner] * n))
+    if len(items) != n:
+        raise ValueError(f"array {name} is cut")
+    if sys.byteorder != "little":
+        items.byteswap()
+    return [bool(x) for x in items] if inner == 7 else items.tolist()
+
+
 def read_arrays(path: Path, keys: tuple[str, ...]) -> tuple[dict, dict[str, list]]:
     """(every scalar and string value, the arrays named in ``keys`` as lists) of a GGUF's metadata:
     a tokenizer's vocabulary read as plain strings (GGUFReader's object per entry held ~0.2 GB for
     Gemma's 262k tokens); the other arrays are skipped. EngineError in one line if unreadable."""
-    import sys
-    from array import array
-
     def read(h: _Fields):
-        values, arrays = {}, {}
-        for _ in range(h.keys):
-            name, kind = h.text(), h.read("<I")
-            if kind != 9:
-                values[name] = h.value(kind)
-            elif name not in keys:
-                h.skip_array()
-            else:
-                inner, n = h.read("<I"), h.read("<Q")
-                if inner == 8:
-                    arrays[name] = [h.text() for _ in range(n)]
-                elif inner in _ARRAY_CODES:
-                    items = array(_ARRAY_CODES[inner], h.f.read(h.SIZES[inner] * n))
-                    if len(items) != n:
-                        raise ValueError(f"array {name} is cut")
-                    if sys.byteorder != "little":
-                        items.byteswap()
-                    arrays[name] = [bool(x) for x in items] if inner == 7 else items.tolist()
-                else:
-                    raise ValueError(f"array {name} of arrays")
+        values, _, arrays = read_metadata(h, keys)
         return values, arrays
     return _readable(path, read)
 

@@ -20,14 +20,13 @@ from typing import Callable
 import numpy as np
 
 from ..errors import EngineError
-from .gguf_codes import MAPPING, NATIVE, as_layout2, as_layout7, decode, k_factors, layout, pack
+from .gguf_codes import HALF_TYPES, MAPPING, NATIVE, as_layout2, as_layout7, decode, k_factors, layout, pack
 from .gguf_header import check_architecture
 from .gguf_tensors import TensorFile
 from ..runtime.kernels import PANEL
 from .source import ModelSource
 
 Progress = Callable[[str], None]
-HALF_TYPES = {"F16": np.float16, "BF16": np.uint16}   # matrices kept as 2-byte panels (bf16 as its bits)
 GEMMA3_LOCAL_BASE = 10000.0   # llama.cpp's gemma3: local layers' RoPE base (not in the file)
 GEMMA3_PATTERN = 6            # llama.cpp's gemma3: every 6th layer global, the rest sliding-window
 

@@ -39,15 +39,15 @@ class TensorFile:
 
 def _header(h: _Fields) -> tuple[tuple[dict, dict[str, int]], list[tuple], int]:
     """(the metadata, [(name, dims, type, offset)], where the tensors' data starts) of the header at h"""
-    metadata = read_metadata(h)
-    alignment = int(metadata[0].get("general.alignment") or ALIGNMENT)
+    values, lengths, _ = read_metadata(h)
+    alignment = int(values.get("general.alignment") or ALIGNMENT)
     infos = []
     for _ in range(h.tensors):
         name = h.text()
         dims = [h.read("<Q") for _ in range(h.read("<I"))]
         infos.append((name, dims, h.read("<I"), h.read("<Q")))
     at = h.f.tell()
-    return metadata, infos, -(-at // alignment) * alignment
+    return (values, lengths), infos, -(-at // alignment) * alignment
 
 
 _TYPED = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.int8, "I16": np.int16,

@@ -140,7 +140,7 @@ def _gemma(tokens: list[str]):
     tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in tokens]
     vocab = {t: i for i, t in enumerate(tokens)}
     merges = []
-    for token, place in {t: i for i, t in enumerate(tokens)}.items():
+    for token, place in vocab.items():
         pairs = [(token[:k], token[k:]) for k in range(1, len(token)) if token[:k] in vocab and token[k:] in vocab]
         pairs.sort(key=lambda p: (vocab[p[0]], vocab[p[1]]))
         merges.extend((place, -len(a), -len(b), a, b) for a, b in pairs)
